@@ -1,0 +1,63 @@
+// Model loading: sniff IR text vs ONNX protobuf.
+#include "frontend/model_loader.h"
+
+#include "frontend/onnx/onnx_import.h"
+#include "ir/parser.h"
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+namespace smelt {
+
+namespace {
+
+// IR text begins (after blank lines and // comments) with the keyword `graph`.
+bool looksLikeIrText(std::string_view bytes) {
+  size_t i = 0;
+  while (i < bytes.size()) {
+    char c = bytes[i];
+    if (c == ' ' || c == '\n' || c == '\t' || c == '\r') {
+      ++i;
+    } else if (bytes.substr(i, 2) == "//") {
+      size_t nl = bytes.find('\n', i);
+      i = nl == std::string_view::npos ? bytes.size() : nl + 1;
+    } else {
+      return bytes.substr(i, 5) == "graph";
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+Expected<Graph> loadModel(const std::string& path) {
+  std::string bytes;
+  std::string dir = ".";
+  if (path == "-") {
+    bytes.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  } else {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) return makeError("'{}' is a directory, not a model file", path);
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return makeError("cannot open '{}'", path);
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    bytes = buffer.str();
+    std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    dir = parent.empty() ? "." : parent.string();
+  }
+  std::string what = path == "-" ? "<stdin>" : path;
+  if (looksLikeIrText(bytes)) {
+    ParseOptions options;
+    options.externalDataDir = dir;
+    options.sourceName = what;
+    return parseGraph(bytes, options);
+  }
+  if (bytes.empty()) return makeError("{}: empty file", what);
+  return importOnnxBytes(bytes, dir, what);
+}
+
+}  // namespace smelt

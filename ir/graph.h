@@ -1,0 +1,158 @@
+// The graph: typed values produced by nodes, graph inputs, parameters (trainable, with initial values)
+// and named outputs. Nodes are kept in a valid execution order (every operand defined before use).
+#pragma once
+
+#include "ir/attribute.h"
+#include "ir/op_registry.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace smelt {
+
+class Node;
+class Graph;
+
+/// Where a value comes from.
+enum class ValueKind { Input, Parameter, Result };
+
+/// A typed SSA value: a graph input, a parameter, or a result of a node.
+class Value {
+ public:
+  const TensorType& type() const { return type_; }
+  DType dtype() const { return type_.dtype; }
+  const Shape& shape() const { return type_.shape; }
+  ValueKind kind() const { return kind_; }
+  /// The producing node, or null for inputs and parameters.
+  Node* producer() const { return producer_; }
+  int resultIndex() const { return resultIndex_; }
+  /// Inputs and parameters: their unique name. Results: empty.
+  const std::string& name() const { return name_; }
+  /// Parameters only: the initial value and whether training updates it.
+  const Tensor& initialValue() const { return initial_; }
+  bool trainable() const { return trainable_; }
+  void setInitialValue(Tensor value) { initial_ = std::move(value); }
+  /// The nodes that use this value, one entry per use.
+  const std::vector<Node*>& users() const { return users_; }
+
+ private:
+  friend class Graph;
+  TensorType type_;
+  ValueKind kind_ = ValueKind::Result;
+  Node* producer_ = nullptr;
+  int resultIndex_ = 0;
+  std::string name_;
+  Tensor initial_;
+  bool trainable_ = false;
+  std::vector<Node*> users_;
+};
+
+/// One application of a registered op.
+class Node {
+ public:
+  const OpDef& op() const { return *op_; }
+  const std::string& opName() const { return op_->name; }
+  const std::vector<Value*>& operands() const { return operands_; }
+  Value* operand(size_t i) const { return operands_[i]; }
+  size_t numOperands() const { return operands_.size(); }
+  const std::vector<Value*>& results() const { return results_; }
+  Value* result(size_t i = 0) const { return results_[i]; }
+  /// Complete attributes: every declared attribute is present, defaults filled in.
+  const AttrMap& attrs() const { return attrs_; }
+  /// The name the node had where it came from (an ONNX node name), or empty.
+  const std::string& sourceName() const { return sourceName_; }
+  void setSourceName(std::string name) { sourceName_ = std::move(name); }
+  /// The result types as inferred when the node was built.
+  std::vector<TensorType> resultTypes() const;
+
+ private:
+  friend class Graph;
+  const OpDef* op_ = nullptr;
+  std::vector<Value*> operands_;
+  std::vector<Value*> results_;
+  AttrMap attrs_;
+  std::string sourceName_;
+};
+
+/// A named graph output.
+struct GraphOutput {
+  std::string name;
+  Value* value = nullptr;
+};
+
+/// Told about every node added to a graph; the GradientTape (autodiff issue) records through this.
+class GraphObserver {
+ public:
+  virtual ~GraphObserver() = default;
+  virtual void onNodeAdded(Node* node) = 0;
+};
+
+/// A static, typed dataflow graph built define-then-run.
+class Graph {
+ public:
+  explicit Graph(std::string name = "main") : name_(std::move(name)) {}
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  Graph(Graph&&) = default;
+  Graph& operator=(Graph&&) = default;
+
+  /// A deep copy (values, nodes and parameter values).
+  Graph clone() const;
+
+  const std::string& name() const { return name_; }
+  void setName(std::string name) { name_ = std::move(name); }
+
+  /// Adds a graph input. Names of inputs and parameters must be unique (see isNameTaken).
+  Value* addInput(std::string name, TensorType type);
+  /// Adds a parameter with an initial value.
+  Value* addParameter(std::string name, Tensor initial, bool trainable = true);
+  /// Adds a node after all existing ones: checks operand count, attribute names and kinds, fills in
+  /// default attributes, runs the op's inference (which verifies), and creates the results.
+  Expected<Node*> addNode(std::string_view op, std::vector<Value*> operands, AttrMap attrs = {},
+                          std::string sourceName = {});
+  /// addNode for single-result ops, returning the result.
+  Expected<Value*> apply(std::string_view op, std::vector<Value*> operands, AttrMap attrs = {});
+  /// Adds a `constant` node holding `value`.
+  Value* constant(Tensor value);
+  /// Appends a named output.
+  void addOutput(std::string name, Value* value);
+  void setOutputValue(size_t index, Value* value);
+  void clearOutputs() { outputs_.clear(); }
+
+  const std::vector<Value*>& inputs() const { return inputs_; }
+  const std::vector<Value*>& parameters() const { return parameters_; }
+  const std::vector<GraphOutput>& outputs() const { return outputs_; }
+  /// Nodes in execution order.
+  const std::vector<std::unique_ptr<Node>>& nodes() const { return nodes_; }
+  size_t numNodes() const { return nodes_.size(); }
+
+  Value* findInput(std::string_view name) const;
+  Value* findParameter(std::string_view name) const;
+  bool isNameTaken(std::string_view name) const { return findInput(name) || findParameter(name); }
+
+  /// Points every use of `from` (node operands and outputs) at `to`. Types must match.
+  void replaceAllUsesWith(Value* from, Value* to);
+  /// Removes nodes whose results are unused and not outputs; returns how many were removed.
+  size_t removeDeadNodes();
+
+  /// The label errors use for `node`: "conv2d %7" where %7 is its first result's printed number,
+  /// followed by its source name when it has one.
+  std::string labelOf(const Node& node) const;
+
+  void addObserver(GraphObserver* observer) { observers_.push_back(observer); }
+  void removeObserver(GraphObserver* observer);
+
+ private:
+  Value* newValue();
+  std::string name_;
+  std::vector<std::unique_ptr<Value>> values_;
+  std::vector<Value*> inputs_;
+  std::vector<Value*> parameters_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<GraphOutput> outputs_;
+  std::vector<GraphObserver*> observers_;
+  std::vector<std::unique_ptr<Node>> garbage_;  // removed nodes, kept so stale pointers never dangle
+};
+
+}  // namespace smelt

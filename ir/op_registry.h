@@ -1,0 +1,146 @@
+// The op registry: every op is declared once, as one OpDef holding all of its facets (operands,
+// attributes with defaults, dtype and shape inference with verification, reference semantics, and an
+// IR example the registry-wide tests run). Later stages add their facets (gradient, lowering) here.
+#pragma once
+
+#include "ir/attribute.h"
+#include "ir/support/expected.h"
+#include "ir/tensor.h"
+
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace smelt {
+
+struct OpDef;
+
+/// How an operand slot is filled: exactly once, optionally (trailing slots only), or any number >= 1.
+enum class Arity { Single, Optional, Variadic };
+
+/// One operand slot of an op.
+struct OperandSpec {
+  std::string name;
+  Arity arity = Arity::Single;
+};
+
+/// One attribute of an op; no default means the attribute is required.
+struct AttrSpec {
+  std::string name;
+  AttrKind kind;
+  std::optional<Attribute> defaultValue;
+};
+
+/// How the op behaves for fusion (used by the passes issue): elementwise maps index to index; broadcast
+/// and injective move data; reductions reduce; opaque ops (matmul, conv) are kernels of their own.
+enum class FusionKind { Elementwise, Broadcast, Injective, Reduction, Opaque };
+
+/// What an op's inference and reference functions see of one application: the operand types, the
+/// complete attributes (defaults filled in), the result types (reference only), and a label such as
+/// "conv2d %7" that every error message starts with.
+class OpCall {
+ public:
+  OpCall(const OpDef& op, std::string label, std::span<const TensorType> operandTypes, const AttrMap& attrs,
+         std::span<const TensorType> resultTypes = {})
+      : op_(op), label_(std::move(label)), operandTypes_(operandTypes), attrs_(attrs), resultTypes_(resultTypes) {}
+
+  const OpDef& op() const { return op_; }
+  const std::string& label() const { return label_; }
+  size_t numOperands() const { return operandTypes_.size(); }
+  const TensorType& operand(size_t i) const { return operandTypes_[i]; }
+  std::span<const TensorType> operands() const { return operandTypes_; }
+  std::span<const TensorType> results() const { return resultTypes_; }
+  const AttrMap& attrs() const { return attrs_; }
+
+  int64_t getInt(std::string_view name) const { return get<int64_t>(name); }
+  double getFloat(std::string_view name) const { return get<double>(name); }
+  const std::string& getString(std::string_view name) const { return get<std::string>(name); }
+  const std::vector<int64_t>& getInts(std::string_view name) const { return get<std::vector<int64_t>>(name); }
+  const std::vector<double>& getFloats(std::string_view name) const { return get<std::vector<double>>(name); }
+  const Tensor& getTensor(std::string_view name) const { return get<Tensor>(name); }
+
+  /// An error prefixed with the label: `call.error("input has {} channels", c)`.
+  template <typename... Args>
+  Error error(fmt::format_string<Args...> format, Args&&... args) const {
+    return Error(label_ + ": " + fmt::format(format, std::forward<Args>(args)...));
+  }
+
+ private:
+  template <typename T>
+  const T& get(std::string_view name) const;
+
+  const OpDef& op_;
+  std::string label_;
+  std::span<const TensorType> operandTypes_;
+  const AttrMap& attrs_;
+  std::span<const TensorType> resultTypes_;
+};
+
+/// Checks operand dtypes and shapes and attribute values, and returns the result types.
+using InferFn = std::function<Expected<std::vector<TensorType>>(const OpCall& call)>;
+/// Computes the results on host tensors. Plain loops, clear over fast, float math in double.
+using ReferenceFn = std::function<Expected<std::vector<Tensor>>(const OpCall& call, std::span<const Tensor> operands)>;
+
+/// The one declaration of an op.
+struct OpDef {
+  std::string name;
+  std::string summary;
+  std::vector<OperandSpec> operands;
+  std::vector<AttrSpec> attrs;
+  FusionKind fusion = FusionKind::Opaque;
+  /// The element types the op accepts for its main operand(s): listed by `smelt ops`, and every one of
+  /// them is run by the registry-wide tests through `example`.
+  DTypeSet dtypes;
+  InferFn infer;
+  ReferenceFn reference;
+  /// A complete IR graph using the op, with `$T` standing for each dtype in `dtypes`. The registry
+  /// tests parse it for every dtype, verify it, round-trip it and run it on random inputs.
+  std::string example;
+
+  /// The attribute spec named `name`, or null.
+  const AttrSpec* findAttr(std::string_view attrName) const;
+  /// The fewest and most operands the op takes (max is SIZE_MAX when variadic).
+  size_t minOperands() const;
+  size_t maxOperands() const;
+};
+
+/// All ops, by name. Built once on first use; read-only and thread-safe after that.
+class OpRegistry {
+ public:
+  static const OpRegistry& global();
+
+  const OpDef* find(std::string_view name) const;
+  /// Every op, sorted by name.
+  const std::vector<const OpDef*>& all() const { return sorted_; }
+
+  /// Registers an op. Used only by the register*Ops functions in ir/ops/.
+  void add(OpDef def);
+
+ private:
+  OpRegistry() = default;
+  void finalize();
+  std::vector<std::unique_ptr<OpDef>> ops_;
+  std::vector<const OpDef*> sorted_;
+};
+
+/// Checks operand count and attribute names/kinds against `op`, fills in default attributes, and returns
+/// the complete attribute map. Errors start with `label`.
+Expected<AttrMap> completeAttributes(const OpDef& op, std::string_view label, size_t numOperands, AttrMap attrs);
+
+template <typename T>
+const T& OpCall::get(std::string_view name) const {
+  auto it = attrs_.find(name);
+  // Attributes are completed and kind-checked before any inference or reference call, so a miss
+  // here is a bug in the op's declaration, not bad input.
+  if (it == attrs_.end() || !std::holds_alternative<T>(it->second)) {
+    static const T empty{};
+    fmt::print(stderr, "smelt internal error: {} reads undeclared attribute '{}'\n", label_, name);
+    return empty;
+  }
+  return std::get<T>(it->second);
+}
+
+}  // namespace smelt

@@ -1,0 +1,127 @@
+// Turns elementwise table rows into OpDefs: inference (dtype check, broadcasting) and reference loops.
+#include "ir/ops/elementwise.h"
+
+#include "ir/ops/op_helpers.h"
+
+namespace smelt::ops {
+
+namespace {
+
+template <typename T>
+constexpr bool kIsFloatStorage = std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+std::string unaryExample(const std::string& name) {
+  return fmt::format(R"(graph @t(%x: $T[2,3]) {{
+  %0 = {}(%x) : $T[2,3]
+  return r = %0
+}})",
+                     name);
+}
+
+std::string binaryExample(const std::string& name, bool predicate) {
+  std::string result = predicate ? "bool" : "$T";
+  return fmt::format(R"(graph @t(%a: $T[2,3], %b: $T[3]) {{
+  %0 = {}(%a, %b) : {}[2,3]
+  return r = %0
+}})",
+                     name, result);
+}
+
+}  // namespace
+
+OpDef makeUnaryOp(UnaryRow row) {
+  OpDef def;
+  def.name = row.name;
+  def.summary = row.summary;
+  def.operands = {{"x"}};
+  def.attrs = row.attrs;
+  def.fusion = FusionKind::Elementwise;
+  def.dtypes = row.dtypes;
+  DTypeSet allowed = row.dtypes;
+  def.infer = [allowed](const OpCall& call) -> Expected<std::vector<TensorType>> {
+    SMELT_CHECK_OK(expectDType(call, 0, allowed));
+    return single(call.operand(0));
+  };
+  def.reference = [floatFn = row.floatFn, intFn = row.intFn](const OpCall& call,
+                                                           std::span<const Tensor> in) -> Expected<std::vector<Tensor>> {
+    const Tensor& x = in[0];
+    Tensor out(x.type());
+    FloatFn1 f = floatFn(call);
+    dispatchDType(x.dtype(), [&]<typename T>(TypeTag<T>) {
+      const T* src = x.data<T>();
+      T* dst = out.data<T>();
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        if constexpr (kIsFloatStorage<T>) {
+          dst[i] = fromDouble<T>(f(toDouble(src[i])));
+        } else {
+          dst[i] = intFn ? static_cast<T>(intFn(static_cast<int64_t>(src[i]))) : fromDouble<T>(f(toDouble(src[i])));
+        }
+      }
+    });
+    return std::vector<Tensor>{std::move(out)};
+  };
+  def.example = unaryExample(row.name);
+  return def;
+}
+
+OpDef makeBinaryOp(BinaryRow row) {
+  OpDef def;
+  def.name = row.name;
+  def.summary = row.summary;
+  def.operands = {{"lhs"}, {"rhs"}};
+  def.fusion = FusionKind::Elementwise;
+  def.dtypes = row.dtypes;
+  DTypeSet allowed = row.dtypes;
+  bool predicate = row.predicate;
+  def.infer = [allowed, predicate](const OpCall& call) -> Expected<std::vector<TensorType>> {
+    SMELT_CHECK_OK(expectDType(call, 0, allowed));
+    SMELT_CHECK_OK(expectSameDType(call, 0, 1));
+    auto shape = broadcastShapes(call.operand(0).shape, call.operand(1).shape);
+    if (!shape) return call.error("{}", shape.error().message());
+    return single(TensorType{predicate ? DType::boolean : call.operand(0).dtype, *shape});
+  };
+  def.reference = [row](const OpCall& call, std::span<const Tensor> in) -> Expected<std::vector<Tensor>> {
+    const Tensor& a = in[0];
+    const Tensor& b = in[1];
+    Tensor out(call.results()[0]);
+    std::vector<int64_t> ia = broadcastIndexMap(a.shape(), out.shape());
+    std::vector<int64_t> ib = broadcastIndexMap(b.shape(), out.shape());
+    dispatchDType(a.dtype(), [&]<typename T>(TypeTag<T>) {
+      const T* pa = a.data<T>();
+      const T* pb = b.data<T>();
+      auto store = [&](int64_t i, auto value) {
+        if (row.predicate) {
+          out.data<bool>()[i] = value != 0;
+        } else if constexpr (kIsFloatStorage<T>) {
+          out.data<T>()[i] = fromDouble<T>(static_cast<double>(value));
+        } else {
+          out.data<T>()[i] = static_cast<T>(value);
+        }
+      };
+      for (int64_t i = 0; i < out.numel(); ++i) {
+        T x = pa[ia[i]];
+        T y = pb[ib[i]];
+        if constexpr (kIsFloatStorage<T>) {
+          store(i, row.floatFn(toDouble(x), toDouble(y)));
+        } else if constexpr (std::is_signed_v<T>) {
+          if (row.signedFn) {
+            store(i, row.signedFn(static_cast<int64_t>(x), static_cast<int64_t>(y)));
+          } else {
+            store(i, fromDouble<T>(row.floatFn(toDouble(x), toDouble(y))));
+          }
+        } else {
+          if (row.unsignedFn) {
+            store(i, row.unsignedFn(static_cast<uint64_t>(x), static_cast<uint64_t>(y)));
+          } else {
+            store(i, fromDouble<T>(row.floatFn(toDouble(x), toDouble(y))));
+          }
+        }
+      }
+    });
+    return std::vector<Tensor>{std::move(out)};
+  };
+  def.example = binaryExample(row.name, row.predicate);
+  return def;
+}
+
+}  // namespace smelt::ops

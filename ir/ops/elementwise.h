@@ -1,0 +1,48 @@
+// Table rows for elementwise ops. Each row is one op's whole declaration: name, accepted dtypes,
+// attributes and scalar semantics; makeUnaryOp/makeBinaryOp turn a row into an OpDef with
+// broadcasting inference and a reference implementation. Later issues add the row's gradient and
+// codegen expression here, so an elementwise op stays one row.
+#pragma once
+
+#include "ir/op_registry.h"
+
+#include <functional>
+
+namespace smelt::ops {
+
+/// A scalar function for one application of an op, built once from its attributes.
+using FloatFn1 = std::function<double(double)>;
+using FloatFn2 = std::function<double(double, double)>;
+
+/// One unary elementwise op: result dtype and shape equal the operand's.
+struct UnaryRow {
+  std::string name;
+  std::string summary;
+  DTypeSet dtypes;
+  std::vector<AttrSpec> attrs = {};
+  /// The function on values in double; reads attributes once. Also used for integer dtypes (through
+  /// double, then truncated and wrapped) unless `intFn` is set.
+  std::function<FloatFn1(const OpCall&)> floatFn;
+  /// Exact integer semantics (abs, neg, sign) for integer and bool dtypes, in int64.
+  std::function<int64_t(int64_t)> intFn = nullptr;
+};
+
+/// One binary elementwise op with numpy broadcasting. Both operands must have the same dtype.
+struct BinaryRow {
+  std::string name;
+  std::string summary;
+  DTypeSet dtypes;
+  /// True for comparisons: the result is bool.
+  bool predicate = false;
+  /// Float semantics, in double.
+  FloatFn2 floatFn;
+  /// Integer semantics for signed dtypes (values sign-extended to int64; the result wraps to the dtype).
+  std::function<int64_t(int64_t, int64_t)> signedFn = nullptr;
+  /// Integer semantics for unsigned dtypes and bool (values zero-extended to uint64).
+  std::function<uint64_t(uint64_t, uint64_t)> unsignedFn = nullptr;
+};
+
+OpDef makeUnaryOp(UnaryRow row);
+OpDef makeBinaryOp(BinaryRow row);
+
+}  // namespace smelt::ops

@@ -1,0 +1,23 @@
+// Calls every op family's registration function.
+#include "ir/ops/register_ops.h"
+
+namespace smelt {
+
+void registerAllOps(OpRegistry& registry) {
+  registerConstantOps(registry);
+  registerUnaryOps(registry);
+  registerBinaryOps(registry);
+  registerElementwiseMiscOps(registry);
+  registerReductionOps(registry);
+  registerLinalgOps(registry);
+  registerLayoutOps(registry);
+  registerIndexingOps(registry);
+  registerConvOps(registry);
+  registerPoolingOps(registry);
+  registerNormalizationOps(registry);
+  registerSamplingOps(registry);
+  registerGraphOps(registry);
+  registerRandomOps(registry);
+}
+
+}  // namespace smelt

@@ -1,0 +1,477 @@
+// IR text parser: recursive descent over tokens. Grammar (see docs/ir.md):
+//   graph    := 'graph' '@' NAME '(' [input {',' input}] ')' '{' {param} {node} return '}'
+//   input    := VALUE ':' type
+//   param    := ('param' | 'state') VALUE ':' type '=' body
+//   node     := VALUE {',' VALUE} '=' OP '(' [VALUE {',' VALUE}] ')' ['{' attrs '}'] ':' type {',' type}
+//               ['loc' '(' STRING ')']
+//   return   := 'return' [NAME '=' VALUE {',' NAME '=' VALUE}]
+//   type     := DTYPE '[' [INT {',' INT}] ']'
+//   body     := '[' elements ']' | x"hex" | 'file' '(' STRING ',' INT ')'
+#include "ir/parser.h"
+
+#include "ir/lexer.h"
+
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <unordered_map>
+
+namespace smelt {
+
+namespace {
+
+class Parser {
+ public:
+  Parser(std::string_view source, const ParseOptions& options, std::vector<Token> tokens)
+      : source_(source), options_(options), tokens_(std::move(tokens)) {}
+
+  Expected<Graph> parse() {
+    SMELT_CHECK_OK(expectKeyword("graph"));
+    const Token& nameTok = peek();
+    if (nameTok.kind != TokenKind::GraphRef) return fail(nameTok, "expected the graph name, like @main");
+    std::string graphName = symbolName(next().text);
+    Graph graph(graphName);
+    SMELT_CHECK_OK(expectPunct("("));
+    if (!isPunct(")")) {
+      while (true) {
+        const Token& vt = peek();
+        if (vt.kind != TokenKind::ValueRef) return fail(vt, "expected an input like %x: f32[2,3]");
+        std::string key = next().text;
+        SMELT_CHECK_OK(expectPunct(":"));
+        SMELT_TRY(TensorType type, parseType());
+        if (values_.count(key)) return fail(vt, fmt::format("input %{} is defined twice", key));
+        values_[key] = graph.addInput(symbolName(key), type);
+        if (!isPunct(",")) break;
+        next();
+      }
+    }
+    SMELT_CHECK_OK(expectPunct(")"));
+    SMELT_CHECK_OK(expectPunct("{"));
+    while (isKeyword("param") || isKeyword("state")) SMELT_CHECK_OK(parseParameter(graph));
+    while (!isKeyword("return")) {
+      if (peek().kind == TokenKind::End) return fail(peek(), "expected 'return' before the end of the graph");
+      SMELT_CHECK_OK(parseNode(graph));
+    }
+    next();
+    SMELT_CHECK_OK(parseReturn(graph));
+    SMELT_CHECK_OK(expectPunct("}"));
+    if (peek().kind != TokenKind::End) return fail(peek(), "unexpected text after the end of the graph");
+    return graph;
+  }
+
+ private:
+  // --- token helpers -------------------------------------------------------------------------------
+  const Token& peek() const { return tokens_[pos_]; }
+  const Token& next() {
+    const Token& t = tokens_[pos_];
+    if (pos_ + 1 < tokens_.size()) ++pos_;
+    return t;
+  }
+  bool isPunct(std::string_view p) const { return peek().kind == TokenKind::Punct && peek().text == p; }
+  bool isKeyword(std::string_view k) const { return peek().kind == TokenKind::Identifier && peek().text == k; }
+  Error fail(const Token& t, std::string_view message) const {
+    return Error(formatSourceError(source_, options_.sourceName, t.line, t.column, message));
+  }
+  std::string describe(const Token& t) const {
+    if (t.kind == TokenKind::End) return "end of input";
+    return fmt::format("'{}'", t.text);
+  }
+  Status expectPunct(std::string_view p) {
+    if (!isPunct(p)) return fail(peek(), fmt::format("expected '{}', got {}", p, describe(peek())));
+    next();
+    return Status::success();
+  }
+  Status expectKeyword(std::string_view k) {
+    if (!isKeyword(k)) return fail(peek(), fmt::format("expected '{}', got {}", k, describe(peek())));
+    next();
+    return Status::success();
+  }
+  // Symbol-table keys of quoted non-identifier names carry a leading quote (see the lexer).
+  static std::string symbolName(const std::string& key) { return !key.empty() && key[0] == '"' ? key.substr(1) : key; }
+
+  Expected<int64_t> parseInt() {
+    const Token& t = peek();
+    int64_t v = 0;
+    if (t.kind != TokenKind::Number) return fail(t, fmt::format("expected an integer, got {}", describe(t)));
+    const char* begin = t.text.data() + (t.text[0] == '+' ? 1 : 0);
+    auto res = std::from_chars(begin, t.text.data() + t.text.size(), v);
+    if (res.ec != std::errc() || res.ptr != t.text.data() + t.text.size()) {
+      return fail(t, fmt::format("'{}' is not a 64-bit integer", t.text));
+    }
+    next();
+    return v;
+  }
+
+  Expected<TensorType> parseType() {
+    const Token& t = peek();
+    if (t.kind != TokenKind::Identifier) return fail(t, fmt::format("expected a type like f32[2,3], got {}", describe(t)));
+    auto dtype = parseDType(t.text);
+    if (!dtype) return fail(t, dtype.error().message());
+    next();
+    TensorType type{*dtype, {}};
+    SMELT_CHECK_OK(expectPunct("["));
+    if (!isPunct("]")) {
+      while (true) {
+        const Token& dt = peek();
+        SMELT_TRY(int64_t d, parseInt());
+        if (d < 0) return fail(dt, fmt::format("dimension {} is negative", d));
+        if (d > (int64_t{1} << 40)) return fail(dt, fmt::format("dimension {} is too large", d));
+        type.shape.push_back(d);
+        if (!isPunct(",")) break;
+        next();
+      }
+    }
+    SMELT_CHECK_OK(expectPunct("]"));
+    if (type.shape.size() > 16) return fail(t, "tensors of rank above 16 are not supported");
+    int64_t n = 1;
+    for (int64_t d : type.shape) {
+      if (d != 0 && n > (int64_t{1} << 40) / d) return fail(t, "tensor has too many elements");
+      n *= d;
+    }
+    return type;
+  }
+
+  // --- tensors -------------------------------------------------------------------------------------
+  // One list element for `dtype`, parsed directly in that dtype's precision so printing round-trips.
+  Status parseElement(Tensor& t, int64_t i) {
+    const Token& tok = peek();
+    std::string text = tok.text;
+    if (tok.kind != TokenKind::Number && tok.kind != TokenKind::Identifier) {
+      return fail(tok, fmt::format("expected a number, got {}", describe(tok)));
+    }
+    bool ok = dispatchDType(t.dtype(), [&]<typename T>(TypeTag<T>) -> bool {
+      if constexpr (std::is_same_v<T, bool>) {
+        if (text == "true" || text == "1") { t.data<bool>()[i] = true; return true; }
+        if (text == "false" || text == "0") { t.data<bool>()[i] = false; return true; }
+        return false;
+      } else if constexpr (std::is_integral_v<T>) {
+        T v{};
+        const char* b = text.data() + (text[0] == '+' ? 1 : 0);
+        auto r = std::from_chars(b, text.data() + text.size(), v);
+        if (r.ec != std::errc() || r.ptr != text.data() + text.size()) return false;
+        t.data<T>()[i] = v;
+        return true;
+      } else {
+        using P = std::conditional_t<std::is_same_v<T, double>, double, float>;
+        P v{};
+        if (text == "inf" || text == "+inf") v = std::numeric_limits<P>::infinity();
+        else if (text == "-inf") v = -std::numeric_limits<P>::infinity();
+        else if (text == "nan") v = std::numeric_limits<P>::quiet_NaN();
+        else {
+          const char* b = text.data() + (text[0] == '+' ? 1 : 0);
+          auto r = std::from_chars(b, text.data() + text.size(), v);
+          if (r.ec != std::errc() || r.ptr != text.data() + text.size()) return false;
+        }
+        t.data<T>()[i] = static_cast<T>(v);
+        return true;
+      }
+    });
+    if (!ok) return fail(tok, fmt::format("'{}' is not a valid {} value", text, dtypeName(t.dtype())));
+    next();
+    return Status::success();
+  }
+
+  Expected<Tensor> parseTensorBody(const TensorType& type) {
+    const Token& start = peek();
+    Tensor t(type);
+    if (start.kind == TokenKind::HexBlob) {
+      const std::string& hex = start.text;
+      if (hex.size() != t.byteSize() * 2) {
+        return fail(start, fmt::format("hex data has {} bytes, type {} needs {}", hex.size() / 2, type.toString(),
+                                       t.byteSize()));
+      }
+      for (size_t i = 0; i < t.byteSize(); ++i) {
+        unsigned v = 0;
+        auto r = std::from_chars(hex.data() + 2 * i, hex.data() + 2 * i + 2, v, 16);
+        if (r.ec != std::errc() || r.ptr != hex.data() + 2 * i + 2) return fail(start, "hex data has a non-hex digit");
+        t.raw()[i] = static_cast<std::byte>(v);
+      }
+      next();
+      return t;
+    }
+    if (isKeyword("file")) {
+      next();
+      SMELT_CHECK_OK(expectPunct("("));
+      const Token& pathTok = peek();
+      if (pathTok.kind != TokenKind::String) return fail(pathTok, "expected the external data file name");
+      std::string path = next().text;
+      SMELT_CHECK_OK(expectPunct(","));
+      SMELT_TRY(int64_t offset, parseInt());
+      SMELT_CHECK_OK(expectPunct(")"));
+      SMELT_CHECK_OK(readExternal(pathTok, path, offset, t));
+      return t;
+    }
+    SMELT_CHECK_OK(expectPunct("["));
+    int64_t i = 0;
+    if (!isPunct("]")) {
+      while (true) {
+        if (i >= t.numel()) return fail(peek(), fmt::format("too many elements for {}", type.toString()));
+        SMELT_CHECK_OK(parseElement(t, i++));
+        if (!isPunct(",")) break;
+        next();
+      }
+    }
+    if (i != t.numel()) {
+      return fail(peek(), fmt::format("{} has {} elements, the literal gives {}", type.toString(), t.numel(), i));
+    }
+    SMELT_CHECK_OK(expectPunct("]"));
+    return t;
+  }
+
+  Status readExternal(const Token& at, const std::string& path, int64_t offset, Tensor& t) {
+    std::filesystem::path rel(path);
+    if (rel.is_absolute()) return fail(at, fmt::format("external data path '{}' is absolute; only files beside the IR are read", path));
+    for (const auto& part : rel) {
+      if (part == "..") return fail(at, fmt::format("external data path '{}' leaves the IR's folder", path));
+    }
+    std::filesystem::path full = std::filesystem::path(options_.externalDataDir) / rel;
+    std::ifstream in(full, std::ios::binary);
+    if (!in) return fail(at, fmt::format("cannot open external data file '{}'", full.string()));
+    in.seekg(0, std::ios::end);
+    int64_t size = static_cast<int64_t>(in.tellg());
+    if (offset < 0 || offset + static_cast<int64_t>(t.byteSize()) > size) {
+      return fail(at, fmt::format("external data file '{}' ({} bytes) has no {} bytes at offset {}", full.string(),
+                                  size, t.byteSize(), offset));
+    }
+    in.seekg(offset);
+    in.read(reinterpret_cast<char*>(t.raw()), static_cast<std::streamsize>(t.byteSize()));
+    if (!in) return fail(at, fmt::format("failed reading external data file '{}'", full.string()));
+    return Status::success();
+  }
+
+  // --- attributes ----------------------------------------------------------------------------------
+  Expected<Attribute> parseAttributeValue() {
+    const Token& t = peek();
+    if (t.kind == TokenKind::String) return Attribute(next().text);
+    if (isKeyword("dense")) {
+      next();
+      SMELT_CHECK_OK(expectPunct("<"));
+      SMELT_TRY(TensorType type, parseType());
+      SMELT_CHECK_OK(expectPunct(">"));
+      SMELT_TRY(Tensor tensor, parseTensorBody(type));
+      return Attribute(std::move(tensor));
+    }
+    if (isPunct("[")) {
+      next();
+      std::vector<std::string> items;
+      std::vector<const Token*> toks;
+      if (!isPunct("]")) {
+        while (true) {
+          toks.push_back(&peek());
+          SMELT_TRY(Attribute a, parseScalar());
+          items.push_back(tokens_[pos_ - 1].text);
+          if (!isPunct(",")) break;
+          next();
+        }
+      }
+      SMELT_CHECK_OK(expectPunct("]"));
+      bool allInts = true;
+      for (const Token* tok : toks) allInts = allInts && isIntText(tok->text);
+      if (allInts) {
+        std::vector<int64_t> ints;
+        for (const Token* tok : toks) ints.push_back(std::get<int64_t>(*scalarOf(*tok)));
+        return Attribute(std::move(ints));
+      }
+      std::vector<double> floats;
+      for (const Token* tok : toks) {
+        Attribute a = *scalarOf(*tok);
+        floats.push_back(a.index() == 0 ? static_cast<double>(std::get<int64_t>(a)) : std::get<double>(a));
+      }
+      return Attribute(std::move(floats));
+    }
+    return parseScalar();
+  }
+
+  static bool isIntText(const std::string& s) {
+    if (s.empty()) return false;
+    size_t i = (s[0] == '-' || s[0] == '+') ? 1 : 0;
+    if (i >= s.size()) return false;
+    for (; i < s.size(); ++i) {
+      if (!std::isdigit(static_cast<unsigned char>(s[i]))) return false;
+    }
+    return true;
+  }
+
+  Expected<Attribute> scalarOf(const Token& t) const {
+    const std::string& s = t.text;
+    if (t.kind == TokenKind::Identifier) {
+      if (s == "inf" || s == "+inf") return Attribute(std::numeric_limits<double>::infinity());
+      if (s == "-inf") return Attribute(-std::numeric_limits<double>::infinity());
+      if (s == "nan") return Attribute(std::numeric_limits<double>::quiet_NaN());
+      return fail(t, fmt::format("expected an attribute value, got {}", describe(t)));
+    }
+    if (t.kind != TokenKind::Number) return fail(t, fmt::format("expected an attribute value, got {}", describe(t)));
+    const char* b = s.data() + (s[0] == '+' ? 1 : 0);
+    const char* e = s.data() + s.size();
+    if (isIntText(s)) {
+      int64_t v = 0;
+      auto r = std::from_chars(b, e, v);
+      if (r.ec != std::errc() || r.ptr != e) return fail(t, fmt::format("'{}' is not a 64-bit integer", s));
+      return Attribute(v);
+    }
+    double d = 0;
+    auto r = std::from_chars(b, e, d);
+    if (r.ec != std::errc() || r.ptr != e) return fail(t, fmt::format("'{}' is not a number", s));
+    return Attribute(d);
+  }
+
+  Expected<Attribute> parseScalar() {
+    SMELT_TRY(Attribute a, scalarOf(peek()));
+    next();
+    return a;
+  }
+
+  Expected<AttrMap> parseAttributes() {
+    AttrMap attrs;
+    SMELT_CHECK_OK(expectPunct("{"));
+    if (!isPunct("}")) {
+      while (true) {
+        const Token& nameTok = peek();
+        if (nameTok.kind != TokenKind::Identifier && nameTok.kind != TokenKind::String) {
+          return fail(nameTok, fmt::format("expected an attribute name, got {}", describe(nameTok)));
+        }
+        std::string name = next().text;
+        SMELT_CHECK_OK(expectPunct("="));
+        SMELT_TRY(Attribute value, parseAttributeValue());
+        if (attrs.count(name)) return fail(nameTok, fmt::format("attribute '{}' is given twice", name));
+        attrs.emplace(std::move(name), std::move(value));
+        if (!isPunct(",")) break;
+        next();
+      }
+    }
+    SMELT_CHECK_OK(expectPunct("}"));
+    return attrs;
+  }
+
+  // --- graph parts ---------------------------------------------------------------------------------
+  Status parseParameter(Graph& graph) {
+    bool trainable = next().text == "param";
+    const Token& vt = peek();
+    if (vt.kind != TokenKind::ValueRef) return fail(vt, "expected a parameter name like %w");
+    std::string key = next().text;
+    if (values_.count(key)) return fail(vt, fmt::format("%{} is defined twice", key));
+    SMELT_CHECK_OK(expectPunct(":"));
+    SMELT_TRY(TensorType type, parseType());
+    SMELT_CHECK_OK(expectPunct("="));
+    SMELT_TRY(Tensor init, parseTensorBody(type));
+    values_[key] = graph.addParameter(symbolName(key), std::move(init), trainable);
+    return Status::success();
+  }
+
+  Status parseNode(Graph& graph) {
+    const Token& first = peek();
+    std::vector<const Token*> resultToks;
+    while (true) {
+      const Token& rt = peek();
+      if (rt.kind != TokenKind::ValueRef) return fail(rt, fmt::format("expected a result like %0, got {}", describe(rt)));
+      resultToks.push_back(&next());
+      if (!isPunct(",")) break;
+      next();
+    }
+    SMELT_CHECK_OK(expectPunct("="));
+    const Token& opTok = peek();
+    if (opTok.kind != TokenKind::Identifier) return fail(opTok, fmt::format("expected an op name, got {}", describe(opTok)));
+    std::string opName = next().text;
+    SMELT_CHECK_OK(expectPunct("("));
+    std::vector<Value*> operands;
+    if (!isPunct(")")) {
+      while (true) {
+        const Token& ot = peek();
+        if (ot.kind != TokenKind::ValueRef) return fail(ot, fmt::format("expected an operand like %x, got {}", describe(ot)));
+        auto it = values_.find(ot.text);
+        if (it == values_.end()) return fail(ot, fmt::format("use of undefined value %{}", ot.text));
+        operands.push_back(it->second);
+        next();
+        if (!isPunct(",")) break;
+        next();
+      }
+    }
+    SMELT_CHECK_OK(expectPunct(")"));
+    AttrMap attrs;
+    if (isPunct("{")) {
+      SMELT_TRY(attrs, parseAttributes());
+    }
+    SMELT_CHECK_OK(expectPunct(":"));
+    std::vector<TensorType> declared;
+    std::vector<const Token*> typeToks;
+    while (true) {
+      typeToks.push_back(&peek());
+      SMELT_TRY(TensorType type, parseType());
+      declared.push_back(std::move(type));
+      if (!isPunct(",")) break;
+      next();
+    }
+    std::string source;
+    if (isKeyword("loc")) {
+      next();
+      SMELT_CHECK_OK(expectPunct("("));
+      const Token& st = peek();
+      if (st.kind != TokenKind::String) return fail(st, "expected a string in loc(...)");
+      source = next().text;
+      SMELT_CHECK_OK(expectPunct(")"));
+    }
+    auto node = graph.addNode(opName, std::move(operands), std::move(attrs), source);
+    if (!node) return fail(opTok, node.error().message());
+    Node* n = node.value();
+    if (n->results().size() != resultToks.size()) {
+      return fail(first, fmt::format("{} has {} results, {} are named", graph.labelOf(*n), n->results().size(),
+                                     resultToks.size()));
+    }
+    if (declared.size() != resultToks.size()) {
+      return fail(*typeToks.back(), fmt::format("{} names {} results but gives {} types", graph.labelOf(*n),
+                                                resultToks.size(), declared.size()));
+    }
+    for (size_t i = 0; i < declared.size(); ++i) {
+      if (!(declared[i] == n->result(i)->type())) {
+        return fail(*typeToks[i], fmt::format("{}: result #{} is declared {} but the op gives {}", graph.labelOf(*n), i,
+                                              declared[i].toString(), n->result(i)->type().toString()));
+      }
+      const std::string& key = resultToks[i]->text;
+      if (values_.count(key)) return fail(*resultToks[i], fmt::format("%{} is defined twice", key));
+      values_[key] = n->result(i);
+    }
+    return Status::success();
+  }
+
+  Status parseReturn(Graph& graph) {
+    if (isPunct("}")) return Status::success();
+    while (true) {
+      const Token& nt = peek();
+      if (nt.kind != TokenKind::Identifier && nt.kind != TokenKind::String) {
+        return fail(nt, fmt::format("expected an output name like y = %3, got {}", describe(nt)));
+      }
+      std::string name = next().text;
+      SMELT_CHECK_OK(expectPunct("="));
+      const Token& vt = peek();
+      if (vt.kind != TokenKind::ValueRef) return fail(vt, fmt::format("expected a value like %3, got {}", describe(vt)));
+      auto it = values_.find(vt.text);
+      if (it == values_.end()) return fail(vt, fmt::format("use of undefined value %{}", vt.text));
+      next();
+      for (const GraphOutput& o : graph.outputs()) {
+        if (o.name == name) return fail(nt, fmt::format("output '{}' is returned twice", name));
+      }
+      graph.addOutput(name, it->second);
+      if (!isPunct(",")) break;
+      next();
+    }
+    return Status::success();
+  }
+
+  std::string_view source_;
+  const ParseOptions& options_;
+  std::vector<Token> tokens_;
+  size_t pos_ = 0;
+  std::unordered_map<std::string, Value*> values_;
+};
+
+}  // namespace
+
+Expected<Graph> parseGraph(std::string_view text, const ParseOptions& options) {
+  SMELT_TRY(std::vector<Token> tokens, tokenize(text, options.sourceName));
+  Parser parser(text, options, std::move(tokens));
+  return parser.parse();
+}
+
+}  // namespace smelt

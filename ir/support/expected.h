@@ -1,0 +1,91 @@
+// Error and Expected<T>: how every user-facing failure in smelt is reported (no aborts, no exceptions
+// across the API). The message names the node, the op and what is wrong.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cassert>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace smelt {
+
+/// A failure the caller can handle: one human-readable message, already naming what failed.
+class Error {
+ public:
+  explicit Error(std::string message) : message_(std::move(message)) {}
+  const std::string& message() const { return message_; }
+  /// Returns a copy with `context` prepended ("while importing Conv_3: ...").
+  Error withContext(std::string_view context) const {
+    return Error(fmt::format("{}: {}", context, message_));
+  }
+
+ private:
+  std::string message_;
+};
+
+/// Builds an Error from a fmt format string.
+template <typename... Args>
+Error makeError(fmt::format_string<Args...> format, Args&&... args) {
+  return Error(fmt::format(format, std::forward<Args>(args)...));
+}
+
+/// A value or an Error. A minimal std::expected (C++23) for C++20.
+template <typename T>
+class [[nodiscard]] Expected {
+ public:
+  Expected(T value) : state_(std::move(value)) {}
+  Expected(Error error) : state_(std::move(error)) {}
+
+  bool ok() const { return state_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+
+  T& value() & { assert(ok()); return std::get<0>(state_); }
+  const T& value() const& { assert(ok()); return std::get<0>(state_); }
+  T&& value() && { assert(ok()); return std::get<0>(std::move(state_)); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+
+  const Error& error() const { assert(!ok()); return std::get<1>(state_); }
+
+ private:
+  std::variant<T, Error> state_;
+};
+
+/// Success or an Error.
+class [[nodiscard]] Status {
+ public:
+  Status() = default;
+  Status(Error error) : error_(std::move(error)), failed_(true) {}
+  static Status success() { return Status(); }
+  bool ok() const { return !failed_; }
+  explicit operator bool() const { return ok(); }
+  const Error& error() const { assert(failed_); return error_; }
+
+ private:
+  Error error_{""};
+  bool failed_ = false;
+};
+
+}  // namespace smelt
+
+#define SMELT_CONCAT_INNER(a, b) a##b
+#define SMELT_CONCAT(a, b) SMELT_CONCAT_INNER(a, b)
+
+/// `SMELT_TRY(auto x, expr)` : evaluates an Expected, returns its error from the enclosing function,
+/// or binds the value.
+#define SMELT_TRY(decl, expr) SMELT_TRY_IMPL(SMELT_CONCAT(smelt_try_, __LINE__), decl, expr)
+#define SMELT_TRY_IMPL(tmp, decl, expr) \
+  auto tmp = (expr);                    \
+  if (!tmp.ok()) return tmp.error();    \
+  decl = std::move(tmp).value()
+
+/// `SMELT_CHECK_OK(status_expr)` : returns the error of a failed Status or Expected.
+#define SMELT_CHECK_OK(expr)                                               \
+  do {                                                                     \
+    auto smelt_status_ = (expr);                                           \
+    if (!smelt_status_.ok()) return smelt_status_.error();                 \
+  } while (0)

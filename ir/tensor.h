@@ -1,0 +1,96 @@
+// Host tensors: a TensorType and its bytes, row-major. Used for parameters, constants, feeds,
+// interpreter values and results. Element access converts through double or int64.
+#pragma once
+
+#include "ir/type.h"
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+namespace smelt {
+
+/// A dense, row-major host tensor that owns its bytes.
+class Tensor {
+ public:
+  Tensor() = default;
+  /// A zero-filled tensor of `type`.
+  explicit Tensor(TensorType type);
+  /// A tensor of `type` holding a copy of `bytes` (which must be type.byteSize() long).
+  static Expected<Tensor> fromBytes(TensorType type, std::span<const std::byte> bytes);
+  /// A tensor from C++ values: `Tensor::of<float>({2, 2}, {1, 2, 3, 4})`.
+  template <typename T>
+  static Tensor of(Shape shape, const std::vector<T>& values) {
+    Tensor t(TensorType{dtypeOf<T>(), std::move(shape)});
+    for (size_t i = 0; i < values.size() && i < static_cast<size_t>(t.numel()); ++i) t.data<T>()[i] = values[i];
+    return t;
+  }
+  /// A tensor of `type` from doubles, each converted (rounded, or wrapped for integers) to the dtype.
+  static Tensor fromDoubles(TensorType type, std::span<const double> values);
+  /// A scalar of `dtype` holding `value`.
+  static Tensor scalar(DType dtype, double value);
+
+  const TensorType& type() const { return type_; }
+  DType dtype() const { return type_.dtype; }
+  const Shape& shape() const { return type_.shape; }
+  int64_t rank() const { return type_.rank(); }
+  int64_t numel() const { return type_.numel(); }
+  size_t byteSize() const { return bytes_.size(); }
+
+  std::byte* raw() { return bytes_.data(); }
+  const std::byte* raw() const { return bytes_.data(); }
+  std::span<const std::byte> bytes() const { return bytes_; }
+  template <typename T>
+  T* data() { return reinterpret_cast<T*>(bytes_.data()); }
+  template <typename T>
+  const T* data() const { return reinterpret_cast<const T*>(bytes_.data()); }
+
+  /// Element `i` (flat, row-major) as a double. Exact for all dtypes but 64-bit integers past 2^53.
+  double getDouble(int64_t i) const;
+  /// Stores `value` at element `i`, rounding to the dtype (integers truncate toward zero and wrap).
+  void setDouble(int64_t i, double value);
+  /// Element `i` as an int64 (floats truncate; u64 past 2^63 wraps).
+  int64_t getInt(int64_t i) const;
+  void setInt(int64_t i, int64_t value);
+  /// All elements as doubles / as int64s.
+  std::vector<double> toDoubles() const;
+  std::vector<int64_t> toInts() const;
+
+  /// A tensor with the same bytes and a new shape of equal element count.
+  Tensor reshaped(Shape shape) const;
+  /// Same type and identical bytes (so NaNs compare equal to themselves).
+  bool bitwiseEqual(const Tensor& other) const { return type_ == other.type_ && bytes_ == other.bytes_; }
+  bool operator==(const Tensor& other) const { return bitwiseEqual(other); }
+
+ private:
+  TensorType type_;
+  std::vector<std::byte> bytes_;
+};
+
+/// Converts a double to a storage type T the way Tensor::setDouble does.
+template <typename T>
+T fromDouble(double value) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return value != 0.0;
+  } else if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+    return static_cast<T>(value);
+  } else {
+    // Integers: truncate toward zero, then wrap modulo 2^bits like numpy's astype on in-range values.
+    if (value != value) return T{0};
+    if (value >= 9.2233720368547758e18) return static_cast<T>(static_cast<uint64_t>(value >= 1.8446744073709552e19 ? 0 : value));
+    if (value <= -9.2233720368547758e18) return static_cast<T>(INT64_MIN);
+    return static_cast<T>(static_cast<int64_t>(value));
+  }
+}
+
+/// Converts a storage type T to double.
+template <typename T>
+double toDouble(T value) {
+  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+    return static_cast<double>(static_cast<float>(value));
+  } else {
+    return static_cast<double>(value);
+  }
+}
+
+}  // namespace smelt

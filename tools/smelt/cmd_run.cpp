@@ -1,0 +1,51 @@
+// `smelt run FILE [--backend NAME] --input NAME=PATH.npy ... [--output-dir DIR]`: runs the graph and
+// writes each output as DIR/OUTPUTNAME.npy, printing a short summary of each.
+#include "frontend/model_loader.h"
+#include "frontend/npy.h"
+#include "runtime/backend.h"
+#include "tools/smelt/commands.h"
+#include "tools/smelt/tensor_summary.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+namespace smelt::cli {
+
+Action addRunCommand(CLI::App& app) {
+  struct Options {
+    std::string file;
+    std::string backend;
+    std::vector<std::string> inputs;
+    std::string outputDir = ".";
+  };
+  auto options = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand("run", "Run a model and write its outputs as .npy files");
+  cmd->add_option("file", options->file, "Model file (.onnx or IR text; - for stdin)")->required();
+  cmd->add_option("--backend", options->backend, "Backend (default: the fastest available)");
+  cmd->add_option("--input", options->inputs, "NAME=PATH.npy for each graph input");
+  cmd->add_option("--output-dir", options->outputDir, "Folder for OUTPUTNAME.npy files (default: .)");
+  return [options]() {
+    auto graph = loadModel(options->file);
+    if (!graph) return fail(graph.error().message());
+    SMELT_TRY_CLI(TensorMap feeds, readFeeds(*graph, options->inputs));
+    std::string backendName = options->backend.empty() ? defaultBackendName() : options->backend;
+    auto backend = makeBackend(backendName);
+    if (!backend) return fail(backend.error().message());
+    auto outputs = (*backend)->run(*graph, feeds);
+    if (!outputs) return fail(outputs.error().message());
+    std::error_code ec;
+    std::filesystem::create_directories(options->outputDir, ec);
+    if (ec) return fail(fmt::format("cannot create output folder '{}': {}", options->outputDir, ec.message()));
+    for (size_t i = 0; i < outputs->size(); ++i) {
+      const std::string& name = graph->outputs()[i].name;
+      std::string path = (std::filesystem::path(options->outputDir) / (sanitizeFileName(name) + ".npy")).string();
+      Status written = writeNpy(path, (*outputs)[i]);
+      if (!written) return fail(fmt::format("output '{}': {}", name, written.error().message()));
+      fmt::print("{}: {} -> {}\n", name, summarizeTensor((*outputs)[i]), path);
+    }
+    return 0;
+  };
+}
+
+}  // namespace smelt::cli
