@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs everything smelt needs on Debian 12 (run as root). Safe to run again.
+set -euo pipefail
+packages=(
+  build-essential cmake ninja-build git
+  llvm-16-dev                              # CPU JIT backend (codegen issue)
+  libfmt-dev libspdlog-dev doctest-dev libcli11-dev nlohmann-json3-dev
+  libonnx-dev libprotobuf-dev protobuf-compiler   # ONNX import
+  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo   # OpenCL backend on the CPU (PoCL)
+  python3-numpy python3-onnx python3-torch python3-torchvision   # conformance data and PyTorch checks
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi

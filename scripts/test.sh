@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The README's second command (and CI's): installs what is needed, builds, and runs every test, then
+# builds the tests again with AddressSanitizer + UndefinedBehaviorSanitizer and runs them too.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install_deps.sh
+jobs=$(nproc)
+export POCL_CACHE_DIR=${POCL_CACHE_DIR:-$PWD/build/pocl-cache}
+
+echo "== build (RelWithDebInfo) and test"
+bash scripts/build.sh build
+(cd build && ctest --output-on-failure -j "$jobs")
+
+echo "== build with ASan+UBSan and test"
+bash scripts/build.sh build-asan -DSMELT_SANITIZE=ON
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j "$jobs")
