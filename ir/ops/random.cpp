@@ -1,9 +1,84 @@
-// (placeholder: this family's ops are being added)
+// Random ops: dropout, drawing its mask from a counter-based stream (splitmix64 of seed and element
+// index) so every backend, and every run, draws the same mask for the same seed.
+//   %y, %mask = dropout(%x) {ratio = 0.1, seed = 42} : f32[8,16], bool[8,16]
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/register_ops.h"
 
+#include <cmath>
+
 namespace smelt {
 
-void registerRandomOps(OpRegistry& registry) {}
+namespace {
+using namespace ops;
+
+constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
+
+// Vigna's splitmix64 finalizer: a bijection on 64 bits that mixes consecutive counters well.
+uint64_t splitmix64(uint64_t z) {
+  z += kGolden;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// docs/ops.md: u = (splitmix64(seed * golden + i) >> 11) * 2^-53, uniform in [0, 1) with 53 bits;
+// the element is kept when u >= ratio. Arithmetic wraps modulo 2^64 (negative seeds included).
+bool keepElement(uint64_t seed, uint64_t index, double ratio) {
+  double u = static_cast<double>(splitmix64(seed * kGolden + index) >> 11) * 0x1p-53;
+  return u >= ratio;
+}
+
+Expected<std::vector<TensorType>> inferDropout(const OpCall& call) {
+  SMELT_CHECK_OK(expectDType(call, 0, dtypes::kFloat));
+  double ratio = call.getFloat("ratio");
+  // ratio = 1 drops everything (y = 0) rather than dividing by zero; NaN fails the range check.
+  if (!(ratio >= 0 && ratio <= 1)) return call.error("attribute 'ratio' must be in [0, 1], got {}", ratio);
+  int64_t training = call.getInt("training");
+  if (training != 0 && training != 1) return call.error("attribute 'training' must be 0 or 1, got {}", training);
+  const TensorType& x = call.operand(0);
+  return std::vector<TensorType>{x, TensorType{DType::boolean, x.shape}};
+}
+
+Expected<std::vector<Tensor>> referenceDropout(const OpCall& call, std::span<const Tensor> in) {
+  const Tensor& x = in[0];
+  double ratio = call.getFloat("ratio");
+  auto seed = static_cast<uint64_t>(call.getInt("seed"));
+  bool training = call.getInt("training") == 1;
+  Tensor y(call.results()[0]);
+  Tensor mask(call.results()[1]);
+  bool* keep = mask.data<bool>();
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    keep[i] = !training || keepElement(seed, static_cast<uint64_t>(i), ratio);
+    if (!training) {
+      // Inference is the identity: copy the value without a round trip through the scale.
+      y.setDouble(i, x.getDouble(i));
+    } else {
+      y.setDouble(i, keep[i] ? x.getDouble(i) / (1 - ratio) : 0.0);
+    }
+  }
+  return std::vector<Tensor>{std::move(y), std::move(mask)};
+}
+
+}  // namespace
+
+void registerRandomOps(OpRegistry& registry) {
+  registry.add(OpDef{
+      .name = "dropout",
+      .summary = "Zeroes elements with probability ratio and scales the rest by 1/(1-ratio); also returns the mask.",
+      .operands = {{"x"}},
+      .attrs = {{"ratio", AttrKind::Float, Attribute{0.5}},
+                {"seed", AttrKind::Int, Attribute{int64_t{0}}},
+                {"training", AttrKind::Int, Attribute{int64_t{1}}}},
+      .fusion = FusionKind::Elementwise,
+      .dtypes = dtypes::kFloat,
+      .infer = inferDropout,
+      .reference = referenceDropout,
+      .example = R"(graph @t(%x: $T[4,8]) {
+  %0, %1 = dropout(%x) {ratio = 0.25, seed = 7} : $T[4,8], bool[4,8]
+  %2, %3 = dropout(%x) {training = 0} : $T[4,8], bool[4,8]
+  return y = %0, mask = %1, z = %2, all = %3
+})",
+  });
+}
 
 }  // namespace smelt
