@@ -7,9 +7,6 @@ namespace smelt::ops {
 
 namespace {
 
-template <typename T>
-constexpr bool kIsFloatStorage = std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
-
 std::string unaryExample(const std::string& name) {
   return fmt::format(R"(graph @t(%x: $T[2,3]) {{
   %0 = {}(%x) : $T[2,3]
@@ -38,12 +35,13 @@ OpDef makeUnaryOp(UnaryRow row) {
   def.fusion = FusionKind::Elementwise;
   def.dtypes = row.dtypes;
   DTypeSet allowed = row.dtypes;
-  def.infer = [allowed](const OpCall& call) -> Expected<std::vector<TensorType>> {
+  def.infer = [allowed, validate = row.validate](const OpCall& call) -> Expected<std::vector<TensorType>> {
     SMELT_CHECK_OK(expectDType(call, 0, allowed));
+    if (validate) SMELT_CHECK_OK(validate(call));
     return single(call.operand(0));
   };
-  def.reference = [floatFn = row.floatFn, intFn = row.intFn](const OpCall& call,
-                                                           std::span<const Tensor> in) -> Expected<std::vector<Tensor>> {
+  def.reference = [floatFn = row.floatFn, intFn = row.intFn, unsignedFn = row.unsignedFn](
+                      const OpCall& call, std::span<const Tensor> in) -> Expected<std::vector<Tensor>> {
     const Tensor& x = in[0];
     Tensor out(x.type());
     FloatFn1 f = floatFn(call);
@@ -53,8 +51,12 @@ OpDef makeUnaryOp(UnaryRow row) {
       for (int64_t i = 0; i < x.numel(); ++i) {
         if constexpr (kIsFloatStorage<T>) {
           dst[i] = fromDouble<T>(f(toDouble(src[i])));
-        } else {
+        } else if constexpr (std::is_signed_v<T>) {
           dst[i] = intFn ? static_cast<T>(intFn(static_cast<int64_t>(src[i]))) : fromDouble<T>(f(toDouble(src[i])));
+        } else {
+          // Unsigned and bool: zero-extend so u64 values past 2^63 are not read as negative.
+          dst[i] = unsignedFn ? static_cast<T>(unsignedFn(static_cast<uint64_t>(src[i])))
+                              : fromDouble<T>(f(toDouble(src[i])));
         }
       }
     });

@@ -21,10 +21,15 @@ struct UnaryRow {
   DTypeSet dtypes;
   std::vector<AttrSpec> attrs = {};
   /// The function on values in double; reads attributes once. Also used for integer dtypes (through
-  /// double, then truncated and wrapped) unless `intFn` is set.
+  /// double, then truncated and wrapped) unless `intFn` / `unsignedFn` is set.
   std::function<FloatFn1(const OpCall&)> floatFn;
-  /// Exact integer semantics (abs, neg, sign) for integer and bool dtypes, in int64.
+  /// Exact integer semantics (abs, neg, sign) for signed integer dtypes, in int64; the result wraps.
   std::function<int64_t(int64_t)> intFn = nullptr;
+  /// Exact semantics for unsigned dtypes and bool (values zero-extended to uint64); the result wraps.
+  std::function<uint64_t(uint64_t)> unsignedFn = nullptr;
+  /// Checks attribute values beyond their kind (gelu's `approximate` must be "none" or "tanh");
+  /// runs in inference, so a bad value is a verifier error. Null: every value is accepted.
+  std::function<Status(const OpCall&)> validate = nullptr;
 };
 
 /// One binary elementwise op with numpy broadcasting. Both operands must have the same dtype.
@@ -41,6 +46,11 @@ struct BinaryRow {
   /// Integer semantics for unsigned dtypes and bool (values zero-extended to uint64).
   std::function<uint64_t(uint64_t, uint64_t)> unsignedFn = nullptr;
 };
+
+/// True for the storage types of float dtypes (float, double, Half, BFloat16).
+template <typename T>
+constexpr bool kIsFloatStorage =
+    std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 
 OpDef makeUnaryOp(UnaryRow row);
 OpDef makeBinaryOp(BinaryRow row);
