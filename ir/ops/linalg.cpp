@@ -1,9 +1,272 @@
-// (placeholder: this family's ops are being added)
+// Linear algebra ops: matmul (numpy matmul with batch broadcasting) and gemm (ONNX Gemm).
+//   %0 = matmul(%a, %b) : f32[2,5,3,2]                       a: f32[2,1,3,4], b: f32[5,4,2]
+//   %1 = gemm(%a, %b, %c) {alpha = 0.5, trans_b = 1} : f32[2,4]   a: f32[2,3], b: f32[4,3], c: f32[4]
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/register_ops.h"
 
+#include <cmath>
+#include <optional>
+
 namespace smelt {
 
-void registerLinalgOps(OpRegistry& registry) {}
+namespace {
+
+using namespace ops;
+
+// The parser bounds declared types to 2^40 elements and rank 16; inferred types must stay inside the
+// same bounds, or a later stage would try to allocate them.
+constexpr int64_t kMaxElements = int64_t{1} << 40;
+
+Status expectSaneShape(const OpCall& call, const Shape& shape) {
+  if (shape.size() > 16) return call.error("result would have rank {}; at most 16 is supported", shape.size());
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d != 0 && n > kMaxElements / d) return call.error("result shape {} has too many elements", shapeToString(shape));
+    n *= d;
+  }
+  return Status::success();
+}
+
+// Matrix operands as the reference loops read them: floats as doubles, integers as their 64-bit bit
+// pattern (sign-extended for signed, zero-extended for unsigned) so products and sums wrap exactly.
+struct Operand {
+  std::vector<double> f;
+  std::vector<uint64_t> u;
+};
+
+Operand load(const Tensor& t) {
+  Operand o;
+  if (isFloat(t.dtype())) {
+    o.f = t.toDoubles();
+  } else {
+    o.u.resize(static_cast<size_t>(t.numel()));
+    for (int64_t i = 0; i < t.numel(); ++i) o.u[i] = static_cast<uint64_t>(t.getInt(i));
+  }
+  return o;
+}
+
+// An integer's value as a double, reading the 64-bit pattern as signed or unsigned per dtype.
+double intAsDouble(uint64_t bits, DType dtype) {
+  return isUnsignedInt(dtype) ? static_cast<double>(bits) : static_cast<double>(static_cast<int64_t>(bits));
+}
+
+// alpha/beta as an exact integer when they are one, so integer gemm with integral scales stays exact.
+std::optional<int64_t> exactInt(double v) {
+  if (std::trunc(v) != v || std::fabs(v) >= 9.2e18) return std::nullopt;
+  return static_cast<int64_t>(v);
+}
+
+// --- matmul -----------------------------------------------------------------------------------------
+
+// The [M,K] / [K,N] view of a matmul operand after numpy's rank-1 promotion.
+struct MatmulDims {
+  Shape aBatch, bBatch, batch;
+  int64_t m = 1, k = 1, n = 1;
+};
+
+Expected<MatmulDims> matmulDims(const OpCall& call) {
+  const TensorType& a = call.operand(0);
+  const TensorType& b = call.operand(1);
+  for (size_t i = 0; i < 2; ++i) {
+    if (call.operand(i).rank() == 0) {
+      return call.error("{} must have rank >= 1, got {}", operandName(call, i), call.operand(i).toString());
+    }
+  }
+  MatmulDims d;
+  // A vector a is a row [1,K]; a vector b is a column [K,1]. The added dims are dropped from the result.
+  d.k = a.shape.back();
+  if (a.rank() >= 2) {
+    d.m = a.shape[a.rank() - 2];
+    d.aBatch.assign(a.shape.begin(), a.shape.end() - 2);
+  }
+  int64_t bk = b.rank() >= 2 ? b.shape[b.rank() - 2] : b.shape[0];
+  if (b.rank() >= 2) {
+    d.n = b.shape.back();
+    d.bBatch.assign(b.shape.begin(), b.shape.end() - 2);
+  }
+  if (bk != d.k) {
+    std::string expected = b.rank() == 1 ? fmt::format("[{}]", d.k)
+                           : b.rank() == 2 ? fmt::format("[{},N]", d.k)
+                                           : fmt::format("[...,{},N]", d.k);
+    return call.error("{} must be {} to match {} {}, got {}", operandName(call, 1), expected, operandName(call, 0),
+                      a.toString(), b.toString());
+  }
+  auto batch = broadcastShapes(d.aBatch, d.bBatch);
+  if (!batch) {
+    return call.error("batch dimensions of {} {} and {} {} do not broadcast", operandName(call, 0), a.toString(),
+                      operandName(call, 1), b.toString());
+  }
+  d.batch = *batch;
+  return d;
+}
+
+Expected<std::vector<TensorType>> inferMatmul(const OpCall& call) {
+  SMELT_CHECK_OK(expectDType(call, 0, dtypes::kNumeric));
+  SMELT_CHECK_OK(expectSameDType(call, 0, 1));
+  SMELT_TRY(MatmulDims d, matmulDims(call));
+  Shape shape = d.batch;
+  if (call.operand(0).rank() >= 2) shape.push_back(d.m);
+  if (call.operand(1).rank() >= 2) shape.push_back(d.n);
+  SMELT_CHECK_OK(expectSaneShape(call, shape));
+  return single(TensorType{call.operand(0).dtype, shape});
+}
+
+Expected<std::vector<Tensor>> referenceMatmul(const OpCall& call, std::span<const Tensor> in) {
+  SMELT_TRY(MatmulDims d, matmulDims(call));
+  Tensor out(call.results()[0]);
+  bool floats = isFloat(out.dtype());
+  Operand a = load(in[0]);
+  Operand b = load(in[1]);
+  // Which matrix of a and of b each result batch element reads (numpy broadcasting of batch dims).
+  std::vector<int64_t> aMap = broadcastIndexMap(d.aBatch, d.batch);
+  std::vector<int64_t> bMap = broadcastIndexMap(d.bBatch, d.batch);
+  int64_t outIndex = 0;
+  for (size_t batch = 0; batch < aMap.size(); ++batch) {
+    int64_t aBase = aMap[batch] * d.m * d.k;
+    int64_t bBase = bMap[batch] * d.k * d.n;
+    for (int64_t i = 0; i < d.m; ++i) {
+      for (int64_t j = 0; j < d.n; ++j, ++outIndex) {
+        if (floats) {
+          double acc = 0.0;
+          for (int64_t p = 0; p < d.k; ++p) acc += a.f[aBase + i * d.k + p] * b.f[bBase + p * d.n + j];
+          out.setDouble(outIndex, acc);
+        } else {
+          uint64_t acc = 0;  // wraps modulo 2^64; the store wraps again to the dtype's width
+          for (int64_t p = 0; p < d.k; ++p) acc += a.u[aBase + i * d.k + p] * b.u[bBase + p * d.n + j];
+          out.setInt(outIndex, static_cast<int64_t>(acc));
+        }
+      }
+    }
+  }
+  return std::vector<Tensor>{std::move(out)};
+}
+
+// --- gemm ---------------------------------------------------------------------------------------------
+
+struct GemmDims {
+  int64_t m, k, n;
+  bool transA, transB;
+};
+
+Expected<GemmDims> gemmDims(const OpCall& call) {
+  for (const char* flag : {"trans_a", "trans_b"}) {
+    int64_t v = call.getInt(flag);
+    if (v != 0 && v != 1) return call.error("attribute '{}' must be 0 or 1, got {}", flag, v);
+  }
+  SMELT_CHECK_OK(expectRank(call, 0, 2));
+  SMELT_CHECK_OK(expectRank(call, 1, 2));
+  GemmDims d;
+  d.transA = call.getInt("trans_a") == 1;
+  d.transB = call.getInt("trans_b") == 1;
+  const Shape& a = call.operand(0).shape;
+  const Shape& b = call.operand(1).shape;
+  d.m = d.transA ? a[1] : a[0];
+  d.k = d.transA ? a[0] : a[1];
+  int64_t bk = d.transB ? b[1] : b[0];
+  d.n = d.transB ? b[0] : b[1];
+  if (bk != d.k) {
+    return call.error("{} must be {} to match {} {}{}, got {}", operandName(call, 1),
+                      d.transB ? fmt::format("[N,{}]", d.k) : fmt::format("[{},N]", d.k), operandName(call, 0),
+                      call.operand(0).toString(), d.transA ? " (transposed)" : "", call.operand(1).toString());
+  }
+  return d;
+}
+
+Expected<std::vector<TensorType>> inferGemm(const OpCall& call) {
+  SMELT_CHECK_OK(expectDType(call, 0, dtypes::kNumeric));
+  SMELT_CHECK_OK(expectSameDType(call, 0, 1));
+  SMELT_TRY(GemmDims d, gemmDims(call));
+  Shape shape{d.m, d.n};
+  if (call.numOperands() == 3) {
+    SMELT_CHECK_OK(expectSameDType(call, 0, 2));
+    // c broadcasts one way only: it must stretch to [M,N] without changing the result shape.
+    const TensorType& c = call.operand(2);
+    auto b = broadcastShapes(c.shape, shape);
+    if (c.rank() > 2 || !b || *b != shape) {
+      return call.error("{} must broadcast to [{},{}], got {}", operandName(call, 2), d.m, d.n, c.toString());
+    }
+  }
+  return single(TensorType{call.operand(0).dtype, shape});
+}
+
+Expected<std::vector<Tensor>> referenceGemm(const OpCall& call, std::span<const Tensor> in) {
+  SMELT_TRY(GemmDims d, gemmDims(call));
+  Tensor out(call.results()[0]);
+  DType dtype = out.dtype();
+  bool floats = isFloat(dtype);
+  double alpha = call.getFloat("alpha");
+  double beta = call.getFloat("beta");
+  std::optional<int64_t> alphaInt = exactInt(alpha);
+  std::optional<int64_t> betaInt = exactInt(beta);
+  Operand a = load(in[0]);
+  Operand b = load(in[1]);
+  bool hasC = in.size() == 3;
+  Operand c = hasC ? load(in[2]) : Operand{};
+  std::vector<int64_t> cMap = hasC ? broadcastIndexMap(in[2].shape(), out.shape()) : std::vector<int64_t>{};
+  // Element (row, col) of op(a) and op(b), as flat indices into the stored matrices.
+  auto aAt = [&](int64_t i, int64_t p) { return d.transA ? p * d.m + i : i * d.k + p; };
+  auto bAt = [&](int64_t p, int64_t j) { return d.transB ? j * d.k + p : p * d.n + j; };
+  for (int64_t i = 0; i < d.m; ++i) {
+    for (int64_t j = 0; j < d.n; ++j) {
+      int64_t o = i * d.n + j;
+      if (floats) {
+        double acc = 0.0;
+        for (int64_t p = 0; p < d.k; ++p) acc += a.f[aAt(i, p)] * b.f[bAt(p, j)];
+        double v = alpha * acc + (hasC ? beta * c.f[cMap[o]] : 0.0);
+        out.setDouble(o, v);
+        continue;
+      }
+      uint64_t acc = 0;
+      for (int64_t p = 0; p < d.k; ++p) acc += a.u[aAt(i, p)] * b.u[bAt(p, j)];
+      if (alphaInt && (!hasC || betaInt)) {
+        // Integral scales: exact, wrapping like every integer op.
+        uint64_t v = acc * static_cast<uint64_t>(*alphaInt);
+        if (hasC) v += c.u[cMap[o]] * static_cast<uint64_t>(*betaInt);
+        out.setInt(o, static_cast<int64_t>(v));
+      } else {
+        // Fractional scales on integers: through double, then truncated and wrapped like cast.
+        double v = alpha * intAsDouble(acc, dtype) + (hasC ? beta * intAsDouble(c.u[cMap[o]], dtype) : 0.0);
+        out.setDouble(o, v);
+      }
+    }
+  }
+  return std::vector<Tensor>{std::move(out)};
+}
+
+}  // namespace
+
+void registerLinalgOps(OpRegistry& registry) {
+  registry.add(OpDef{
+      .name = "matmul",
+      .summary = "Matrix product with numpy semantics: rank-1 promotion, broadcast batch dims.",
+      .operands = {{"a"}, {"b"}},
+      .attrs = {},
+      .fusion = FusionKind::Opaque,
+      .dtypes = dtypes::kNumeric,
+      .infer = inferMatmul,
+      .reference = referenceMatmul,
+      .example = R"(graph @t(%a: $T[2,1,3,4], %b: $T[5,4,2]) {
+  %0 = matmul(%a, %b) : $T[2,5,3,2]
+  return r = %0
+})",
+  });
+  registry.add(OpDef{
+      .name = "gemm",
+      .summary = "alpha * op(a) @ op(b) + beta * c, op = optional transpose, c broadcast to [M,N].",
+      .operands = {{"a"}, {"b"}, {"c", Arity::Optional}},
+      .attrs = {{"alpha", AttrKind::Float, Attribute{1.0}},
+                {"beta", AttrKind::Float, Attribute{1.0}},
+                {"trans_a", AttrKind::Int, Attribute{int64_t{0}}},
+                {"trans_b", AttrKind::Int, Attribute{int64_t{0}}}},
+      .fusion = FusionKind::Opaque,
+      .dtypes = dtypes::kNumeric,
+      .infer = inferGemm,
+      .reference = referenceGemm,
+      .example = R"(graph @t(%a: $T[3,2], %b: $T[4,3], %c: $T[4]) {
+  %0 = gemm(%a, %b, %c) {alpha = 0.5, beta = 2.0, trans_a = 1, trans_b = 1} : $T[2,4]
+  return r = %0
+})",
+  });
+}
 
 }  // namespace smelt
