@@ -1,9 +1,368 @@
-// (placeholder: this family's ops are being added)
+// Convolution ops on NCHW images: conv2d, conv_transpose2d and locally_connected2d (PyTorch/ONNX rules).
+//   %0 = conv2d(%x, %w, %b) {stride = [2, 2], padding = [1, 1, 1, 1], groups = 2} : f32[2,6,3,3]
+#include <algorithm>
+#include <utility>
+
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/register_ops.h"
 
 namespace smelt {
 
-void registerConvOps(OpRegistry& registry) {}
+namespace {
+using namespace ops;
+
+// Attribute values and computed extents above this are rejected. The parser caps dimensions at the
+// same bound, so every index computation of the references below stays far inside int64.
+constexpr int64_t kMaxExtent = int64_t{1} << 40;
+constexpr const char* kAxisName[2] = {"height", "width"};
+
+/// Checks an int-list attribute: `size` entries, each in [min, kMaxExtent] (min is 0 or 1).
+Status expectIntsInRange(const OpCall& call, std::string_view attr, size_t size, int64_t min) {
+  SMELT_CHECK_OK(expectListSize(call, attr, size));
+  const std::vector<int64_t>& values = call.getInts(attr);
+  for (int64_t v : values) {
+    if (v < min) {
+      return call.error("attribute '{}' must hold {} values, got {}", attr, min > 0 ? "positive" : "non-negative",
+                        shapeToString(values));
+    }
+    if (v > kMaxExtent) return call.error("attribute '{}' value {} is too large (at most 2^40)", attr, v);
+  }
+  return Status::success();
+}
+
+/// Stride, padding and dilation of a 2-D window, per spatial axis (0 = height, 1 = width).
+struct Window {
+  int64_t stride[2];
+  int64_t padBegin[2];  // top, left
+  int64_t padEnd[2];    // bottom, right
+  int64_t dilation[2];
+};
+
+Expected<Window> readWindow(const OpCall& call) {
+  SMELT_CHECK_OK(expectIntsInRange(call, "stride", 2, 1));
+  SMELT_CHECK_OK(expectIntsInRange(call, "padding", 4, 0));
+  SMELT_CHECK_OK(expectIntsInRange(call, "dilation", 2, 1));
+  const auto& s = call.getInts("stride");
+  const auto& p = call.getInts("padding");
+  const auto& d = call.getInts("dilation");
+  return Window{{s[0], s[1]}, {p[0], p[1]}, {p[2], p[3]}, {d[0], d[1]}};
+}
+
+/// The conv2d output extent along `axis`: floor((in + pads - dilation*(kernel-1) - 1) / stride) + 1.
+/// Computed in 128 bits because dilation * kernel may reach 2^80 for absurd attributes.
+Expected<int64_t> convOutputSize(const OpCall& call, int axis, int64_t in, int64_t kernel, const Window& win) {
+  __int128 padded = static_cast<__int128>(in) + win.padBegin[axis] + win.padEnd[axis];
+  __int128 extent = static_cast<__int128>(win.dilation[axis]) * (kernel - 1) + 1;
+  if (extent > padded) {
+    return call.error("kernel {} {} with dilation {} does not fit the padded input {} {} (the output would be empty)",
+                      kAxisName[axis], kernel, win.dilation[axis], kAxisName[axis], static_cast<int64_t>(padded));
+  }
+  return static_cast<int64_t>((padded - extent) / win.stride[axis] + 1);
+}
+
+/// The range [lo, hi) of o in [0, count) for which o * stride + offset lies in [0, size): the output
+/// rows (or input rows, for the transpose) that one kernel tap touches, so inner loops need no test.
+std::pair<int64_t, int64_t> validRange(int64_t offset, int64_t stride, int64_t size, int64_t count) {
+  int64_t lo = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+  int64_t last = size - 1 - offset;
+  int64_t hi = last < 0 ? 0 : std::min(count, last / stride + 1);
+  return {std::min(lo, hi), hi};
+}
+
+/// Common operand checks: float dtype shared by all operands, input and weight ranks.
+Status checkOperands(const OpCall& call, int64_t weightRank) {
+  SMELT_CHECK_OK(expectDType(call, 0, dtypes::kFloat));
+  for (size_t i = 1; i < call.numOperands(); ++i) SMELT_CHECK_OK(expectSameDType(call, 0, i));
+  SMELT_CHECK_OK(expectRank(call, 0, 4));
+  SMELT_CHECK_OK(expectRank(call, 1, weightRank));
+  return Status::success();
+}
+
+Expected<int64_t> readGroups(const OpCall& call, int64_t channels) {
+  int64_t groups = call.getInt("groups");
+  if (groups < 1 || groups > kMaxExtent) return call.error("groups must be in [1, 2^40], got {}", groups);
+  if (channels % groups != 0) return call.error("groups = {} does not divide the {} input channels", groups, channels);
+  return groups;
+}
+
+Status checkKernel(const OpCall& call, int64_t kh, int64_t kw) {
+  if (kh >= 1 && kw >= 1) return Status::success();
+  return call.error("weight has an empty kernel {}x{}", kh, kw);
+}
+
+/// Fails unless the optional bias (operand 2) has exactly `shape`.
+Status checkBias(const OpCall& call, const Shape& shape, std::string_view what) {
+  if (call.numOperands() < 3 || call.operand(2).shape == shape) return Status::success();
+  return call.error("bias must be {} ({}), got {}", shapeToString(shape), what, call.operand(2).toString());
+}
+
+Expected<std::vector<TensorType>> inferConv2d(const OpCall& call) {
+  SMELT_CHECK_OK(checkOperands(call, 4));
+  SMELT_TRY(Window win, readWindow(call));
+  const Shape& x = call.operand(0).shape;
+  const Shape& w = call.operand(1).shape;
+  SMELT_TRY(int64_t groups, readGroups(call, x[1]));
+  // 128 bits: with zero input channels any groups value divides them, and the product may overflow.
+  __int128 expected = static_cast<__int128>(w[1]) * groups;
+  if (expected != x[1]) {
+    if (expected > kMaxExtent) return call.error("input has {} channels, weight expects more than 2^40", x[1]);
+    return call.error("input has {} channels, weight expects {}", x[1], static_cast<int64_t>(expected));
+  }
+  if (w[0] % groups != 0) {
+    return call.error("groups = {} does not divide the {} output channels of the weight", groups, w[0]);
+  }
+  SMELT_CHECK_OK(checkKernel(call, w[2], w[3]));
+  SMELT_CHECK_OK(checkBias(call, {w[0]}, "one entry per output channel"));
+  SMELT_TRY(int64_t oh, convOutputSize(call, 0, x[2], w[2], win));
+  SMELT_TRY(int64_t ow, convOutputSize(call, 1, x[3], w[3], win));
+  return single(TensorType{call.operand(0).dtype, {x[0], w[0], oh, ow}});
+}
+
+Expected<std::vector<TensorType>> inferConvTranspose2d(const OpCall& call) {
+  SMELT_CHECK_OK(checkOperands(call, 4));
+  SMELT_TRY(Window win, readWindow(call));
+  const Shape& x = call.operand(0).shape;
+  const Shape& w = call.operand(1).shape;
+  SMELT_TRY(int64_t groups, readGroups(call, x[1]));
+  if (w[0] != x[1]) return call.error("input has {} channels, weight expects {}", x[1], w[0]);
+  SMELT_CHECK_OK(checkKernel(call, w[2], w[3]));
+  __int128 wideOutChannels = static_cast<__int128>(w[1]) * groups;
+  if (wideOutChannels > kMaxExtent) return call.error("weight and groups give more than 2^40 output channels");
+  int64_t outChannels = static_cast<int64_t>(wideOutChannels);
+  SMELT_CHECK_OK(checkBias(call, {outChannels}, "one entry per output channel"));
+  SMELT_CHECK_OK(expectIntsInRange(call, "output_padding", 2, 0));
+  const auto& outPad = call.getInts("output_padding");
+  Shape result = {x[0], outChannels, 0, 0};
+  for (int axis = 0; axis < 2; ++axis) {
+    // PyTorch's rule: the extra rows must fall inside what one more stride or dilation step reaches.
+    if (outPad[axis] >= std::max(win.stride[axis], win.dilation[axis])) {
+      return call.error("output_padding {} must be smaller than the stride {} or the dilation {} in the {}",
+                        outPad[axis], win.stride[axis], win.dilation[axis], kAxisName[axis]);
+    }
+    __int128 size = static_cast<__int128>(x[2 + axis] - 1) * win.stride[axis] - win.padBegin[axis] - win.padEnd[axis] +
+                    static_cast<__int128>(win.dilation[axis]) * (w[2 + axis] - 1) + outPad[axis] + 1;
+    if (size < 1) return call.error("output {} {} is not positive", kAxisName[axis], static_cast<int64_t>(size));
+    if (size > kMaxExtent) return call.error("output {} is too large (more than 2^40)", kAxisName[axis]);
+    result[2 + axis] = static_cast<int64_t>(size);
+  }
+  return single(TensorType{call.operand(0).dtype, result});
+}
+
+Expected<std::vector<TensorType>> inferLocallyConnected2d(const OpCall& call) {
+  SMELT_CHECK_OK(checkOperands(call, 6));
+  SMELT_TRY(Window win, readWindow(call));
+  const Shape& x = call.operand(0).shape;
+  const Shape& w = call.operand(1).shape;  // [OH, OW, O, C, KH, KW]
+  if (w[3] != x[1]) return call.error("input has {} channels, weight expects {}", x[1], w[3]);
+  SMELT_CHECK_OK(checkKernel(call, w[4], w[5]));
+  SMELT_TRY(int64_t oh, convOutputSize(call, 0, x[2], w[4], win));
+  SMELT_TRY(int64_t ow, convOutputSize(call, 1, x[3], w[5], win));
+  if (w[0] != oh || w[1] != ow) {
+    return call.error("weight has {}x{} output positions, the output is {}x{}", w[0], w[1], oh, ow);
+  }
+  SMELT_CHECK_OK(checkBias(call, {w[2], oh, ow}, "[O,OH,OW]"));
+  return single(TensorType{call.operand(0).dtype, {x[0], w[2], oh, ow}});
+}
+
+/// Sizes read off the operand and result types (already verified by inference).
+struct ConvSizes {
+  int64_t n, c, h, w;  // input
+  int64_t o, oh, ow;   // output
+  int64_t kh, kw;      // kernel
+  Window win;
+};
+
+Expected<ConvSizes> readSizes(const OpCall& call, int64_t kernelDim) {
+  SMELT_TRY(Window win, readWindow(call));
+  const Shape& x = call.operand(0).shape;
+  const Shape& w = call.operand(1).shape;
+  const Shape& y = call.results()[0].shape;
+  return ConvSizes{x[0], x[1], x[2], x[3], y[1], y[2], y[3], w[kernelDim], w[kernelDim + 1], win};
+}
+
+/// Output planes filled with the bias (indexed by `biasIndex(o, position)`) or zeros.
+template <typename BiasIndex>
+std::vector<double> initOutput(const ConvSizes& s, std::span<const Tensor> in, BiasIndex biasIndex) {
+  std::vector<double> y(static_cast<size_t>(s.n * s.o * s.oh * s.ow), 0.0);
+  if (in.size() < 3) return y;
+  std::vector<double> b = in[2].toDoubles();
+  int64_t plane = s.oh * s.ow;
+  for (int64_t n = 0; n < s.n; ++n)
+    for (int64_t o = 0; o < s.o; ++o)
+      for (int64_t p = 0; p < plane; ++p) y[static_cast<size_t>((n * s.o + o) * plane + p)] = b[biasIndex(o, p)];
+  return y;
+}
+
+Expected<std::vector<Tensor>> referenceConv2d(const OpCall& call, std::span<const Tensor> in) {
+  SMELT_TRY(ConvSizes s, readSizes(call, 2));
+  const Window& win = s.win;
+  int64_t groups = call.getInt("groups");
+  int64_t cg = s.c / groups, og = s.o / groups;
+  std::vector<double> x = in[0].toDoubles();
+  std::vector<double> w = in[1].toDoubles();
+  std::vector<double> y = initOutput(s, in, [&](int64_t o, int64_t) { return o; });
+  // Loop order: one weight tap at a time over whole output planes, so the innermost loop is a strided
+  // axpy with no bounds tests (validRange clips it). Fast enough to run resnet18 in tests.
+  for (int64_t n = 0; n < s.n; ++n) {
+    for (int64_t o = 0; o < s.o; ++o) {
+      int64_t g = o / og;
+      double* yPlane = &y[static_cast<size_t>((n * s.o + o) * s.oh * s.ow)];
+      for (int64_t ic = 0; ic < cg; ++ic) {
+        const double* xPlane = &x[static_cast<size_t>((n * s.c + g * cg + ic) * s.h * s.w)];
+        const double* wTaps = &w[static_cast<size_t>((o * cg + ic) * s.kh * s.kw)];
+        for (int64_t kh = 0; kh < s.kh; ++kh) {
+          int64_t offH = kh * win.dilation[0] - win.padBegin[0];
+          auto [ohLo, ohHi] = validRange(offH, win.stride[0], s.h, s.oh);
+          for (int64_t kw = 0; kw < s.kw; ++kw) {
+            int64_t offW = kw * win.dilation[1] - win.padBegin[1];
+            auto [owLo, owHi] = validRange(offW, win.stride[1], s.w, s.ow);
+            double wv = wTaps[kh * s.kw + kw];
+            for (int64_t oh = ohLo; oh < ohHi; ++oh) {
+              double* yRow = yPlane + oh * s.ow;
+              const double* xRow = xPlane + (oh * win.stride[0] + offH) * s.w + offW;
+              for (int64_t ow = owLo; ow < owHi; ++ow) yRow[ow] += wv * xRow[ow * win.stride[1]];
+            }
+          }
+        }
+      }
+    }
+  }
+  return std::vector<Tensor>{Tensor::fromDoubles(call.results()[0], y)};
+}
+
+Expected<std::vector<Tensor>> referenceConvTranspose2d(const OpCall& call, std::span<const Tensor> in) {
+  SMELT_TRY(ConvSizes s, readSizes(call, 2));
+  const Window& win = s.win;
+  int64_t groups = call.getInt("groups");
+  int64_t cg = s.c / groups, og = s.o / groups;
+  std::vector<double> x = in[0].toDoubles();
+  std::vector<double> w = in[1].toDoubles();
+  std::vector<double> y = initOutput(s, in, [&](int64_t o, int64_t) { return o; });
+  // The transpose scatters: input pixel (ih, iw) adds w * x to output (ih*s - pad + k*d, ...).
+  // Output rows past the last scattered one (output_padding) keep just the bias.
+  for (int64_t n = 0; n < s.n; ++n) {
+    for (int64_t c = 0; c < s.c; ++c) {
+      int64_t g = c / cg;
+      const double* xPlane = &x[static_cast<size_t>((n * s.c + c) * s.h * s.w)];
+      for (int64_t oc = 0; oc < og; ++oc) {
+        double* yPlane = &y[static_cast<size_t>((n * s.o + g * og + oc) * s.oh * s.ow)];
+        const double* wTaps = &w[static_cast<size_t>((c * og + oc) * s.kh * s.kw)];
+        for (int64_t kh = 0; kh < s.kh; ++kh) {
+          int64_t offH = kh * win.dilation[0] - win.padBegin[0];
+          auto [ihLo, ihHi] = validRange(offH, win.stride[0], s.oh, s.h);
+          for (int64_t kw = 0; kw < s.kw; ++kw) {
+            int64_t offW = kw * win.dilation[1] - win.padBegin[1];
+            auto [iwLo, iwHi] = validRange(offW, win.stride[1], s.ow, s.w);
+            double wv = wTaps[kh * s.kw + kw];
+            for (int64_t ih = ihLo; ih < ihHi; ++ih) {
+              const double* xRow = xPlane + ih * s.w;
+              double* yRow = yPlane + (ih * win.stride[0] + offH) * s.ow + offW;
+              for (int64_t iw = iwLo; iw < iwHi; ++iw) yRow[iw * win.stride[1]] += wv * xRow[iw];
+            }
+          }
+        }
+      }
+    }
+  }
+  return std::vector<Tensor>{Tensor::fromDoubles(call.results()[0], y)};
+}
+
+Expected<std::vector<Tensor>> referenceLocallyConnected2d(const OpCall& call, std::span<const Tensor> in) {
+  SMELT_TRY(ConvSizes s, readSizes(call, 4));
+  const Window& win = s.win;
+  std::vector<double> x = in[0].toDoubles();
+  std::vector<double> w = in[1].toDoubles();
+  int64_t plane = s.oh * s.ow;
+  // The bias is [O, OH, OW]: one value per output channel and position.
+  std::vector<double> y = initOutput(s, in, [&](int64_t o, int64_t p) { return o * plane + p; });
+  int64_t taps = s.c * s.kh * s.kw;
+  for (int64_t n = 0; n < s.n; ++n) {
+    for (int64_t oh = 0; oh < s.oh; ++oh) {
+      for (int64_t ow = 0; ow < s.ow; ++ow) {
+        for (int64_t o = 0; o < s.o; ++o) {
+          // w[oh, ow, o, :, :, :] holds this position's own kernel.
+          const double* wk = &w[static_cast<size_t>(((oh * s.ow + ow) * s.o + o) * taps)];
+          double sum = 0.0;
+          for (int64_t c = 0; c < s.c; ++c) {
+            const double* xPlane = &x[static_cast<size_t>((n * s.c + c) * s.h * s.w)];
+            for (int64_t kh = 0; kh < s.kh; ++kh) {
+              int64_t ih = oh * win.stride[0] - win.padBegin[0] + kh * win.dilation[0];
+              if (ih < 0 || ih >= s.h) continue;
+              for (int64_t kw = 0; kw < s.kw; ++kw) {
+                int64_t iw = ow * win.stride[1] - win.padBegin[1] + kw * win.dilation[1];
+                if (iw < 0 || iw >= s.w) continue;
+                sum += wk[(c * s.kh + kh) * s.kw + kw] * xPlane[ih * s.w + iw];
+              }
+            }
+          }
+          y[static_cast<size_t>((n * s.o + o) * plane + oh * s.ow + ow)] += sum;
+        }
+      }
+    }
+  }
+  return std::vector<Tensor>{Tensor::fromDoubles(call.results()[0], y)};
+}
+
+std::vector<AttrSpec> windowAttrs() {
+  return {{"stride", AttrKind::Ints, std::vector<int64_t>{1, 1}},
+          {"padding", AttrKind::Ints, std::vector<int64_t>{0, 0, 0, 0}},
+          {"dilation", AttrKind::Ints, std::vector<int64_t>{1, 1}}};
+}
+
+}  // namespace
+
+void registerConvOps(OpRegistry& registry) {
+  std::vector<AttrSpec> convAttrs = windowAttrs();
+  convAttrs.push_back({"groups", AttrKind::Int, int64_t{1}});
+  registry.add(OpDef{
+      .name = "conv2d",
+      .summary = "2-D cross-correlation of NCHW images with OIHW weights, optional bias; grouped, strided, "
+                 "padded, dilated.",
+      .operands = {{"input"}, {"weight"}, {"bias", Arity::Optional}},
+      .attrs = convAttrs,
+      .fusion = FusionKind::Opaque,
+      .dtypes = dtypes::kFloat,
+      .infer = inferConv2d,
+      .reference = referenceConv2d,
+      .example = R"(graph @t(%x: $T[2,4,5,5], %w: $T[6,2,3,3], %b: $T[6], %dw: $T[4,1,3,3]) {
+  %0 = conv2d(%x, %w, %b) {groups = 2, padding = [1, 1, 1, 1], stride = [2, 2]} : $T[2,6,3,3]
+  %1 = conv2d(%x, %dw) {dilation = [2, 2], groups = 4, padding = [2, 1, 2, 0]} : $T[2,4,5,2]
+  return r = %0, d = %1
+})",
+  });
+
+  std::vector<AttrSpec> transposeAttrs = convAttrs;
+  transposeAttrs.push_back({"output_padding", AttrKind::Ints, std::vector<int64_t>{0, 0}});
+  registry.add(OpDef{
+      .name = "conv_transpose2d",
+      .summary = "The transpose (gradient) of conv2d: weight [C, O/groups, KH, KW], optional bias [O].",
+      .operands = {{"input"}, {"weight"}, {"bias", Arity::Optional}},
+      .attrs = transposeAttrs,
+      .fusion = FusionKind::Opaque,
+      .dtypes = dtypes::kFloat,
+      .infer = inferConvTranspose2d,
+      .reference = referenceConvTranspose2d,
+      .example = R"(graph @t(%x: $T[1,4,3,3], %w: $T[4,3,3,2], %b: $T[6]) {
+  %0 = conv_transpose2d(%x, %w, %b) {groups = 2, output_padding = [1, 0], padding = [1, 0, 1, 1], stride = [2, 2]} : $T[1,6,6,5]
+  return r = %0
+})",
+  });
+
+  registry.add(OpDef{
+      .name = "locally_connected2d",
+      .summary = "conv2d with a separate kernel at every output position: weight [OH, OW, O, C, KH, KW], "
+                 "optional bias [O, OH, OW].",
+      .operands = {{"input"}, {"weight"}, {"bias", Arity::Optional}},
+      .attrs = windowAttrs(),
+      .fusion = FusionKind::Opaque,
+      .dtypes = dtypes::kFloat,
+      .infer = inferLocallyConnected2d,
+      .reference = referenceLocallyConnected2d,
+      .example = R"(graph @t(%x: $T[2,3,4,4], %w: $T[2,2,5,3,3,3], %b: $T[5,2,2]) {
+  %0 = locally_connected2d(%x, %w, %b) {padding = [1, 1, 1, 1], stride = [2, 2]} : $T[2,5,2,2]
+  return r = %0
+})",
+  });
+}
 
 }  // namespace smelt

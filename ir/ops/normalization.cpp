@@ -1,9 +1,229 @@
-// (placeholder: this family's ops are being added)
+// Normalization ops: batch_norm (inference), batch_norm_train (batch statistics and running-stat
+// updates, ONNX convention) and layer_norm.
+//   %y, %mean, %var = batch_norm_train(%x, %scale, %bias, %rm, %rv) : f32[2,3,4], f32[3], f32[3]
+#include <cmath>
+
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/register_ops.h"
 
 namespace smelt {
 
-void registerNormalizationOps(OpRegistry& registry) {}
+namespace {
+using namespace ops;
+
+/// Fails unless the float attribute `attr` is finite and, when `nonNegative`, >= 0.
+Status expectFiniteFloat(const OpCall& call, std::string_view attr, bool nonNegative) {
+  double v = call.getFloat(attr);
+  if (std::isfinite(v) && (!nonNegative || v >= 0)) return Status::success();
+  return call.error("attribute '{}' must be a {}finite number, got {}", attr, nonNegative ? "non-negative " : "", v);
+}
+
+/// Checks x[N,C,...] and the four per-channel operands [C] of both batch norms and epsilon/momentum.
+Status checkBatchNorm(const OpCall& call) {
+  SMELT_CHECK_OK(expectDType(call, 0, dtypes::kFloat));
+  const TensorType& x = call.operand(0);
+  if (x.rank() < 2) return call.error("input must have rank >= 2 ([N, C, ...]), got {}", x.toString());
+  for (size_t i = 1; i < call.numOperands(); ++i) {
+    SMELT_CHECK_OK(expectSameDType(call, 0, i));
+    if (call.operand(i).shape != Shape{x.shape[1]}) {
+      return call.error("{} must be [{}] (one value per channel of the input), got {}", operandName(call, i),
+                        x.shape[1], call.operand(i).toString());
+    }
+  }
+  SMELT_CHECK_OK(expectFiniteFloat(call, "epsilon", true));
+  if (call.op().findAttr("momentum")) SMELT_CHECK_OK(expectFiniteFloat(call, "momentum", false));
+  return Status::success();
+}
+
+/// The layout of x[N, C, rest...] as planes: value (n, c, i) is at (n * C + c) * inner + i.
+struct ChannelLayout {
+  int64_t batch, channels, inner;
+};
+
+ChannelLayout channelLayout(const Shape& shape) {
+  int64_t inner = 1;
+  for (size_t d = 2; d < shape.size(); ++d) inner *= shape[d];
+  return {shape[0], shape[1], inner};
+}
+
+/// y = (x - mean[c]) / sqrt(var[c] + epsilon) * scale[c] + bias[c], in double.
+std::vector<double> normalizeChannels(const std::vector<double>& x, const ChannelLayout& l,
+                                      const std::vector<double>& scale, const std::vector<double>& bias,
+                                      const std::vector<double>& mean, const std::vector<double>& var, double epsilon) {
+  std::vector<double> y(x.size());
+  for (int64_t n = 0; n < l.batch; ++n) {
+    for (int64_t c = 0; c < l.channels; ++c) {
+      double inv = 1.0 / std::sqrt(var[c] + epsilon);
+      size_t base = static_cast<size_t>((n * l.channels + c) * l.inner);
+      for (int64_t i = 0; i < l.inner; ++i) y[base + i] = (x[base + i] - mean[c]) * inv * scale[c] + bias[c];
+    }
+  }
+  return y;
+}
+
+Expected<std::vector<Tensor>> referenceBatchNorm(const OpCall& call, std::span<const Tensor> in) {
+  ChannelLayout l = channelLayout(in[0].shape());
+  std::vector<double> y = normalizeChannels(in[0].toDoubles(), l, in[1].toDoubles(), in[2].toDoubles(),
+                                            in[3].toDoubles(), in[4].toDoubles(), call.getFloat("epsilon"));
+  return std::vector<Tensor>{Tensor::fromDoubles(call.results()[0], y)};
+}
+
+Expected<std::vector<TensorType>> inferBatchNormTrain(const OpCall& call) {
+  SMELT_CHECK_OK(checkBatchNorm(call));
+  const TensorType& x = call.operand(0);
+  ChannelLayout l = channelLayout(x.shape);
+  if (l.batch * l.inner == 0) {
+    return call.error("input {} has no elements per channel to take batch statistics of", x.toString());
+  }
+  TensorType stat{x.dtype, {x.shape[1]}};
+  return std::vector<TensorType>{x, stat, stat};
+}
+
+Expected<std::vector<Tensor>> referenceBatchNormTrain(const OpCall& call, std::span<const Tensor> in) {
+  ChannelLayout l = channelLayout(in[0].shape());
+  std::vector<double> x = in[0].toDoubles();
+  std::vector<double> runningMean = in[3].toDoubles();
+  std::vector<double> runningVar = in[4].toDoubles();
+  double momentum = call.getFloat("momentum");
+  // Batch statistics over every dim but 1; the variance is the biased one (divide by the count), which
+  // both normalizes y and feeds the running variance, as ONNX's training_mode reference does.
+  double count = static_cast<double>(l.batch * l.inner);
+  std::vector<double> mean(static_cast<size_t>(l.channels), 0.0), var(static_cast<size_t>(l.channels), 0.0);
+  for (int64_t c = 0; c < l.channels; ++c) {
+    double sum = 0.0;
+    for (int64_t n = 0; n < l.batch; ++n)
+      for (int64_t i = 0; i < l.inner; ++i) sum += x[static_cast<size_t>((n * l.channels + c) * l.inner + i)];
+    mean[c] = sum / count;
+    double squares = 0.0;
+    for (int64_t n = 0; n < l.batch; ++n) {
+      for (int64_t i = 0; i < l.inner; ++i) {
+        double d = x[static_cast<size_t>((n * l.channels + c) * l.inner + i)] - mean[c];
+        squares += d * d;
+      }
+    }
+    var[c] = squares / count;
+  }
+  std::vector<double> y =
+      normalizeChannels(x, l, in[1].toDoubles(), in[2].toDoubles(), mean, var, call.getFloat("epsilon"));
+  std::vector<double> newMean(mean.size()), newVar(var.size());
+  for (size_t c = 0; c < mean.size(); ++c) {
+    newMean[c] = runningMean[c] * momentum + mean[c] * (1.0 - momentum);
+    newVar[c] = runningVar[c] * momentum + var[c] * (1.0 - momentum);
+  }
+  auto results = call.results();
+  return std::vector<Tensor>{Tensor::fromDoubles(results[0], y), Tensor::fromDoubles(results[1], newMean),
+                             Tensor::fromDoubles(results[2], newVar)};
+}
+
+Expected<std::vector<TensorType>> inferLayerNorm(const OpCall& call) {
+  SMELT_CHECK_OK(expectDType(call, 0, dtypes::kFloat));
+  const TensorType& x = call.operand(0);
+  auto axis = normalizeAxis(call.getInt("axis"), x.rank());
+  if (!axis) return call.error("{}", axis.error().message());
+  SMELT_CHECK_OK(expectFiniteFloat(call, "epsilon", true));
+  Shape tail(x.shape.begin() + *axis, x.shape.end());
+  for (size_t i = 1; i < call.numOperands(); ++i) {
+    SMELT_CHECK_OK(expectSameDType(call, 0, i));
+    const Shape& s = call.operand(i).shape;
+    auto b = broadcastShapes(s, tail);
+    if (s.size() > tail.size() || !b || *b != tail) {
+      return call.error("{} must broadcast to {} (the normalized dims of the input), got {}", operandName(call, i),
+                        shapeToString(tail), call.operand(i).toString());
+    }
+  }
+  return single(x);
+}
+
+Expected<std::vector<Tensor>> referenceLayerNorm(const OpCall& call, std::span<const Tensor> in) {
+  const Shape& shape = in[0].shape();
+  auto axis = normalizeAxis(call.getInt("axis"), in[0].rank());
+  if (!axis) return call.error("{}", axis.error().message());
+  Shape tail(shape.begin() + *axis, shape.end());
+  int64_t inner = numElements(tail);
+  int64_t outer = inner == 0 ? 0 : in[0].numel() / inner;
+  double epsilon = call.getFloat("epsilon");
+  std::vector<double> x = in[0].toDoubles();
+  // Scale and bias broadcast over the normalized dims: expand them once to `inner` values each.
+  auto expand = [&](size_t index, double fallback) {
+    std::vector<double> v(static_cast<size_t>(inner), fallback);
+    if (index >= in.size()) return v;
+    std::vector<double> raw = in[index].toDoubles();
+    std::vector<int64_t> map = broadcastIndexMap(in[index].shape(), tail);
+    for (int64_t i = 0; i < inner; ++i) v[i] = raw[static_cast<size_t>(map[i])];
+    return v;
+  };
+  std::vector<double> scale = expand(1, 1.0), bias = expand(2, 0.0);
+  std::vector<double> y(x.size());
+  for (int64_t o = 0; o < outer; ++o) {
+    const double* row = &x[static_cast<size_t>(o * inner)];
+    double sum = 0.0;
+    for (int64_t i = 0; i < inner; ++i) sum += row[i];
+    double mean = sum / static_cast<double>(inner);
+    double squares = 0.0;
+    for (int64_t i = 0; i < inner; ++i) squares += (row[i] - mean) * (row[i] - mean);
+    double inv = 1.0 / std::sqrt(squares / static_cast<double>(inner) + epsilon);
+    for (int64_t i = 0; i < inner; ++i)
+      y[static_cast<size_t>(o * inner + i)] = (row[i] - mean) * inv * scale[i] + bias[i];
+  }
+  return std::vector<Tensor>{Tensor::fromDoubles(call.results()[0], y)};
+}
+
+}  // namespace
+
+void registerNormalizationOps(OpRegistry& registry) {
+  // Fusion kind Reduction for all three: the training form and layer_norm reduce; the inference form
+  // only broadcasts [C] along dim 1, which is not numpy's trailing broadcast an elementwise fuser expects.
+  registry.add(OpDef{
+      .name = "batch_norm",
+      .summary = "Batch normalization, inference form: (x - mean) / sqrt(var + epsilon) * scale + bias per channel.",
+      .operands = {{"input"}, {"scale"}, {"bias"}, {"mean"}, {"var"}},
+      .attrs = {{"epsilon", AttrKind::Float, 1e-5}},
+      .fusion = FusionKind::Reduction,
+      .dtypes = dtypes::kFloat,
+      .infer = [](const OpCall& call) -> Expected<std::vector<TensorType>> {
+        SMELT_CHECK_OK(checkBatchNorm(call));
+        return single(call.operand(0));
+      },
+      .reference = referenceBatchNorm,
+      .example = R"(graph @t(%x: $T[2,3,4,5], %s: $T[3], %b: $T[3], %m: $T[3], %v: $T[3]) {
+  %a = mul(%v, %v) : $T[3]
+  %0 = batch_norm(%x, %s, %b, %m, %a) {epsilon = 0.001} : $T[2,3,4,5]
+  return r = %0
+})",
+  });
+
+  registry.add(OpDef{
+      .name = "batch_norm_train",
+      .summary = "Batch normalization with batch statistics; also returns the updated running mean and var "
+                 "(running * momentum + batch * (1 - momentum)).",
+      .operands = {{"input"}, {"scale"}, {"bias"}, {"running_mean"}, {"running_var"}},
+      .attrs = {{"epsilon", AttrKind::Float, 1e-5}, {"momentum", AttrKind::Float, 0.9}},
+      .fusion = FusionKind::Reduction,
+      .dtypes = dtypes::kFloat,
+      .infer = inferBatchNormTrain,
+      .reference = referenceBatchNormTrain,
+      .example = R"(graph @t(%x: $T[4,3,5], %s: $T[3], %b: $T[3], %m: $T[3], %v: $T[3]) {
+  %a = mul(%v, %v) : $T[3]
+  %y, %nm, %nv = batch_norm_train(%x, %s, %b, %m, %a) {momentum = 0.8} : $T[4,3,5], $T[3], $T[3]
+  return y = %y, mean = %nm, var = %nv
+})",
+  });
+
+  registry.add(OpDef{
+      .name = "layer_norm",
+      .summary = "Normalizes over dims [axis, rank) (biased variance), then scale and bias broadcast to those dims.",
+      .operands = {{"input"}, {"scale", Arity::Optional}, {"bias", Arity::Optional}},
+      .attrs = {{"axis", AttrKind::Int, int64_t{-1}}, {"epsilon", AttrKind::Float, 1e-5}},
+      .fusion = FusionKind::Reduction,
+      .dtypes = dtypes::kFloat,
+      .infer = inferLayerNorm,
+      .reference = referenceLayerNorm,
+      .example = R"(graph @t(%x: $T[2,3,4], %s: $T[3,4], %b: $T[4]) {
+  %0 = layer_norm(%x, %s, %b) {axis = -2} : $T[2,3,4]
+  %1 = layer_norm(%x) : $T[2,3,4]
+  return r = %0, p = %1
+})",
+  });
+}
 
 }  // namespace smelt

@@ -1,9 +1,324 @@
-// (placeholder: this family's ops are being added)
+// Pooling ops on NCHW images: max_pool2d, avg_pool2d (PyTorch/ONNX window rules, ceil_mode) and the
+// global pools.   %0 = max_pool2d(%x) {kernel = [3, 3], stride = [2, 2], ceil_mode = 1} : f32[1,2,3,3]
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/register_ops.h"
 
 namespace smelt {
 
-void registerPoolingOps(OpRegistry& registry) {}
+namespace {
+using namespace ops;
+
+// As in conv.cpp (these helpers would belong in op_helpers.h): attribute values and extents past 2^40
+// are rejected, which keeps all index arithmetic inside int64.
+constexpr int64_t kMaxExtent = int64_t{1} << 40;
+constexpr const char* kAxisName[2] = {"height", "width"};
+
+/// Checks an int-list attribute: `size` entries, each in [min, kMaxExtent] (min is 0 or 1).
+Status expectIntsInRange(const OpCall& call, std::string_view attr, size_t size, int64_t min) {
+  SMELT_CHECK_OK(expectListSize(call, attr, size));
+  const std::vector<int64_t>& values = call.getInts(attr);
+  for (int64_t v : values) {
+    if (v < min) {
+      return call.error("attribute '{}' must hold {} values, got {}", attr, min > 0 ? "positive" : "non-negative",
+                        shapeToString(values));
+    }
+    if (v > kMaxExtent) return call.error("attribute '{}' value {} is too large (at most 2^40)", attr, v);
+  }
+  return Status::success();
+}
+
+Status expectFlag(const OpCall& call, std::string_view attr) {
+  int64_t v = call.getInt(attr);
+  if (v == 0 || v == 1) return Status::success();
+  return call.error("attribute '{}' must be 0 or 1, got {}", attr, v);
+}
+
+/// A pooling window per spatial axis (0 = height, 1 = width).
+struct PoolWindow {
+  int64_t kernel[2];
+  int64_t stride[2];
+  int64_t padBegin[2];  // top, left
+  int64_t padEnd[2];    // bottom, right
+  int64_t dilation[2];
+  bool ceilMode;
+};
+
+/// Reads and checks kernel, stride (empty = kernel), padding, ceil_mode and, when declared, dilation.
+Expected<PoolWindow> readPoolWindow(const OpCall& call, bool hasDilation) {
+  SMELT_CHECK_OK(expectIntsInRange(call, "kernel", 2, 1));
+  const auto& k = call.getInts("kernel");
+  std::vector<int64_t> s = call.getInts("stride");
+  if (s.empty()) {
+    s = k;
+  } else if (s.size() != 2) {
+    return call.error("attribute 'stride' must have 2 entries (or none, meaning the kernel), got {}", s.size());
+  } else {
+    SMELT_CHECK_OK(expectIntsInRange(call, "stride", 2, 1));
+  }
+  SMELT_CHECK_OK(expectIntsInRange(call, "padding", 4, 0));
+  const auto& p = call.getInts("padding");
+  int64_t d[2] = {1, 1};
+  if (hasDilation) {
+    SMELT_CHECK_OK(expectIntsInRange(call, "dilation", 2, 1));
+    d[0] = call.getInts("dilation")[0];
+    d[1] = call.getInts("dilation")[1];
+  }
+  SMELT_CHECK_OK(expectFlag(call, "ceil_mode"));
+  return PoolWindow{{k[0], k[1]}, {s[0], s[1]}, {p[0], p[1]},
+                    {p[2], p[3]}, {d[0], d[1]}, call.getInt("ceil_mode") == 1};
+}
+
+/// The pooled extent along `axis`. With ceil_mode the division rounds up, but (PyTorch/ONNX) the last
+/// window must start inside the input or the top/left padding, never in the bottom/right padding.
+Expected<int64_t> poolOutputSize(const OpCall& call, int axis, int64_t in, const PoolWindow& win) {
+  __int128 padded = static_cast<__int128>(in) + win.padBegin[axis] + win.padEnd[axis];
+  __int128 extent = static_cast<__int128>(win.dilation[axis]) * (win.kernel[axis] - 1) + 1;
+  if (extent > padded) {
+    return call.error("kernel {} {} with dilation {} does not fit the padded input {} {} (the output would be empty)",
+                      kAxisName[axis], win.kernel[axis], win.dilation[axis], kAxisName[axis],
+                      static_cast<int64_t>(padded));
+  }
+  int64_t span = static_cast<int64_t>(padded - extent);
+  int64_t s = win.stride[axis];
+  int64_t out = (win.ceilMode ? (span + s - 1) / s : span / s) + 1;
+  if (win.ceilMode && (out - 1) * s >= in + win.padBegin[axis]) --out;
+  return out;
+}
+
+Expected<std::vector<TensorType>> inferPool(const OpCall& call, DTypeSet allowed, bool hasDilation) {
+  SMELT_CHECK_OK(expectDType(call, 0, allowed));
+  SMELT_CHECK_OK(expectRank(call, 0, 4));
+  SMELT_TRY(PoolWindow win, readPoolWindow(call, hasDilation));
+  const Shape& x = call.operand(0).shape;
+  SMELT_TRY(int64_t oh, poolOutputSize(call, 0, x[2], win));
+  SMELT_TRY(int64_t ow, poolOutputSize(call, 1, x[3], win));
+  return single(TensorType{call.operand(0).dtype, {x[0], x[1], oh, ow}});
+}
+
+/// The range [lo, hi) of o in [0, count) for which o * stride + offset lies in [0, size) (as in conv.cpp).
+std::pair<int64_t, int64_t> validRange(int64_t offset, int64_t stride, int64_t size, int64_t count) {
+  int64_t lo = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+  int64_t last = size - 1 - offset;
+  int64_t hi = last < 0 ? 0 : std::min(count, last / stride + 1);
+  return {std::min(lo, hi), hi};
+}
+
+/// Max pooling of `planes` planes of [h, w] into [oh, ow], in the storage type V (double for floats,
+/// the integer type itself so integers compare exactly). Padding never wins: only input taps count,
+/// and a window holding no input tap (possible with large padding) gives `lowest`.
+template <typename V>
+void maxPoolPlanes(const V* x, V* y, int64_t planes, int64_t h, int64_t w, int64_t oh, int64_t ow,
+                   const PoolWindow& win, V lowest) {
+  for (int64_t p = 0; p < planes; ++p) {
+    const V* xPlane = x + p * h * w;
+    V* yPlane = y + p * oh * ow;
+    for (int64_t i = 0; i < oh; ++i) {
+      for (int64_t j = 0; j < ow; ++j) {
+        V best = lowest;
+        bool nan = false;
+        // Only the taps that land in the input: the loops stay bounded by the input even when the
+        // kernel and padding are huge.
+        int64_t offH = i * win.stride[0] - win.padBegin[0];
+        int64_t offW = j * win.stride[1] - win.padBegin[1];
+        auto [khLo, khHi] = validRange(offH, win.dilation[0], h, win.kernel[0]);
+        auto [kwLo, kwHi] = validRange(offW, win.dilation[1], w, win.kernel[1]);
+        for (int64_t kh = khLo; kh < khHi; ++kh) {
+          int64_t ih = offH + kh * win.dilation[0];
+          for (int64_t kw = kwLo; kw < kwHi; ++kw) {
+            V v = xPlane[ih * w + offW + kw * win.dilation[1]];
+            if constexpr (std::is_floating_point_v<V>) nan = nan || std::isnan(v);
+            best = std::max(best, v);
+          }
+        }
+        // NaN propagates, as in PyTorch.
+        if constexpr (std::is_floating_point_v<V>) {
+          if (nan) best = std::numeric_limits<V>::quiet_NaN();
+        }
+        yPlane[i * ow + j] = best;
+      }
+    }
+  }
+}
+
+Expected<std::vector<Tensor>> referenceMaxPool(const OpCall& call, std::span<const Tensor> in) {
+  SMELT_TRY(PoolWindow win, readPoolWindow(call, true));
+  const Tensor& x = in[0];
+  const TensorType& type = call.results()[0];
+  int64_t planes = type.shape[0] * type.shape[1];
+  int64_t h = x.shape()[2], w = x.shape()[3], oh = type.shape[2], ow = type.shape[3];
+  if (isFloat(x.dtype())) {
+    std::vector<double> xs = x.toDoubles();
+    std::vector<double> ys(static_cast<size_t>(type.numel()));
+    maxPoolPlanes(xs.data(), ys.data(), planes, h, w, oh, ow, win, -std::numeric_limits<double>::infinity());
+    return std::vector<Tensor>{Tensor::fromDoubles(type, ys)};
+  }
+  Tensor out(type);
+  dispatchDType(x.dtype(), [&]<typename T>(TypeTag<T>) {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      maxPoolPlanes(x.data<T>(), out.data<T>(), planes, h, w, oh, ow, win, std::numeric_limits<T>::lowest());
+    }
+  });
+  return std::vector<Tensor>{std::move(out)};
+}
+
+Expected<std::vector<Tensor>> referenceAvgPool(const OpCall& call, std::span<const Tensor> in) {
+  SMELT_TRY(PoolWindow win, readPoolWindow(call, false));
+  bool countPad = call.getInt("count_include_pad") == 1;
+  const TensorType& type = call.results()[0];
+  int64_t planes = type.shape[0] * type.shape[1];
+  int64_t h = in[0].shape()[2], w = in[0].shape()[3], oh = type.shape[2], ow = type.shape[3];
+  std::vector<double> x = in[0].toDoubles();
+  std::vector<double> y(static_cast<size_t>(type.numel()));
+  for (int64_t p = 0; p < planes; ++p) {
+    const double* xPlane = &x[static_cast<size_t>(p * h * w)];
+    for (int64_t i = 0; i < oh; ++i) {
+      // PyTorch/ONNX: the window is first clipped to the padded input (a ceil_mode window may reach
+      // past it); that size divides with count_include_pad. Then it is clipped to the input itself.
+      int64_t h0 = i * win.stride[0] - win.padBegin[0];
+      int64_t h1 = std::min(h0 + win.kernel[0], h + win.padEnd[0]);
+      int64_t padRows = h1 - h0;
+      h0 = std::max<int64_t>(h0, 0);
+      h1 = std::min(h1, h);
+      for (int64_t j = 0; j < ow; ++j) {
+        int64_t w0 = j * win.stride[1] - win.padBegin[1];
+        int64_t w1 = std::min(w0 + win.kernel[1], w + win.padEnd[1]);
+        int64_t padCols = w1 - w0;
+        w0 = std::max<int64_t>(w0, 0);
+        w1 = std::min(w1, w);
+        double sum = 0.0;
+        for (int64_t r = h0; r < h1; ++r)
+          for (int64_t c = w0; c < w1; ++c) sum += xPlane[r * w + c];
+        int64_t inside = std::max<int64_t>(h1 - h0, 0) * std::max<int64_t>(w1 - w0, 0);
+        // A window entirely in padding has count 0 without count_include_pad: 0/0 = NaN, as ONNX.
+        double count = static_cast<double>(countPad ? padRows * padCols : inside);
+        y[static_cast<size_t>((p * oh + i) * ow + j)] = sum / count;
+      }
+    }
+  }
+  return std::vector<Tensor>{Tensor::fromDoubles(type, y)};
+}
+
+Expected<std::vector<TensorType>> inferGlobalPool(const OpCall& call) {
+  SMELT_CHECK_OK(expectDType(call, 0, dtypes::kFloat));
+  SMELT_CHECK_OK(expectRank(call, 0, 4));
+  const Shape& x = call.operand(0).shape;
+  if (x[2] == 0 || x[3] == 0) {
+    return call.error("input {} has no spatial elements to pool", call.operand(0).toString());
+  }
+  return single(TensorType{call.operand(0).dtype, {x[0], x[1], 1, 1}});
+}
+
+/// A global pool: `combine` folds the H*W values of each plane (in double) into one.
+template <typename Combine>
+Expected<std::vector<Tensor>> referenceGlobalPool(const OpCall& call, std::span<const Tensor> in, Combine combine) {
+  const Shape& s = in[0].shape();
+  int64_t planes = s[0] * s[1], size = s[2] * s[3];
+  std::vector<double> x = in[0].toDoubles();
+  std::vector<double> y(static_cast<size_t>(planes));
+  for (int64_t p = 0; p < planes; ++p) y[static_cast<size_t>(p)] = combine(&x[static_cast<size_t>(p * size)], size);
+  return std::vector<Tensor>{Tensor::fromDoubles(call.results()[0], y)};
+}
+
+double planeMean(const double* v, int64_t n) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += v[i];
+  return sum / static_cast<double>(n);
+}
+
+double planeMax(const double* v, int64_t n) {
+  double best = v[0];
+  for (int64_t i = 1; i < n; ++i) {
+    if (std::isnan(v[i]) || std::isnan(best)) return std::numeric_limits<double>::quiet_NaN();
+    best = std::max(best, v[i]);
+  }
+  return best;
+}
+
+std::vector<AttrSpec> poolAttrs() {
+  return {{"kernel", AttrKind::Ints, std::nullopt},
+          {"stride", AttrKind::Ints, std::vector<int64_t>{}},
+          {"padding", AttrKind::Ints, std::vector<int64_t>{0, 0, 0, 0}},
+          {"ceil_mode", AttrKind::Int, int64_t{0}}};
+}
+
+}  // namespace
+
+void registerPoolingOps(OpRegistry& registry) {
+  std::vector<AttrSpec> maxAttrs = poolAttrs();
+  maxAttrs.push_back({"dilation", AttrKind::Ints, std::vector<int64_t>{1, 1}});
+  registry.add(OpDef{
+      .name = "max_pool2d",
+      .summary = "Windowed maximum over H and W; padding never wins; dilation and ceil_mode as PyTorch.",
+      .operands = {{"input"}},
+      .attrs = maxAttrs,
+      .fusion = FusionKind::Opaque,
+      .dtypes = dtypes::kNumeric,
+      .infer = [](const OpCall& call) { return inferPool(call, dtypes::kNumeric, true); },
+      .reference = referenceMaxPool,
+      .example = R"(graph @t(%x: $T[2,3,6,6]) {
+  %0 = max_pool2d(%x) {ceil_mode = 1, kernel = [3, 3], stride = [2, 2]} : $T[2,3,3,3]
+  %1 = max_pool2d(%x) {dilation = [2, 1], kernel = [2, 3], padding = [1, 1, 0, 1], stride = [1, 2]} : $T[2,3,5,3]
+  return r = %0, d = %1
+})",
+  });
+
+  std::vector<AttrSpec> avgAttrs = poolAttrs();
+  avgAttrs.push_back({"count_include_pad", AttrKind::Int, int64_t{0}});
+  registry.add(OpDef{
+      .name = "avg_pool2d",
+      .summary = "Windowed mean over H and W; ceil_mode and count_include_pad as PyTorch.",
+      .operands = {{"input"}},
+      .attrs = avgAttrs,
+      .fusion = FusionKind::Opaque,
+      .dtypes = dtypes::kFloat,
+      .infer = [](const OpCall& call) -> Expected<std::vector<TensorType>> {
+        SMELT_CHECK_OK(expectFlag(call, "count_include_pad"));
+        return inferPool(call, dtypes::kFloat, false);
+      },
+      .reference = referenceAvgPool,
+      .example = R"(graph @t(%x: $T[2,3,5,5]) {
+  %0 = avg_pool2d(%x) {ceil_mode = 1, count_include_pad = 1, kernel = [3, 3], padding = [1, 1, 1, 1], stride = [2, 2]} : $T[2,3,3,3]
+  %1 = avg_pool2d(%x) {ceil_mode = 1, kernel = [2, 2], padding = [1, 0, 0, 1], stride = [2, 2]} : $T[2,3,3,3]
+  return r = %0, e = %1
+})",
+  });
+
+  registry.add(OpDef{
+      .name = "global_avg_pool2d",
+      .summary = "Mean over H and W: [N,C,H,W] -> [N,C,1,1].",
+      .operands = {{"input"}},
+      .attrs = {},
+      .fusion = FusionKind::Reduction,
+      .dtypes = dtypes::kFloat,
+      .infer = inferGlobalPool,
+      .reference = [](const OpCall& call,
+                      std::span<const Tensor> in) { return referenceGlobalPool(call, in, planeMean); },
+      .example = R"(graph @t(%x: $T[2,3,4,5]) {
+  %0 = global_avg_pool2d(%x) : $T[2,3,1,1]
+  return r = %0
+})",
+  });
+
+  registry.add(OpDef{
+      .name = "global_max_pool2d",
+      .summary = "Maximum over H and W: [N,C,H,W] -> [N,C,1,1]; NaN propagates.",
+      .operands = {{"input"}},
+      .attrs = {},
+      .fusion = FusionKind::Reduction,
+      .dtypes = dtypes::kFloat,
+      .infer = inferGlobalPool,
+      .reference = [](const OpCall& call,
+                      std::span<const Tensor> in) { return referenceGlobalPool(call, in, planeMax); },
+      .example = R"(graph @t(%x: $T[2,3,4,5]) {
+  %0 = global_max_pool2d(%x) : $T[2,3,1,1]
+  return r = %0
+})",
+  });
+}
 
 }  // namespace smelt
