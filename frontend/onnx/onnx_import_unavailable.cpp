@@ -3,14 +3,31 @@
 
 namespace smelt {
 
+namespace {
+constexpr const char* kMissing = "this smelt was built without ONNX import (SMELT_WITH_ONNX=OFF)";
+}
+
 bool onnxImportAvailable() { return false; }
 
-Expected<Graph> importOnnxFile(const std::string& path) {
-  return makeError("{}: this smelt was built without ONNX import (SMELT_WITH_ONNX=OFF)", path);
+bool onnxOpSupported(std::string_view) { return false; }
+
+Expected<Graph> importOnnxFile(const std::string& path, const OnnxImportOptions&) {
+  return makeError("{}: {}", path, kMissing);
 }
 
-Expected<Graph> importOnnxBytes(std::string_view, const std::string&, std::string_view what) {
-  return makeError("{}: this smelt was built without ONNX import (SMELT_WITH_ONNX=OFF)", what);
+Expected<Graph> importOnnxBytes(std::string_view, const std::string&, std::string_view what,
+                                const OnnxImportOptions&) {
+  return makeError("{}: {}", what, kMissing);
 }
+
+Expected<OnnxModelInfo> inspectOnnxBytes(std::string_view, std::string_view what) {
+  return makeError("{}: {}", what, kMissing);
+}
+
+Expected<Tensor> importOnnxTensorBytes(std::string_view, const std::string&, std::string_view what) {
+  return makeError("{}: {}", what, kMissing);
+}
+
+Expected<Tensor> importOnnxTensorFile(const std::string& path) { return makeError("{}: {}", path, kMissing); }
 
 }  // namespace smelt

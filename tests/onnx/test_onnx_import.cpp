@@ -1,0 +1,311 @@
+// ONNX importer tests: models built with ONNX's protobuf classes, checking that garbled or truncated
+// bytes give errors (never crashes), that errors name the op, node and input, that external data stays
+// inside the model folder, and that shape subgraphs fold.
+#include "frontend/onnx/onnx_import.h"
+#include "ir/interpreter.h"
+
+#include <doctest/doctest.h>
+#include <onnx/onnx_pb.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+namespace fs = std::filesystem;
+using namespace smelt;
+
+namespace {
+
+void addInput(onnx::GraphProto& g, const std::string& name, int elemType, std::vector<int64_t> dims,
+              const std::string& dimParam = {}) {
+  auto* in = g.add_input();
+  in->set_name(name);
+  auto* tt = in->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(elemType);
+  auto* shape = tt->mutable_shape();
+  for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
+  if (!dimParam.empty()) shape->add_dim()->set_dim_param(dimParam);
+}
+
+void addOutput(onnx::GraphProto& g, const std::string& name) { g.add_output()->set_name(name); }
+
+onnx::NodeProto* addNode(onnx::GraphProto& g, const std::string& op, std::vector<std::string> inputs,
+                         std::vector<std::string> outputs, const std::string& name = {}) {
+  auto* n = g.add_node();
+  n->set_op_type(op);
+  n->set_name(name);
+  for (auto& i : inputs) n->add_input(i);
+  for (auto& o : outputs) n->add_output(o);
+  return n;
+}
+
+onnx::TensorProto* addFloatInit(onnx::GraphProto& g, const std::string& name, std::vector<int64_t> dims,
+                                std::vector<float> values) {
+  auto* t = g.add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) t->add_dims(d);
+  for (float v : values) t->add_float_data(v);
+  return t;
+}
+
+onnx::ModelProto newModel(int opset = 17) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* op = m.add_opset_import();
+  op->set_domain("");
+  op->set_version(opset);
+  m.mutable_graph()->set_name("t");
+  return m;
+}
+
+// y = x + w, with w an initializer.
+onnx::ModelProto addModel() {
+  onnx::ModelProto m = newModel();
+  auto& g = *m.mutable_graph();
+  addInput(g, "x", onnx::TensorProto::FLOAT, {2, 2});
+  addFloatInit(g, "w", {2, 2}, {1, 2, 3, 4});
+  addNode(g, "Add", {"x", "w"}, {"y"}, "add_node");
+  addOutput(g, "y");
+  return m;
+}
+
+Expected<Graph> importModel(const onnx::ModelProto& m, const std::string& dir = ".") {
+  return importOnnxBytes(m.SerializeAsString(), dir, "test.onnx");
+}
+
+std::string errorOf(const Expected<Graph>& g) { return g.ok() ? std::string("<no error>") : g.error().message(); }
+
+fs::path freshDir(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / fmt::format("smelt_onnx_{}_{}", name, std::random_device{}());
+  fs::remove_all(dir);
+  fs::create_directories(dir / "model");
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("onnx import: a small model imports and runs") {
+  auto g = importModel(addModel());
+  REQUIRE_MESSAGE(g.ok(), errorOf(g));
+  REQUIRE(g->inputs().size() == 1);
+  REQUIRE(g->parameters().size() == 1);
+  CHECK(g->parameters()[0]->name() == "w");
+  CHECK(g->parameters()[0]->trainable());
+  bool named = false;
+  for (const auto& n : g->nodes()) named = named || (n->opName() == "add" && n->sourceName() == "add_node");
+  CHECK(named);
+  TensorMap feeds{{"x", Tensor::of<float>({2, 2}, {10, 20, 30, 40})}};
+  auto out = interpret(*g, feeds);
+  REQUIRE(out.ok());
+  CHECK(out->at(0).toDoubles() == std::vector<double>{11, 22, 33, 44});
+}
+
+TEST_CASE("onnx import: graph inputs that are also initializers are parameters") {
+  onnx::ModelProto m = addModel();
+  addInput(*m.mutable_graph(), "w", onnx::TensorProto::FLOAT, {2, 2});
+  auto g = importModel(m);
+  REQUIRE_MESSAGE(g.ok(), errorOf(g));
+  CHECK(g->inputs().size() == 1);
+  CHECK(g->findParameter("w") != nullptr);
+}
+
+TEST_CASE("onnx import: truncated and garbled bytes give errors, never crash") {
+  std::string bytes = addModel().SerializeAsString();
+  int errors = 0;
+  for (size_t len = 0; len < bytes.size(); ++len) {
+    auto g = importOnnxBytes(std::string_view(bytes).substr(0, len), ".", "cut.onnx");
+    if (!g.ok()) ++errors;
+  }
+  CHECK(errors > static_cast<int>(bytes.size()) / 2);
+  CHECK_FALSE(importOnnxBytes(std::string_view(bytes).substr(0, bytes.size() / 2), ".", "cut.onnx").ok());
+
+  std::mt19937 rng(1234);
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::string garbled = bytes;
+    int flips = 1 + static_cast<int>(rng() % 4);
+    for (int f = 0; f < flips; ++f) garbled[rng() % garbled.size()] = static_cast<char>(rng());
+    auto g = importOnnxBytes(garbled, ".", "garbled.onnx");
+    if (g.ok()) (void)interpret(*g, {});  // may fail (missing feeds), must not crash
+  }
+  CHECK_FALSE(importOnnxBytes("this is not an onnx model", ".", "text.onnx").ok());
+  CHECK(errorOf(importOnnxBytes("", ".", "empty.onnx")).find("empty") != std::string::npos);
+}
+
+TEST_CASE("onnx import: malformed tensors are errors") {
+  SUBCASE("wrong element count") {
+    onnx::ModelProto m = addModel();
+    m.mutable_graph()->mutable_initializer(0)->add_float_data(5);
+    CHECK(errorOf(importModel(m)).find("float_data holds 5 values") != std::string::npos);
+  }
+  SUBCASE("raw_data of the wrong size") {
+    onnx::ModelProto m = addModel();
+    auto* t = m.mutable_graph()->mutable_initializer(0);
+    t->clear_float_data();
+    t->set_raw_data(std::string(15, '\0'));
+    CHECK(errorOf(importModel(m)).find("raw_data has 15 bytes") != std::string::npos);
+  }
+  SUBCASE("out-of-range data_type") {
+    onnx::ModelProto m = addModel();
+    m.mutable_graph()->mutable_initializer(0)->set_data_type(99);
+    CHECK(errorOf(importModel(m)).find("unknown ONNX data type 99") != std::string::npos);
+  }
+  SUBCASE("negative and huge dims") {
+    onnx::ModelProto m = addModel();
+    m.mutable_graph()->mutable_initializer(0)->set_dims(0, -2);
+    CHECK(errorOf(importModel(m)).find("negative") != std::string::npos);
+    m.mutable_graph()->mutable_initializer(0)->set_dims(0, int64_t{1} << 40);
+    m.mutable_graph()->mutable_initializer(0)->set_dims(1, int64_t{1} << 40);
+    CHECK(errorOf(importModel(m)).find("too large") != std::string::npos);
+  }
+  SUBCASE("missing graph") {
+    onnx::ModelProto m = newModel();
+    m.clear_graph();
+    CHECK(errorOf(importModel(m)).find("no graph") != std::string::npos);
+  }
+  SUBCASE("reading test-data tensors") {
+    onnx::TensorProto t;
+    t.set_data_type(onnx::TensorProto::INT64);
+    t.add_dims(3);
+    t.add_int64_data(1);
+    t.add_int64_data(-2);
+    t.add_int64_data(3);
+    auto ok = importOnnxTensorBytes(t.SerializeAsString(), ".", "t.pb");
+    REQUIRE(ok.ok());
+    CHECK(ok->toInts() == std::vector<int64_t>{1, -2, 3});
+    CHECK_FALSE(importOnnxTensorBytes(t.SerializeAsString().substr(0, 5), ".", "t.pb").ok());
+  }
+}
+
+TEST_CASE("onnx import: unsupported op, node and domain errors name them") {
+  onnx::ModelProto m = newModel();
+  auto& g = *m.mutable_graph();
+  addInput(g, "x", onnx::TensorProto::FLOAT, {2});
+  addNode(g, "FrobnicateV2", {"x"}, {"y"}, "frob_7");
+  addOutput(g, "y");
+  std::string e = errorOf(importModel(m));
+  CHECK(e.find("FrobnicateV2") != std::string::npos);
+  CHECK(e.find("frob_7") != std::string::npos);
+  CHECK_FALSE(onnxOpSupported("FrobnicateV2"));
+  CHECK(onnxOpSupported("Conv"));
+
+  g.mutable_node(0)->set_op_type("Relu");
+  g.mutable_node(0)->set_domain("com.example");
+  e = errorOf(importModel(m));
+  CHECK(e.find("com.example") != std::string::npos);
+  CHECK(e.find("frob_7") != std::string::npos);
+}
+
+TEST_CASE("onnx import: a dynamic input dimension names the input") {
+  onnx::ModelProto m = newModel();
+  auto& g = *m.mutable_graph();
+  addInput(g, "images", onnx::TensorProto::FLOAT, {3}, "batch");
+  addNode(g, "Relu", {"images"}, {"y"});
+  addOutput(g, "y");
+  std::string e = errorOf(importModel(m));
+  CHECK(e.find("images") != std::string::npos);
+  CHECK(e.find("batch") != std::string::npos);
+  // Giving the shape resolves it.
+  OnnxImportOptions options;
+  options.inputShapes["images"] = {4, 3};
+  CHECK(importOnnxBytes(m.SerializeAsString(), ".", "m.onnx", options).ok());
+}
+
+TEST_CASE("onnx import: a static operand computed at run time names the node") {
+  onnx::ModelProto m = newModel();
+  auto& g = *m.mutable_graph();
+  addInput(g, "x", onnx::TensorProto::FLOAT, {2, 3});
+  addInput(g, "shape", onnx::TensorProto::INT64, {2});
+  addNode(g, "Reshape", {"x", "shape"}, {"y"}, "reshape_1");
+  addOutput(g, "y");
+  std::string e = errorOf(importModel(m));
+  CHECK(e.find("Reshape") != std::string::npos);
+  CHECK(e.find("reshape_1") != std::string::npos);
+  CHECK(e.find("must be static") != std::string::npos);
+}
+
+TEST_CASE("onnx import: shape subgraphs fold to constants") {
+  // y = Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), [-1]))
+  onnx::ModelProto m = newModel();
+  auto& g = *m.mutable_graph();
+  addInput(g, "x", onnx::TensorProto::FLOAT, {2, 3, 4});
+  auto* idx = g.add_initializer();
+  idx->set_name("zero");
+  idx->set_data_type(onnx::TensorProto::INT64);
+  idx->add_int64_data(0);
+  auto* minus1 = g.add_initializer();
+  minus1->set_name("minus1");
+  minus1->set_data_type(onnx::TensorProto::INT64);
+  minus1->add_dims(1);
+  minus1->add_int64_data(-1);
+  auto* axes = g.add_initializer();
+  axes->set_name("axes");
+  axes->set_data_type(onnx::TensorProto::INT64);
+  axes->add_dims(1);
+  axes->add_int64_data(0);
+  addNode(g, "Shape", {"x"}, {"s"});
+  addNode(g, "Gather", {"s", "zero"}, {"n"});
+  addNode(g, "Unsqueeze", {"n", "axes"}, {"n1"});
+  addNode(g, "Concat", {"n1", "minus1"}, {"shape"})->add_attribute()->CopyFrom([] {
+    onnx::AttributeProto a;
+    a.set_name("axis");
+    a.set_type(onnx::AttributeProto::INT);
+    a.set_i(0);
+    return a;
+  }());
+  addNode(g, "Reshape", {"x", "shape"}, {"y"});
+  addOutput(g, "y");
+  auto graph = importModel(m);
+  REQUIRE_MESSAGE(graph.ok(), errorOf(graph));
+  CHECK(graph->outputs()[0].value->type().toString() == "f32[2,12]");
+  for (const auto& n : graph->nodes()) CHECK((n->opName() == "reshape" || n->opName() == "constant"));
+  CHECK(graph->parameters().empty());  // integer initializers used only statically stay constants
+}
+
+TEST_CASE("onnx import: external data is read only from the model's folder") {
+  fs::path dir = freshDir("ext");
+  std::vector<float> values{1.5f, -2.0f, 3.25f, 4.0f};
+  {
+    std::ofstream out(dir / "model" / "weights.bin", std::ios::binary);
+    out.write("PADDING!", 8);
+    out.write(reinterpret_cast<const char*>(values.data()), sizeof(float) * values.size());
+  }
+  std::ofstream(dir / "outside.bin", std::ios::binary).write(reinterpret_cast<const char*>(values.data()), 16);
+
+  auto modelWith = [&](const std::string& location, const std::string& offset) {
+    onnx::ModelProto m = addModel();
+    auto* t = m.mutable_graph()->mutable_initializer(0);
+    t->clear_float_data();
+    t->set_data_location(onnx::TensorProto::EXTERNAL);
+    auto* loc = t->add_external_data();
+    loc->set_key("location");
+    loc->set_value(location);
+    auto* off = t->add_external_data();
+    off->set_key("offset");
+    off->set_value(offset);
+    auto* len = t->add_external_data();
+    len->set_key("length");
+    len->set_value("16");
+    fs::path file = dir / "model" / "m.onnx";
+    std::ofstream(file, std::ios::binary) << m.SerializeAsString();
+    return importOnnxFile(file.string());
+  };
+
+  auto ok = modelWith("weights.bin", "8");
+  REQUIRE_MESSAGE(ok.ok(), errorOf(ok));
+  CHECK(ok->findParameter("w")->initialValue().toDoubles() == std::vector<double>{1.5, -2.0, 3.25, 4.0});
+
+  std::string up = errorOf(modelWith("../outside.bin", "0"));
+  CHECK(up.find("'..'") != std::string::npos);
+  std::string abs = errorOf(modelWith("/etc/passwd", "0"));
+  CHECK(abs.find("absolute") != std::string::npos);
+  CHECK(errorOf(modelWith("sub/../../outside.bin", "0")).find("'..'") != std::string::npos);
+  CHECK(errorOf(modelWith("weights.bin", "12")).find("past its end") != std::string::npos);
+  CHECK(errorOf(modelWith("missing.bin", "0")).find("cannot open") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("onnx import: a missing file is an error") {
+  auto g = importOnnxFile("/nonexistent/smelt/model.onnx");
+  CHECK(errorOf(g).find("cannot open") != std::string::npos);
+}
