@@ -117,6 +117,7 @@ void addElementwiseConverters(ConverterTable& table);
 void addReduceConverters(ConverterTable& table);
 void addLayoutConverters(ConverterTable& table);
 void addNnConverters(ConverterTable& table);
+void addCompositeConverters(ConverterTable& table);
 
 /// Every converter, by ONNX op type (built once).
 const ConverterTable& converterTable();

@@ -25,6 +25,7 @@ const ConverterTable& converterTable() {
     addReduceConverters(t);
     addLayoutConverters(t);
     addNnConverters(t);
+    addCompositeConverters(t);
     return t;
   }();
   return table;

@@ -1,0 +1,239 @@
+// Converters for ONNX ops with no smelt op of their own, composed from docs/ops.md ops with index
+// tensors built at import time: ArgMax/ArgMin/Hardmax (reduce + iota), GatherElements (gather on a
+// flattened view), CumSum (matmul with a triangular mask), OneHot, NegativeLogLikelihoodLoss and
+// SoftmaxCrossEntropyLoss (their ONNX function bodies).
+#include "frontend/onnx/onnx_context.h"
+
+namespace smelt::onnximport {
+
+namespace {
+
+// i64 tensor of `rank` dims, size `dim` along `axis` and 1 elsewhere, holding 0..dim-1.
+Tensor iota(int64_t rank, int64_t axis, int64_t dim) {
+  Shape shape(static_cast<size_t>(rank), 1);
+  shape[axis] = dim;
+  Tensor t(TensorType{DType::i64, shape});
+  for (int64_t i = 0; i < dim; ++i) t.setInt(i, i);
+  return t;
+}
+
+// Negative indices count from the end of a dimension of size `dim`.
+Expected<Value*> wrapIndices(NodeContext& n, Value* idx, int64_t dim) {
+  if (idx->dtype() != DType::i64) {
+    SMELT_TRY(idx, n.emit("cast", {idx}, {{"to", std::string("i64")}}));
+  }
+  SMELT_TRY(Value * neg, n.emit("lt", {idx, n.scalar(DType::i64, 0)}));
+  SMELT_TRY(Value * plus, n.emit("add", {idx, n.scalar(DType::i64, static_cast<double>(dim))}));
+  return n.emit("where", {neg, plus, idx});
+}
+
+// The index of the first (or last) max (or min) along `axis`, as i64.
+Expected<Value*> argExtreme(NodeContext& n, Value* x, int64_t axis, bool isMax, bool last, bool keepdims) {
+  int64_t dim = x->shape()[axis];
+  AttrMap keep{{"axes", std::vector<int64_t>{axis}}, {"keepdims", int64_t{1}}};
+  SMELT_TRY(Value * m, n.emit(isMax ? "reduce_max" : "reduce_min", {x}, keep));
+  SMELT_TRY(Value * hit, n.emit("eq", {x, m}));
+  Value* positions = n.constant(iota(x->type().rank(), axis, dim));
+  SMELT_TRY(Value * cand, n.emit("where", {hit, positions, n.scalar(DType::i64, last ? -1.0 : static_cast<double>(dim))}));
+  AttrMap red{{"axes", std::vector<int64_t>{axis}}, {"keepdims", keepdims ? int64_t{1} : 0}};
+  return n.emit(last ? "reduce_max" : "reduce_min", {cand}, red);
+}
+
+Status argMaxMin(NodeContext& n) {
+  SMELT_TRY(Value * x, n.input(0));
+  SMELT_TRY(int64_t axis, normalizeAxis(n.attrInt("axis", 0), std::max<int64_t>(x->type().rank(), 1)));
+  SMELT_TRY(Value * y, argExtreme(n, x, axis, n.opType() == "ArgMax", n.attrInt("select_last_index", 0) != 0,
+                                  n.attrInt("keepdims", 1) != 0));
+  return n.setOutput(0, y);
+}
+
+// 1 at the first max along `axis`, 0 elsewhere.
+Status hardmax(NodeContext& n) {
+  SMELT_TRY(Value * x, n.input(0));
+  if (n.opset() < 13) return makeError("opset {} Hardmax (2-D coercion) is not supported; use opset 13+", n.opset());
+  SMELT_TRY(int64_t axis, normalizeAxis(n.attrInt("axis", -1), x->type().rank()));
+  SMELT_TRY(Value * am, argExtreme(n, x, axis, true, false, true));
+  SMELT_TRY(Value * hit, n.emit("eq", {am, n.constant(iota(x->type().rank(), axis, x->shape()[axis]))}));
+  SMELT_TRY(Value * y, n.emit("where", {hit, n.scalar(x->dtype(), 1.0), n.scalar(x->dtype(), 0.0)}));
+  return n.setOutput(0, y);
+}
+
+// out[i] = data[i with i[axis] replaced by indices[i]]: gather from the flattened data at
+// indices * stride[axis] + (the flat offset of i's other coordinates, a constant).
+Expected<Value*> gatherElements(NodeContext& n, Value* data, Value* indices, int64_t axis) {
+  int64_t rank = data->type().rank();
+  if (indices->type().rank() != rank) {
+    return makeError("indices must have the data's rank {}, got {}", rank, indices->type().toString());
+  }
+  std::vector<int64_t> strides = contiguousStrides(data->shape());
+  const Shape& ishape = indices->shape();
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d != axis && ishape[d] > data->shape()[d]) {
+      return makeError("indices dimension {} is {}, larger than the data's {}", d, ishape[d], data->shape()[d]);
+    }
+  }
+  Tensor offsets(TensorType{DType::i64, ishape});
+  std::vector<int64_t> index(static_cast<size_t>(rank), 0);
+  for (int64_t flat = 0; flat < offsets.numel(); ++flat) {
+    int64_t off = 0;
+    for (int64_t d = 0; d < rank; ++d) off += d == axis ? 0 : index[d] * strides[d];
+    offsets.setInt(flat, off);
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++index[d] < ishape[d]) break;
+      index[d] = 0;
+    }
+  }
+  SMELT_TRY(Value * idx, wrapIndices(n, indices, data->shape()[axis]));
+  SMELT_TRY(Value * scaled, n.emit("mul", {idx, n.scalar(DType::i64, static_cast<double>(strides[axis]))}));
+  SMELT_TRY(Value * flatIdx, n.emit("add", {scaled, n.constant(std::move(offsets))}));
+  SMELT_TRY(Value * flatData, n.emit("reshape", {data}, {{"shape", std::vector<int64_t>{data->type().numel()}}}));
+  return n.emit("gather", {flatData, flatIdx}, {{"axis", int64_t{0}}});
+}
+
+Status gatherElementsOp(NodeContext& n) {
+  SMELT_TRY(Value * data, n.input(0));
+  SMELT_TRY(Value * indices, n.input(1));
+  SMELT_TRY(int64_t axis, normalizeAxis(n.attrInt("axis", 0), data->type().rank()));
+  SMELT_TRY(Value * y, gatherElements(n, data, indices, axis));
+  return n.setOutput(0, y);
+}
+
+// CumSum along `axis`: move it last, multiply by a triangular 0/1 matrix, move it back.
+Status cumSum(NodeContext& n) {
+  SMELT_TRY(Value * x, n.input(0));
+  SMELT_TRY(double axisValue, n.constScalar(1));
+  int64_t rank = x->type().rank();
+  SMELT_TRY(int64_t axis, normalizeAxis(static_cast<int64_t>(axisValue), rank));
+  bool exclusive = n.attrInt("exclusive", 0) != 0, reverse = n.attrInt("reverse", 0) != 0;
+  int64_t len = x->shape()[axis];
+  Tensor mask(TensorType{x->dtype(), {len, len}});
+  for (int64_t i = 0; i < len; ++i) {
+    for (int64_t j = 0; j < len; ++j) {
+      bool in = reverse ? (exclusive ? i > j : i >= j) : (exclusive ? i < j : i <= j);
+      mask.setDouble(i * len + j, in ? 1.0 : 0.0);
+    }
+  }
+  std::vector<int64_t> perm;
+  for (int64_t d = 0; d < rank; ++d) perm.push_back(d);
+  std::swap(perm[axis], perm[rank - 1]);
+  Value* moved = x;
+  if (axis != rank - 1) {
+    SMELT_TRY(moved, n.emit("transpose", {x}, {{"perm", perm}}));
+  }
+  SMELT_TRY(Value * summed, n.emit("matmul", {moved, n.constant(std::move(mask))}));
+  Value* y = summed;
+  if (axis != rank - 1) {
+    SMELT_TRY(y, n.emit("transpose", {summed}, {{"perm", perm}}));
+  }
+  return n.setOutput(0, y);
+}
+
+// OneHot: where(unsqueeze(indices, axis) == iota, on, off).
+Status oneHot(NodeContext& n) {
+  SMELT_TRY(Value * indices, n.input(0));
+  SMELT_TRY(double depthValue, n.constScalar(1));
+  SMELT_TRY(Value * values, n.input(2));
+  auto depth = static_cast<int64_t>(depthValue);
+  if (depth <= 0) return makeError("depth must be positive, got {}", depth);
+  if (values->type().numel() != 2) return makeError("values must hold [off, on], got {}", values->type().toString());
+  int64_t outRank = indices->type().rank() + 1;
+  SMELT_TRY(int64_t axis, normalizeAxis(n.attrInt("axis", -1), outRank));
+  SMELT_TRY(Value * idx, wrapIndices(n, indices, depth));
+  SMELT_TRY(Value * u, n.emit("unsqueeze", {idx}, {{"axes", std::vector<int64_t>{axis}}}));
+  SMELT_TRY(Value * hit, n.emit("eq", {u, n.constant(iota(outRank, axis, depth))}));
+  SMELT_TRY(Value * flatValues, n.emit("reshape", {values}, {{"shape", std::vector<int64_t>{2}}}));
+  AttrMap offAttrs{{"starts", std::vector<int64_t>{0}}, {"ends", std::vector<int64_t>{1}}};
+  AttrMap onAttrs{{"starts", std::vector<int64_t>{1}}, {"ends", std::vector<int64_t>{2}}};
+  SMELT_TRY(Value * off, n.emit("slice", {flatValues}, offAttrs));
+  SMELT_TRY(Value * on, n.emit("slice", {flatValues}, onAttrs));
+  SMELT_TRY(Value * y, n.emit("where", {hit, on, off}));
+  return n.setOutput(0, y);
+}
+
+// NegativeLogLikelihoodLoss on log-probabilities `input` [N, C, d...] and `target` [N, d...].
+Expected<Value*> nllLoss(NodeContext& n, Value* input, Value* target, Value* weight) {
+  if (input->type().rank() < 2 || target->type().rank() != input->type().rank() - 1) {
+    return makeError("input must be [N, C, ...] and target [N, ...], got {} and {}", input->type().toString(),
+                     target->type().toString());
+  }
+  DType dt = input->dtype();
+  std::string reduction = n.attrString("reduction", "mean");
+  if (reduction != "none" && reduction != "sum" && reduction != "mean") {
+    return makeError("reduction '{}' is not one of none, sum, mean", reduction);
+  }
+  Value* t = target;
+  if (t->dtype() != DType::i64) {
+    SMELT_TRY(t, n.emit("cast", {t}, {{"to", std::string("i64")}}));
+  }
+  Value* ignored = nullptr;
+  if (n.hasAttr("ignore_index")) {
+    SMELT_TRY(ignored, n.emit("eq", {t, n.scalar(DType::i64, static_cast<double>(n.attrInt("ignore_index", 0)))}));
+    SMELT_TRY(t, n.emit("where", {ignored, n.scalar(DType::i64, 0), t}));  // keep gathers in range
+  }
+  SMELT_TRY(Value * t1, n.emit("unsqueeze", {t}, {{"axes", std::vector<int64_t>{1}}}));
+  SMELT_TRY(Value * picked, gatherElements(n, input, t1, 1));
+  SMELT_TRY(Value * p, n.emit("squeeze", {picked}, {{"axes", std::vector<int64_t>{1}}}));
+  SMELT_TRY(Value * loss, n.emit("neg", {p}));
+  Value* w = nullptr;  // per-element weights, when not all ones
+  if (weight) {
+    SMELT_TRY(w, n.emit("gather", {weight, t}, {{"axis", int64_t{0}}}));
+  }
+  if (ignored) {
+    Value* base = w ? w : n.scalar(dt, 1.0);
+    SMELT_TRY(w, n.emit("where", {ignored, n.scalar(dt, 0.0), base}));
+  }
+  if (w) {
+    SMELT_TRY(loss, n.emit("mul", {loss, w}));
+  }
+  AttrMap all{{"axes", std::vector<int64_t>{}}, {"keepdims", int64_t{0}}};
+  if (reduction == "none") return loss;
+  if (reduction == "sum") return n.emit("reduce_sum", {loss}, all);
+  if (!w) return n.emit("reduce_mean", {loss}, all);
+  SMELT_TRY(Value * total, n.emit("reduce_sum", {loss}, all));
+  Value* wFull = w;
+  if (w->shape() != loss->shape()) {
+    SMELT_TRY(wFull, n.emit("expand", {w}, {{"shape", loss->shape()}}));
+  }
+  SMELT_TRY(Value * wSum, n.emit("reduce_sum", {wFull}, all));
+  return n.emit("div", {total, wSum});
+}
+
+Status nll(NodeContext& n) {
+  SMELT_TRY(Value * input, n.input(0));
+  SMELT_TRY(Value * target, n.input(1));
+  Value* weight = nullptr;
+  if (n.hasInput(2)) {
+    SMELT_TRY(weight, n.input(2));
+  }
+  SMELT_TRY(Value * y, nllLoss(n, input, target, weight));
+  return n.setOutput(0, y);
+}
+
+// SoftmaxCrossEntropyLoss: NLL of log_softmax over the class axis; output 1 is the log-probabilities.
+Status softmaxCrossEntropy(NodeContext& n) {
+  SMELT_TRY(Value * scores, n.input(0));
+  SMELT_TRY(Value * labels, n.input(1));
+  Value* weight = nullptr;
+  if (n.hasInput(2)) {
+    SMELT_TRY(weight, n.input(2));
+  }
+  SMELT_TRY(Value * logProb, n.emit("log_softmax", {scores}, {{"axis", int64_t{1}}}));
+  SMELT_TRY(Value * y, nllLoss(n, logProb, labels, weight));
+  SMELT_CHECK_OK(n.setOutput(0, y));
+  return n.setOutput(1, logProb);
+}
+
+}  // namespace
+
+void addCompositeConverters(ConverterTable& t) {
+  t["ArgMax"] = argMaxMin;
+  t["ArgMin"] = argMaxMin;
+  t["Hardmax"] = hardmax;
+  t["GatherElements"] = gatherElementsOp;
+  t["CumSum"] = cumSum;
+  t["OneHot"] = oneHot;
+  t["NegativeLogLikelihoodLoss"] = nll;
+  t["SoftmaxCrossEntropyLoss"] = softmaxCrossEntropy;
+}
+
+}  // namespace smelt::onnximport
