@@ -13,43 +13,14 @@
 
 #include "ir/interpreter.h"
 #include "ir/parser.h"
+#include "tests/support/op_test_helpers.h"
 #include "tests/support/random_tensors.h"
 
 using namespace smelt;
 
-namespace {
-
-Tensor f64(Shape shape, const std::vector<double>& values) {
-  REQUIRE(static_cast<int64_t>(values.size()) == numElements(shape));
-  return Tensor::fromDoubles(TensorType{DType::f64, std::move(shape)}, values);
-}
-
-std::vector<Tensor> run(std::string_view text, const TensorMap& feeds) {
-  Graph graph = testing::parseOrFail(text);
-  auto out = interpret(graph, feeds);
-  REQUIRE_MESSAGE(out.ok(), (out.ok() ? "" : out.error().message()));
-  return std::move(out).value();
-}
-
-void checkClose(const Tensor& actual, const Tensor& expected, double tolerance = 1e-12) {
-  std::string mismatch = testing::compareTensors(actual, expected, tolerance);
-  CHECK_MESSAGE(mismatch.empty(), mismatch);
-}
-
-/// The error that parsing (which verifies every node) reports for `text`.
-std::string errorOf(std::string_view text) {
-  auto graph = parseGraph(text);
-  REQUIRE_MESSAGE(!graph.ok(), "expected a verifier error for:\n" << text);
-  return graph.error().message();
-}
-
-#define CHECK_ERROR(text, expected)                                        \
-  do {                                                                     \
-    std::string message_ = errorOf(text);                                  \
-    CHECK_MESSAGE(message_.find(expected) != std::string::npos, message_); \
-  } while (0)
-
-}  // namespace
+using testing::checkClose;
+using testing::f64;
+using testing::runOutputs;
 
 TEST_CASE("conv2d with stride 2, padding 1 and bias matches PyTorch") {
   // F.conv2d(x, w, b, stride=2, padding=1)
@@ -66,11 +37,11 @@ TEST_CASE("conv2d with stride 2, padding 1 and bias matches PyTorch") {
   Tensor y = f64({1, 3, 3, 3}, {-0.875,   4,       1.375,   -1.75,   4,      -1.8125, -2.625, 2.3125,  6,
                                 1.8125,   -1.6875, 7.4375,  -4.0625, 5.8125, -5.625,  3.4375, -1.8125, 3.6875,
                                 -11.6875, 1.625,   -6.8125, 7.4375,  -8.625, 12.0625, -6.25,  -1.9375, -8.25});
-  auto out = run(R"(graph @t(%x: f64[1,2,5,5], %w: f64[3,2,3,3], %b: f64[3]) {
+  auto out = runOutputs(R"(graph @t(%x: f64[1,2,5,5], %w: f64[3,2,3,3], %b: f64[3]) {
   %0 = conv2d(%x, %w, %b) {padding = [1, 1, 1, 1], stride = [2, 2]} : f64[1,3,3,3]
   return y = %0
 })",
-                 {{"x", x}, {"w", w}, {"b", b}});
+                        {{"x", x}, {"w", w}, {"b", b}});
   checkClose(out[0], y);
 }
 
@@ -97,11 +68,11 @@ TEST_CASE("conv2d with dilation 2, groups 2, stride [2,1] and asymmetric padding
                  {-3.4375, -8.875, 3,       -12.5, -7.5625, -6.0625, -7.0625, -3.1875, -1.1875, 4.125, -3.375, 0.0625,
                   -9.625,  0.5625, -1.9375, -3.25, 2.5,     -4.375,  -0.125,  -3.3125, -3.3125, 3.125, 5.5625, 8.0625,
                   3.875,   0.3125, -0.25,   5.875, -2.0625, -1.375,  3.9375,  -1.0625, -4.3125, -1.25, 1.125,  2.875});
-  auto out = run(R"(graph @t(%x: f64[1,4,6,6], %w: f64[4,2,3,3]) {
+  auto out = runOutputs(R"(graph @t(%x: f64[1,4,6,6], %w: f64[4,2,3,3]) {
   %0 = conv2d(%x, %w) {dilation = [2, 2], groups = 2, padding = [1, 0, 2, 1], stride = [2, 1]} : f64[1,4,3,3]
   return y = %0
 })",
-                 {{"x", x}, {"w", w}});
+                        {{"x", x}, {"w", w}});
   checkClose(out[0], y);
 }
 
@@ -118,11 +89,11 @@ TEST_CASE("depthwise conv2d (groups = channels) matches PyTorch") {
                                 -5.4375, -3.6875, 1.6875, 1.8125,  -3.8125, 2.6875,  1.0625,  -5.125,  -1.75,  -4.5,
                                 3.1875,  5.125,   0.9375, -5.25,   -1.6875, -2.9375, 5.875,   4.6875,  -5.25,  -5.4375,
                                 0.75,    -2.0625, 2.3125, -0.1875, -1.5,    1,       1.5,     3});
-  auto out = run(R"(graph @t(%x: f64[1,3,4,4], %w: f64[3,1,3,3]) {
+  auto out = runOutputs(R"(graph @t(%x: f64[1,3,4,4], %w: f64[3,1,3,3]) {
   %0 = conv2d(%x, %w) {groups = 3, padding = [1, 1, 1, 1]} : f64[1,3,4,4]
   return y = %0
 })",
-                 {{"x", x}, {"w", w}});
+                        {{"x", x}, {"w", w}});
   checkClose(out[0], y);
 }
 
@@ -141,13 +112,13 @@ TEST_CASE("conv2d rounds once to f32 and f16") {
     for (size_t at = text.find("T["); at != std::string::npos; at = text.find("T[", at + name.size())) {
       text.replace(at, 1, name);
     }
-    auto narrow = run(text, {{"x", x}, {"w", w}});
+    auto narrow = runOutputs(text, {{"x", x}, {"w", w}});
     Tensor xd = f64(x.shape(), x.toDoubles()), wd = f64(w.shape(), w.toDoubles());
-    auto wide = run(R"(graph @t(%x: f64[2,3,5,5], %w: f64[6,1,3,3]) {
+    auto wide = runOutputs(R"(graph @t(%x: f64[2,3,5,5], %w: f64[6,1,3,3]) {
   %0 = conv2d(%x, %w) {groups = 3, padding = [1, 1, 1, 1]} : f64[2,6,5,5]
   return y = %0
 })",
-                    {{"x", xd}, {"w", wd}});
+                           {{"x", xd}, {"w", wd}});
     CHECK(narrow[0].bitwiseEqual(Tensor::fromDoubles(narrow[0].type(), wide[0].toDoubles())));
   }
 }
@@ -169,11 +140,11 @@ TEST_CASE("conv_transpose2d with stride 2, output_padding 1, groups 2 and bias m
            1.75,   -4.3125, -3,      0.5,     2,       -0.75,   1.5,     5.8125,  -2.6875, -2.75,   -1.25,   -10.25,
            -5,     1.5,     -0.4375, -4.5,    2.375,   -3,      -3.1875, -3.625,  0.875,   4.1875,  0.1875,  -3.625,
            0.3125, -3.125,  -1.8125, -0.875,  -0.0625, -0.875,  1.0625,  -0.8125, -2.3125, -1.1875, -1.5625, -3.0625});
-  auto out = run(R"(graph @t(%x: f64[1,4,3,3], %w: f64[4,1,3,3], %b: f64[2]) {
+  auto out = runOutputs(R"(graph @t(%x: f64[1,4,3,3], %w: f64[4,1,3,3], %b: f64[2]) {
   %0 = conv_transpose2d(%x, %w, %b) {groups = 2, output_padding = [1, 1], padding = [1, 1, 1, 1], stride = [2, 2]} : f64[1,2,6,6]
   return y = %0
 })",
-                 {{"x", x}, {"w", w}, {"b", b}});
+                        {{"x", x}, {"w", w}, {"b", b}});
   checkClose(out[0], y);
 }
 
@@ -190,11 +161,11 @@ TEST_CASE("conv_transpose2d with dilation, unequal strides and asymmetric paddin
                   0,     0,      0,      0,      0,      0,       -1.5,    3,      -2.625,  -0.75,  2.75,   2,
                   -1.25, 1.1875, 4.0625, 5.75,   -2.25,  -4.25,   -1.5,    -0.5,   7.875,   0.125,  -5.375, -4,
                   4.25,  5.3125, -3.125, 0.5625, 1.8125, -4.4375, 0,       0,      0,       0,      0,      0});
-  auto out = run(R"(graph @t(%x: f64[1,2,3,3], %w: f64[2,2,2,3]) {
+  auto out = runOutputs(R"(graph @t(%x: f64[1,2,3,3], %w: f64[2,2,2,3]) {
   %0 = conv_transpose2d(%x, %w) {dilation = [2, 1], output_padding = [1, 1], padding = [1, 0, 0, 2], stride = [1, 2]} : f64[1,2,5,6]
   return y = %0
 })",
-                 {{"x", x}, {"w", w}});
+                        {{"x", x}, {"w", w}});
   checkClose(out[0], y);
 }
 
@@ -223,8 +194,8 @@ TEST_CASE("locally_connected2d with one kernel shared by all positions equals co
   std::vector<double> kv = k.toDoubles(), wv, bv;
   for (int p = 0; p < 16; ++p) wv.insert(wv.end(), kv.begin(), kv.end());
   for (int o = 0; o < 2; ++o) bv.insert(bv.end(), 16, bias.getDouble(o));
-  auto local = run(kLocalText, {{"x", x}, {"w", f64({4, 4, 2, 3, 3, 2}, wv)}, {"b", f64({2, 4, 4}, bv)}});
-  auto conv = run(kConvText, {{"x", x}, {"w", k}});
+  auto local = runOutputs(kLocalText, {{"x", x}, {"w", f64({4, 4, 2, 3, 3, 2}, wv)}, {"b", f64({2, 4, 4}, bv)}});
+  auto conv = runOutputs(kConvText, {{"x", x}, {"w", k}});
   std::vector<double> expected = conv[0].toDoubles();
   for (size_t i = 0; i < expected.size(); ++i) expected[i] += bias.getDouble(static_cast<int64_t>(i / 16 % 2));
   checkClose(local[0], f64({2, 2, 4, 4}, expected));
@@ -236,7 +207,7 @@ TEST_CASE("locally_connected2d at each position equals conv2d with that position
   Tensor x = testing::randomTensor(TensorType{DType::f64, {2, 3, 6, 5}}, seed);
   Tensor w = testing::randomTensor(TensorType{DType::f64, {4, 4, 2, 3, 3, 2}}, seed + 1);
   Tensor b = testing::randomTensor(TensorType{DType::f64, {2, 4, 4}}, seed + 2);
-  auto local = run(kLocalText, {{"x", x}, {"w", w}, {"b", b}});
+  auto local = runOutputs(kLocalText, {{"x", x}, {"w", w}, {"b", b}});
   std::vector<double> wv = w.toDoubles();
   const int64_t kernelSize = 2 * 3 * 3 * 2;
   for (int64_t oh = 0; oh < 4; ++oh) {
@@ -244,7 +215,8 @@ TEST_CASE("locally_connected2d at each position equals conv2d with that position
       CAPTURE(oh);
       CAPTURE(ow);
       auto begin = wv.begin() + (oh * 4 + ow) * kernelSize;
-      auto conv = run(kConvText, {{"x", x}, {"w", f64({2, 3, 3, 2}, std::vector<double>(begin, begin + kernelSize))}});
+      auto conv =
+          runOutputs(kConvText, {{"x", x}, {"w", f64({2, 3, 3, 2}, std::vector<double>(begin, begin + kernelSize))}});
       for (int64_t n = 0; n < 2; ++n) {
         for (int64_t o = 0; o < 2; ++o) {
           int64_t at = ((n * 2 + o) * 4 + oh) * 4 + ow;

@@ -1,6 +1,6 @@
 // rbf_kernel and graph_conv: values against numpy, shape inference, and verifier errors.
 #include "ir/interpreter.h"
-#include "ir/parser.h"
+#include "tests/support/op_test_helpers.h"
 #include "tests/support/random_tensors.h"
 
 #include <doctest/doctest.h>
@@ -9,20 +9,10 @@
 
 using namespace smelt;
 
+using testing::requireParseError;
+using testing::runOutputs;
+
 namespace {
-
-std::string parseError(std::string_view text) {
-  auto graph = parseGraph(text);
-  REQUIRE_MESSAGE(!graph.ok(), "expected an error for:\n" << text);
-  return graph.error().message();
-}
-
-std::vector<Tensor> run(std::string_view text, const TensorMap& feeds) {
-  Graph g = testing::parseOrFail(text);
-  auto out = interpret(g, feeds);
-  REQUIRE_MESSAGE(out.ok(), (out.ok() ? "" : out.error().message()));
-  return std::move(out).value();
-}
 
 // graph_conv inputs: 4 nodes, 3 features, 2 outputs. The adjacency has a self-loop (node 2), an
 // asymmetric pair, and node 3 with no edges at all (its degree is 0: it must stay zero, not NaN).
@@ -37,12 +27,12 @@ TEST_CASE("rbf_kernel matches numpy") {
   // numpy: d2 = ((x[:,None,:] - y[None,:,:])**2).sum(-1); np.exp(-gamma * d2), printed with "%.15g".
   TensorMap feeds{{"x", Tensor::of<double>({3, 3}, {0.5, -1.0, 2.0, 0.0, 1.5, -0.5, 1.0, 1.0, 1.0})},
                   {"y", Tensor::of<double>({2, 3}, {0.25, -1.0, 1.5, 2.0, 0.0, -0.75})}};
-  auto out = run(R"(graph @t(%x: f64[3,3], %y: f64[2,3]) {
+  auto out = runOutputs(R"(graph @t(%x: f64[3,3], %y: f64[2,3]) {
   %0 = rbf_kernel(%x, %y) : f64[3,2]
   %1 = rbf_kernel(%x, %y) {gamma = 0.3} : f64[3,2]
   return r = %0, s = %1
 })",
-                 feeds);
+                        feeds);
   std::vector<double> gamma1 = {0.731615628946642,   2.01460967099726e-05, 3.32152981673137e-05,
                                 0.00181349383273462, 0.00812751548929221,  0.00632971542748575};
   std::vector<double> gamma03 = {0.910510361380034, 0.0390173055196118, 0.0453316416116763,
@@ -53,11 +43,11 @@ TEST_CASE("rbf_kernel matches numpy") {
 
 TEST_CASE("rbf_kernel of a point set with itself is symmetric with a unit diagonal") {
   Tensor x = testing::randomTensor({DType::f32, {6, 4}}, testing::testSeed());
-  auto out = run(R"(graph @t(%x: f32[6,4]) {
+  auto out = runOutputs(R"(graph @t(%x: f32[6,4]) {
   %0 = rbf_kernel(%x, %x) {gamma = 0.2} : f32[6,6]
   return r = %0
 })",
-                 {{"x", x}});
+                        {{"x", x}});
   for (int64_t i = 0; i < 6; ++i) {
     CHECK(out[0].getDouble(i * 6 + i) == 1.0);
     for (int64_t j = 0; j < 6; ++j) {
@@ -74,13 +64,13 @@ TEST_CASE("graph_conv matches numpy with and without symmetric normalization") {
                   {"a", Tensor::of<double>({4, 4}, kAdj)},
                   {"w", Tensor::of<double>({3, 2}, kWeight)},
                   {"b", Tensor::of<double>({2}, kBias)}};
-  auto out = run(R"(graph @t(%x: f64[4,3], %a: f64[4,4], %w: f64[3,2], %b: f64[2]) {
+  auto out = runOutputs(R"(graph @t(%x: f64[4,3], %a: f64[4,4], %w: f64[3,2], %b: f64[2]) {
   %0 = graph_conv(%x, %a, %w, %b) : f64[4,2]
   %1 = graph_conv(%x, %a, %w, %b) {normalize = "symmetric"} : f64[4,2]
   %2 = graph_conv(%x, %a, %w) {normalize = "symmetric"} : f64[4,2]
   return plain = %0, sym = %1, nobias = %2
 })",
-                 feeds);
+                        feeds);
   std::vector<double> plain = {0.225, 2.9875, -0.3375, -0.825, -0.0875, 1.3625, 0.1, -0.2};
   std::vector<double> sym = {0.136611652351682, 1.60085678118655, -0.209359216769114, -0.641941738241592,
                              0.00625000000000003, 0.58125, 0.1, -0.2};
@@ -95,12 +85,12 @@ TEST_CASE("graph_conv with an identity adjacency is a dense layer") {
   uint64_t seed = testing::testSeed();
   Tensor x = testing::randomTensor({DType::f64, {5, 3}}, seed);
   Tensor w = testing::randomTensor({DType::f64, {3, 4}}, seed + 1);
-  auto out = run(R"(graph @t(%x: f64[5,3], %w: f64[3,4]) {
+  auto out = runOutputs(R"(graph @t(%x: f64[5,3], %w: f64[3,4]) {
   %i = constant() {value = dense<f64[5,5]> [1,0,0,0,0, 0,1,0,0,0, 0,0,1,0,0, 0,0,0,1,0, 0,0,0,0,1]} : f64[5,5]
   %0 = graph_conv(%x, %i, %w) {normalize = "symmetric"} : f64[5,4]
   return r = %0
 })",
-                 {{"x", x}, {"w", w}});
+                        {{"x", x}, {"w", w}});
   for (int64_t i = 0; i < 5; ++i) {
     for (int64_t j = 0; j < 4; ++j) {
       double expected = 0;
@@ -138,7 +128,7 @@ TEST_CASE("rbf_kernel and graph_conv reject bad operands and attributes") {
   return r = %0
 }})",
                                    node);
-    std::string error = parseError(text);
+    std::string error = requireParseError(text);
     CHECK_MESSAGE(error.find(message) != std::string::npos, error);
   }
 }

@@ -1,6 +1,6 @@
 // concat, slice, pad, gather: shapes, verifier and run-time errors, and values checked against numpy.
 #include "ir/interpreter.h"
-#include "ir/parser.h"
+#include "tests/support/op_test_helpers.h"
 #include "tests/support/random_tensors.h"
 
 #include <doctest/doctest.h>
@@ -10,25 +10,12 @@
 
 using namespace smelt;
 
+using testing::iota;
+using testing::parseErrorOrEmpty;
+using testing::runFirstOutput;
+using testing::unaryGraph;
+
 namespace {
-
-Tensor runGraph(std::string_view text, const TensorMap& feeds) {
-  Graph g = testing::parseOrFail(text);
-  auto out = interpret(g, feeds);
-  REQUIRE_MESSAGE(out.ok(), (out.ok() ? "" : out.error().message()));
-  return (*out)[0];
-}
-
-std::string parseError(std::string_view text) {
-  auto g = parseGraph(text);
-  return g.ok() ? std::string() : g.error().message();
-}
-
-Tensor iota(DType dtype, Shape shape, double scale = 1.0, double first = 0.0) {
-  std::vector<double> v(static_cast<size_t>(numElements(shape)));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = first + scale * static_cast<double>(i);
-  return Tensor::fromDoubles(TensorType{dtype, std::move(shape)}, v);
-}
 
 // "[1, -2, 9223372036854775807]" for an IR int list.
 std::string intList(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
@@ -37,20 +24,21 @@ std::string intList(const std::vector<int64_t>& v) { return fmt::format("[{}]", 
 
 TEST_CASE("concat: values along axis 1 and -1, including an empty input") {
   // numpy: np.concatenate([np.arange(6).reshape(2,3), np.arange(10,14).reshape(2,2)], axis=1).ravel()
-  Tensor r = runGraph(R"(graph @t(%a: i64[2,3], %b: i64[2,2], %e: i64[2,0]) {
+  Tensor r = runFirstOutput(
+      R"(graph @t(%a: i64[2,3], %b: i64[2,2], %e: i64[2,0]) {
   %0 = concat(%a, %e, %b) {axis = 1} : i64[2,5]
   return r = %0
 })",
-                      {{"a", iota(DType::i64, {2, 3})}, {"b", iota(DType::i64, {2, 2}, 1, 10)}, {"e", iota(DType::i64, {2, 0})}});
+      {{"a", iota(DType::i64, {2, 3})}, {"b", iota(DType::i64, {2, 2}, 1, 10)}, {"e", iota(DType::i64, {2, 0})}});
   CHECK(r.toInts() == std::vector<int64_t>{0, 1, 2, 10, 11, 3, 4, 5, 12, 13});
-  Tensor one = runGraph("graph @t(%a: bool[2]) {\n  %0 = concat(%a) {axis = -1} : bool[2]\n  return r = %0\n}",
-                        {{"a", Tensor::of<bool>({2}, {true, false})}});
+  Tensor one = runFirstOutput("graph @t(%a: bool[2]) {\n  %0 = concat(%a) {axis = -1} : bool[2]\n  return r = %0\n}",
+                              {{"a", Tensor::of<bool>({2}, {true, false})}});
   CHECK(one.toInts() == std::vector<int64_t>{1, 0});
-  Tensor rows = runGraph(R"(graph @t(%a: f32[1,2], %b: f32[2,2]) {
+  Tensor rows = runFirstOutput(R"(graph @t(%a: f32[1,2], %b: f32[2,2]) {
   %0 = concat(%a, %b) {axis = 0} : f32[3,2]
   return r = %0
 })",
-                         {{"a", iota(DType::f32, {1, 2}, 0.5)}, {"b", iota(DType::f32, {2, 2}, 1, -4)}});
+                               {{"a", iota(DType::f32, {1, 2}, 0.5)}, {"b", iota(DType::f32, {2, 2}, 1, -4)}});
   CHECK(rows.toDoubles() == std::vector<double>{0, 0.5, -4, -3, -2, -1});
 }
 
@@ -86,10 +74,9 @@ TEST_CASE("slice: ONNX semantics match numpy slicing, with clamping, negative st
     std::string attrs = fmt::format("starts = {}, ends = {}", intList(c.starts), intList(c.ends));
     if (!c.axes.empty()) attrs += ", axes = " + intList(c.axes);
     if (!c.steps.empty()) attrs += ", steps = " + intList(c.steps);
-    std::string text = fmt::format("graph @t(%x: i32[4,5]) {{\n  %0 = slice(%x) {{{}}} : i32{}\n  return r = %0\n}}",
-                                   attrs, shapeToString(c.shape));
+    std::string text = unaryGraph("i32[4,5]", "slice", attrs, "i32" + shapeToString(c.shape));
     CAPTURE(text);
-    Tensor r = runGraph(text, {{"x", x}});
+    Tensor r = runFirstOutput(text, {{"x", x}});
     CHECK(r.toInts() == c.values);
   }
 }
@@ -98,8 +85,7 @@ TEST_CASE("pad: reflect, edge and constant against numpy.pad; negative pads crop
   Tensor y = iota(DType::u8, {2, 3}, 1, 1);  // [[1,2,3],[4,5,6]]
   auto padded = [&](const char* attrs, const char* result, const Tensor& x) {
     std::string type = fmt::format("{}{}", dtypeName(x.dtype()), shapeToString(x.shape()));
-    return runGraph(fmt::format("graph @t(%x: {}) {{\n  %0 = pad(%x) {{{}}} : {}\n  return r = %0\n}}", type, attrs, result),
-                    {{"x", x}});
+    return runFirstOutput(unaryGraph(type, "pad", attrs, result), {{"x", x}});
   };
   // numpy: np.pad(y, ((1,1),(2,1)), mode=m).ravel()
   CHECK(padded("mode = \"reflect\", pads = [1, 2, 1, 1]", "u8[4,6]", y).toInts() ==
@@ -157,16 +143,18 @@ TEST_CASE("gather: numpy take along axis 1 with negative indices, i32 and i64") 
 }})",
                                    dtypeName(index));
     // numpy: np.take(np.arange(12).reshape(3,4)*1.5, [[1,-1],[0,-4]], axis=1).ravel()
-    CHECK(runGraph(text, {{"d", d}, {"i", idx}}).toDoubles() ==
+    CHECK(runFirstOutput(text, {{"d", d}, {"i", idx}}).toDoubles() ==
           std::vector<double>{1.5, 4.5, 0.0, 0.0, 7.5, 10.5, 6.0, 6.0, 13.5, 16.5, 12.0, 12.0});
   }
   // numpy: np.take(np.arange(12).reshape(3,4)*1.5, [2,-3], axis=0).ravel()
-  Tensor rows = runGraph("graph @t(%d: f64[3,4], %i: i64[2]) {\n  %0 = gather(%d, %i) : f64[2,4]\n  return r = %0\n}",
-                         {{"d", d}, {"i", Tensor::of<int64_t>({2}, {2, -3})}});
+  Tensor rows =
+      runFirstOutput("graph @t(%d: f64[3,4], %i: i64[2]) {\n  %0 = gather(%d, %i) : f64[2,4]\n  return r = %0\n}",
+                     {{"d", d}, {"i", Tensor::of<int64_t>({2}, {2, -3})}});
   CHECK(rows.toDoubles() == std::vector<double>{12.0, 13.5, 15.0, 16.5, 0.0, 1.5, 3.0, 4.5});
   // A scalar index drops the axis: np.take(d, -2, axis=-1) == [3, 9, 15]
-  Tensor col = runGraph("graph @t(%d: f64[3,4], %i: i32[]) {\n  %0 = gather(%d, %i) {axis = -1} : f64[3]\n  return r = %0\n}",
-                        {{"d", d}, {"i", Tensor::of<int32_t>({}, {-2})}});
+  Tensor col = runFirstOutput(
+      "graph @t(%d: f64[3,4], %i: i32[]) {\n  %0 = gather(%d, %i) {axis = -1} : f64[3]\n  return r = %0\n}",
+      {{"d", d}, {"i", Tensor::of<int32_t>({}, {-2})}});
   CHECK(col.toDoubles() == std::vector<double>{3.0, 9.0, 15.0});
 }
 
@@ -232,7 +220,7 @@ TEST_CASE("concat, slice, pad, gather: verifier errors") {
   };
   for (const Case& c : cases) {
     CAPTURE(c.text);
-    std::string message = parseError(c.text);
+    std::string message = parseErrorOrEmpty(c.text);
     CHECK_MESSAGE(message.find(c.expected) != std::string::npos, message);
   }
 }

@@ -1,7 +1,7 @@
 // transpose, reshape, flatten, squeeze, unsqueeze, expand: shapes, verifier messages, values checked
 // against numpy, and bit-exact data movement for every dtype.
 #include "ir/interpreter.h"
-#include "ir/parser.h"
+#include "tests/support/op_test_helpers.h"
 #include "tests/support/random_tensors.h"
 
 #include <doctest/doctest.h>
@@ -10,31 +10,12 @@
 
 using namespace smelt;
 
+using testing::iota;
+using testing::parseErrorOrEmpty;
+using testing::runFirstOutput;
+using testing::unaryGraph;
+
 namespace {
-
-// A one-op graph `%0 = op(%x) {attrs} : result` on input x of type `in`.
-std::string unaryGraph(std::string_view in, std::string_view op, std::string_view attrs, std::string_view result) {
-  return fmt::format("graph @t(%x: {}) {{\n  %0 = {}(%x) {{{}}} : {}\n  return r = %0\n}}", in, op, attrs, result);
-}
-
-Tensor runGraph(std::string_view text, const TensorMap& feeds) {
-  Graph g = testing::parseOrFail(text);
-  auto out = interpret(g, feeds);
-  REQUIRE_MESSAGE(out.ok(), (out.ok() ? "" : out.error().message()));
-  return (*out)[0];
-}
-
-std::string parseError(std::string_view text) {
-  auto g = parseGraph(text);
-  return g.ok() ? std::string() : g.error().message();
-}
-
-// 0, 1, 2, ... as a tensor of `dtype`.
-Tensor iota(DType dtype, Shape shape) {
-  std::vector<double> v(static_cast<size_t>(numElements(shape)));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i);
-  return Tensor::fromDoubles(TensorType{dtype, std::move(shape)}, v);
-}
 
 std::vector<int64_t> ints(const Tensor& t) { return t.toInts(); }
 
@@ -42,17 +23,17 @@ std::vector<int64_t> ints(const Tensor& t) { return t.toInts(); }
 
 TEST_CASE("transpose: values against numpy, and the empty perm reverses") {
   Tensor x = iota(DType::i32, {2, 3, 4});
-  Tensor r = runGraph(unaryGraph("i32[2,3,4]", "transpose", "perm = [1, 2, 0]", "i32[3,4,2]"), {{"x", x}});
+  Tensor r = runFirstOutput(unaryGraph("i32[2,3,4]", "transpose", "perm = [1, 2, 0]", "i32[3,4,2]"), {{"x", x}});
   // numpy: np.transpose(np.arange(24).reshape(2,3,4), (1,2,0)).ravel()
   CHECK(ints(r) == std::vector<int64_t>{0, 12, 1, 13, 2, 14, 3, 15, 4, 16, 5, 17, 6, 18, 7, 19, 8, 20, 9, 21, 10, 22, 11, 23});
-  Tensor rev = runGraph(unaryGraph("i32[2,3,4]", "transpose", "", "i32[4,3,2]"), {{"x", x}});
+  Tensor rev = runFirstOutput(unaryGraph("i32[2,3,4]", "transpose", "", "i32[4,3,2]"), {{"x", x}});
   // numpy: np.transpose(np.arange(24).reshape(2,3,4)).ravel()
   CHECK(ints(rev) == std::vector<int64_t>{0, 12, 4, 16, 8, 20, 1, 13, 5, 17, 9, 21, 2, 14, 6, 18, 10, 22, 3, 15, 7, 19, 11, 23});
 }
 
 TEST_CASE("transpose moves bytes exactly: u64 past 2^53 and NaN payloads survive") {
   Tensor u = Tensor::of<uint64_t>({2, 2}, {(uint64_t{1} << 63) + 1, 3, ~uint64_t{0}, (uint64_t{1} << 53) + 1});
-  Tensor ru = runGraph(unaryGraph("u64[2,2]", "transpose", "", "u64[2,2]"), {{"x", u}});
+  Tensor ru = runFirstOutput(unaryGraph("u64[2,2]", "transpose", "", "u64[2,2]"), {{"x", u}});
   CHECK(ru.data<uint64_t>()[0] == (uint64_t{1} << 63) + 1);
   CHECK(ru.data<uint64_t>()[1] == ~uint64_t{0});
   CHECK(ru.data<uint64_t>()[2] == 3);
@@ -60,7 +41,7 @@ TEST_CASE("transpose moves bytes exactly: u64 past 2^53 and NaN payloads survive
   Tensor f(TensorType{DType::f32, {1, 2}});
   f.data<uint32_t>()[0] = 0x7fc01234u;  // NaN with a payload
   f.data<uint32_t>()[1] = 0xffa00001u;  // signalling-pattern NaN, negative
-  Tensor rf = runGraph(unaryGraph("f32[1,2]", "transpose", "", "f32[2,1]"), {{"x", f}});
+  Tensor rf = runFirstOutput(unaryGraph("f32[1,2]", "transpose", "", "f32[2,1]"), {{"x", f}});
   CHECK(rf.data<uint32_t>()[0] == 0x7fc01234u);
   CHECK(rf.data<uint32_t>()[1] == 0xffa00001u);
 }
@@ -135,13 +116,13 @@ TEST_CASE("reshape, flatten, squeeze, unsqueeze: result shapes") {
   for (const Case& c : cases) {
     std::string text = unaryGraph(c.in, c.op, c.attrs, c.result);
     CAPTURE(text);
-    CHECK(parseError(text) == "");
+    CHECK(parseErrorOrEmpty(text) == "");
   }
 }
 
 TEST_CASE("expand: values against numpy broadcasting") {
   Tensor x = Tensor::of<int16_t>({3, 1}, {1, 2, 3});
-  Tensor r = runGraph(unaryGraph("i16[3,1]", "expand", "shape = [2, 1, 4]", "i16[2,3,4]"), {{"x", x}});
+  Tensor r = runFirstOutput(unaryGraph("i16[3,1]", "expand", "shape = [2, 1, 4]", "i16[2,3,4]"), {{"x", x}});
   // numpy: (np.array([[1],[2],[3]]) * np.ones((2,1,4), int)).ravel()
   CHECK(ints(r) == std::vector<int64_t>{1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3});
 }
@@ -183,7 +164,7 @@ TEST_CASE("layout ops: verifier errors") {
   for (const Case& c : cases) {
     std::string text = unaryGraph(c.in, c.op, c.attrs, c.result);
     CAPTURE(text);
-    std::string message = parseError(text);
+    std::string message = parseErrorOrEmpty(text);
     CHECK_MESSAGE(message.find(c.expected) != std::string::npos, message);
   }
 }

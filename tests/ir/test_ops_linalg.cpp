@@ -1,35 +1,20 @@
 // matmul and gemm: shape inference, verifier messages, and reference values checked against numpy.
 #include "ir/interpreter.h"
-#include "ir/parser.h"
+#include "tests/support/op_test_helpers.h"
 #include "tests/support/random_tensors.h"
 
 #include <doctest/doctest.h>
 
 using namespace smelt;
 
+using testing::checkClose;
+using testing::parseErrorOrEmpty;
+using testing::runFirstOutput;
+
 namespace {
-
-// Parses `text`, runs it on `feeds` and returns its first output; any error fails the test.
-Tensor runGraph(std::string_view text, const TensorMap& feeds) {
-  Graph g = testing::parseOrFail(text);
-  auto out = interpret(g, feeds);
-  REQUIRE_MESSAGE(out.ok(), (out.ok() ? "" : out.error().message()));
-  return (*out)[0];
-}
-
-// The message parsing (and so verifying) `text` fails with; "" if it parses.
-std::string parseError(std::string_view text) {
-  auto g = parseGraph(text);
-  return g.ok() ? std::string() : g.error().message();
-}
 
 Tensor tensorOf(DType dtype, Shape shape, std::vector<double> values) {
   return Tensor::fromDoubles(TensorType{dtype, std::move(shape)}, values);
-}
-
-void checkClose(const Tensor& actual, const Tensor& expected) {
-  std::string diff = testing::compareTensors(actual, expected, testing::defaultTolerance(expected.dtype()));
-  CHECK_MESSAGE(diff.empty(), diff);
 }
 
 }  // namespace
@@ -43,8 +28,8 @@ TEST_CASE("matmul: 2x3 @ 3x2 by hand, in several dtypes") {
     CAPTURE(dtypeName(dtype));
     std::string ir = text;
     for (size_t at = ir.find("$T"); at != std::string::npos; at = ir.find("$T")) ir.replace(at, 2, dtypeName(dtype));
-    Tensor r = runGraph(ir, {{"a", tensorOf(dtype, {2, 3}, {1, 2, 3, 4, 5, 6})},
-                             {"b", tensorOf(dtype, {3, 2}, {7, 8, 9, 10, 11, 12})}});
+    Tensor r = runFirstOutput(ir, {{"a", tensorOf(dtype, {2, 3}, {1, 2, 3, 4, 5, 6})},
+                                   {"b", tensorOf(dtype, {3, 2}, {7, 8, 9, 10, 11, 12})}});
     // [1*7+2*9+3*11, 1*8+2*10+3*12; 4*7+5*9+6*11, 4*8+5*10+6*12]
     checkClose(r, tensorOf(dtype, {2, 2}, {58, 64, 139, 154}));
   }
@@ -54,11 +39,11 @@ TEST_CASE("matmul: batch dims broadcast, [2,1,3,4] @ [5,4,2] -> [2,5,3,2]") {
   std::vector<double> a(24), b(40);
   for (int i = 0; i < 24; ++i) a[i] = i * 0.5 - 3;
   for (int i = 0; i < 40; ++i) b[i] = i * 0.25 - 4;
-  Tensor r = runGraph(R"(graph @t(%a: f64[2,1,3,4], %b: f64[5,4,2]) {
+  Tensor r = runFirstOutput(R"(graph @t(%a: f64[2,1,3,4], %b: f64[5,4,2]) {
   %0 = matmul(%a, %b) : f64[2,5,3,2]
   return r = %0
 })",
-                      {{"a", tensorOf(DType::f64, {2, 1, 3, 4}, a)}, {"b", tensorOf(DType::f64, {5, 4, 2}, b)}});
+                            {{"a", tensorOf(DType::f64, {2, 1, 3, 4}, a)}, {"b", tensorOf(DType::f64, {5, 4, 2}, b)}});
   // numpy: a = np.arange(24.).reshape(2,1,3,4)*0.5-3; b = np.arange(40.).reshape(5,4,2)*0.25-4; (a@b).ravel()
   checkClose(r, tensorOf(DType::f64, {2, 5, 3, 2},
                          {30.5,  28.25, 4.5,   4.25,  -21.5, -19.75, 12.5,  10.25, 2.5,   2.25,  -7.5,  -5.75,
@@ -73,37 +58,41 @@ TEST_CASE("matmul: rank-1 operands are promoted and the added dim removed") {
   Tensor m32 = tensorOf(DType::f32, {3, 2}, {1, 2, 3, 4, 5, 6});
   Tensor m23 = tensorOf(DType::f32, {2, 3}, {1, 2, 3, 4, 5, 6});
   SUBCASE("vector @ matrix") {
-    Tensor r = runGraph("graph @t(%v: f32[3], %m: f32[3,2]) {\n  %0 = matmul(%v, %m) : f32[2]\n  return r = %0\n}",
-                        {{"v", v3}, {"m", m32}});
+    Tensor r =
+        runFirstOutput("graph @t(%v: f32[3], %m: f32[3,2]) {\n  %0 = matmul(%v, %m) : f32[2]\n  return r = %0\n}",
+                       {{"v", v3}, {"m", m32}});
     checkClose(r, tensorOf(DType::f32, {2}, {22, 28}));
   }
   SUBCASE("matrix @ vector") {
-    Tensor r = runGraph("graph @t(%m: f32[2,3], %v: f32[3]) {\n  %0 = matmul(%m, %v) : f32[2]\n  return r = %0\n}",
-                        {{"v", tensorOf(DType::f32, {3}, {1, 0, -1})}, {"m", m23}});
+    Tensor r =
+        runFirstOutput("graph @t(%m: f32[2,3], %v: f32[3]) {\n  %0 = matmul(%m, %v) : f32[2]\n  return r = %0\n}",
+                       {{"v", tensorOf(DType::f32, {3}, {1, 0, -1})}, {"m", m23}});
     checkClose(r, tensorOf(DType::f32, {2}, {-2, -2}));
   }
   SUBCASE("vector @ vector is a scalar") {
-    Tensor r = runGraph("graph @t(%a: f32[3], %b: f32[3]) {\n  %0 = matmul(%a, %b) : f32[]\n  return r = %0\n}",
-                        {{"a", v3}, {"b", tensorOf(DType::f32, {3}, {4, 5, 6})}});
+    Tensor r = runFirstOutput("graph @t(%a: f32[3], %b: f32[3]) {\n  %0 = matmul(%a, %b) : f32[]\n  return r = %0\n}",
+                              {{"a", v3}, {"b", tensorOf(DType::f32, {3}, {4, 5, 6})}});
     checkClose(r, tensorOf(DType::f32, {}, {32}));
   }
   SUBCASE("vector with a batched matrix") {
-    CHECK(parseError("graph @t(%a: f32[4], %b: f32[2,3,4,5]) {\n  %0 = matmul(%a, %b) : f32[2,3,5]\n  return r = %0\n}")
+    CHECK(parseErrorOrEmpty(
+              "graph @t(%a: f32[4], %b: f32[2,3,4,5]) {\n  %0 = matmul(%a, %b) : f32[2,3,5]\n  return r = %0\n}")
               .empty());
-    CHECK(parseError("graph @t(%a: f32[2,3,4,5], %b: f32[5]) {\n  %0 = matmul(%a, %b) : f32[2,3,4]\n  return r = %0\n}")
+    CHECK(parseErrorOrEmpty(
+              "graph @t(%a: f32[2,3,4,5], %b: f32[5]) {\n  %0 = matmul(%a, %b) : f32[2,3,4]\n  return r = %0\n}")
               .empty());
   }
 }
 
 TEST_CASE("matmul: integers are exact in 64 bits and wrap to the dtype") {
   // numpy: np.matmul(np.array([[100,100]],np.int8), np.array([[1],[1]],np.int8)) == [[-56]]
-  Tensor r = runGraph("graph @t(%a: i8[1,2], %b: i8[2,1]) {\n  %0 = matmul(%a, %b) : i8[1,1]\n  return r = %0\n}",
-                      {{"a", Tensor::of<int8_t>({1, 2}, {100, 100})}, {"b", Tensor::of<int8_t>({2, 1}, {1, 1})}});
+  Tensor r = runFirstOutput("graph @t(%a: i8[1,2], %b: i8[2,1]) {\n  %0 = matmul(%a, %b) : i8[1,1]\n  return r = %0\n}",
+                            {{"a", Tensor::of<int8_t>({1, 2}, {100, 100})}, {"b", Tensor::of<int8_t>({2, 1}, {1, 1})}});
   CHECK(r.data<int8_t>()[0] == -56);
   // Past 2^53 a double accumulator would round; the integer path must not.
   uint64_t big = (uint64_t{1} << 63) + 1;
-  Tensor u = runGraph("graph @t(%a: u64[1,2], %b: u64[2]) {\n  %0 = matmul(%a, %b) : u64[1]\n  return r = %0\n}",
-                      {{"a", Tensor::of<uint64_t>({1, 2}, {big, 5})}, {"b", Tensor::of<uint64_t>({2}, {1, 2})}});
+  Tensor u = runFirstOutput("graph @t(%a: u64[1,2], %b: u64[2]) {\n  %0 = matmul(%a, %b) : u64[1]\n  return r = %0\n}",
+                            {{"a", Tensor::of<uint64_t>({1, 2}, {big, 5})}, {"b", Tensor::of<uint64_t>({2}, {1, 2})}});
   CHECK(u.data<uint64_t>()[0] == big + 10);
 }
 
@@ -127,21 +116,21 @@ TEST_CASE("gemm: the four transpose combinations with alpha and beta") {
     CAPTURE(k.transA);
     CAPTURE(k.transB);
     std::string attrs = fmt::format("trans_a = {}, trans_b = {}", k.transA, k.transB);
-    Tensor r = runGraph(fmt::format(R"(graph @t(%a: f32[2,2], %b: f32[2,2], %c: f32[2,1]) {{
+    Tensor r = runFirstOutput(fmt::format(R"(graph @t(%a: f32[2,2], %b: f32[2,2], %c: f32[2,1]) {{
   %0 = gemm(%a, %b, %c) {{alpha = 1.5, beta = 0.25, {}}} : f32[2,2]
   return r = %0
 }})",
-                                    attrs),
-                        {{"a", a}, {"b", b}, {"c", c}});
+                                          attrs),
+                              {{"a", a}, {"b", b}, {"c", c}});
     checkClose(r, tensorOf(DType::f32, {2, 2}, k.floats));
-    Tensor ri = runGraph(fmt::format(R"(graph @t(%a: i32[2,2], %b: i32[2,2], %c: i32[2,1]) {{
+    Tensor ri = runFirstOutput(fmt::format(R"(graph @t(%a: i32[2,2], %b: i32[2,2], %c: i32[2,1]) {{
   %0 = gemm(%a, %b, %c) {{alpha = 3.0, beta = -2.0, {}}} : i32[2,2]
   return r = %0
 }})",
-                                     attrs),
-                         {{"a", tensorOf(DType::i32, {2, 2}, {1, 2, 3, 4})},
-                          {"b", tensorOf(DType::i32, {2, 2}, {5, -6, 7, 8})},
-                          {"c", tensorOf(DType::i32, {2, 1}, {1, -2})}});
+                                           attrs),
+                               {{"a", tensorOf(DType::i32, {2, 2}, {1, 2, 3, 4})},
+                                {"b", tensorOf(DType::i32, {2, 2}, {5, -6, 7, 8})},
+                                {"c", tensorOf(DType::i32, {2, 1}, {1, -2})}});
     checkClose(ri, tensorOf(DType::i32, {2, 2}, k.ints));
   }
 }
@@ -164,21 +153,23 @@ TEST_CASE("gemm: non-square operands stored transposed give the same [M,N] resul
   return r = %0
 }})",
                                      shapeToString(aShape), shapeToString(bShape), ta, tb);
-      Tensor r = runGraph(text, {{"a", tensorOf(DType::f64, aShape, ta ? aCols : aRows)},
-                                 {"b", tensorOf(DType::f64, bShape, tb ? bCols : bRows)},
-                                 {"c", tensorOf(DType::f64, {4}, {1, -1, 2, 0.25})}});
+      Tensor r = runFirstOutput(text, {{"a", tensorOf(DType::f64, aShape, ta ? aCols : aRows)},
+                                       {"b", tensorOf(DType::f64, bShape, tb ? bCols : bRows)},
+                                       {"c", tensorOf(DType::f64, {4}, {1, -1, 2, 0.25})}});
       checkClose(r, tensorOf(DType::f64, {2, 4}, expected));
     }
   }
 }
 
 TEST_CASE("gemm: without c, and with a fractional alpha on integers") {
-  Tensor r = runGraph("graph @t(%a: f32[1,2], %b: f32[2,1]) {\n  %0 = gemm(%a, %b) {alpha = 2.0} : f32[1,1]\n  return r = %0\n}",
-                      {{"a", tensorOf(DType::f32, {1, 2}, {1, 2})}, {"b", tensorOf(DType::f32, {2, 1}, {3, 4})}});
+  Tensor r = runFirstOutput(
+      "graph @t(%a: f32[1,2], %b: f32[2,1]) {\n  %0 = gemm(%a, %b) {alpha = 2.0} : f32[1,1]\n  return r = %0\n}",
+      {{"a", tensorOf(DType::f32, {1, 2}, {1, 2})}, {"b", tensorOf(DType::f32, {2, 1}, {3, 4})}});
   checkClose(r, tensorOf(DType::f32, {1, 1}, {22}));
   // 0.5 * 7 = 3.5 truncates toward zero like cast; -0.5 * 7 = -3.5 -> -3.
-  Tensor i = runGraph("graph @t(%a: i16[1,1], %b: i16[1,2]) {\n  %0 = gemm(%a, %b) {alpha = 0.5} : i16[1,2]\n  return r = %0\n}",
-                      {{"a", tensorOf(DType::i16, {1, 1}, {7})}, {"b", tensorOf(DType::i16, {1, 2}, {1, -1})}});
+  Tensor i = runFirstOutput(
+      "graph @t(%a: i16[1,1], %b: i16[1,2]) {\n  %0 = gemm(%a, %b) {alpha = 0.5} : i16[1,2]\n  return r = %0\n}",
+      {{"a", tensorOf(DType::i16, {1, 1}, {7})}, {"b", tensorOf(DType::i16, {1, 2}, {1, -1})}});
   checkClose(i, tensorOf(DType::i16, {1, 2}, {3, -3}));
 }
 
@@ -217,7 +208,7 @@ TEST_CASE("matmul and gemm: verifier errors name the operands and shapes") {
   };
   for (const Case& c : cases) {
     CAPTURE(c.text);
-    std::string message = parseError(c.text);
+    std::string message = parseErrorOrEmpty(c.text);
     CHECK_MESSAGE(message.find(c.expected) != std::string::npos, message);
   }
 }
@@ -228,15 +219,17 @@ TEST_CASE("matmul: random batched operands agree with per-batch 2-D products") {
   CAPTURE(seed);
   Tensor a = testing::randomTensor(TensorType{DType::f64, {3, 1, 2, 4}}, seed);
   Tensor b = testing::randomTensor(TensorType{DType::f64, {2, 4, 3}}, seed + 1);
-  Tensor r = runGraph("graph @t(%a: f64[3,1,2,4], %b: f64[2,4,3]) {\n  %0 = matmul(%a, %b) : f64[3,2,2,3]\n  return r = %0\n}",
-                      {{"a", a}, {"b", b}});
+  Tensor r = runFirstOutput(
+      "graph @t(%a: f64[3,1,2,4], %b: f64[2,4,3]) {\n  %0 = matmul(%a, %b) : f64[3,2,2,3]\n  return r = %0\n}",
+      {{"a", a}, {"b", b}});
   const std::vector<double> av = a.toDoubles(), bv = b.toDoubles(), rv = r.toDoubles();
   for (int64_t i = 0; i < 3; ++i) {
     for (int64_t j = 0; j < 2; ++j) {
       std::vector<double> sa(av.begin() + i * 8, av.begin() + i * 8 + 8);
       std::vector<double> sb(bv.begin() + j * 12, bv.begin() + j * 12 + 12);
-      Tensor slice = runGraph("graph @t(%a: f64[2,4], %b: f64[4,3]) {\n  %0 = matmul(%a, %b) : f64[2,3]\n  return r = %0\n}",
-                              {{"a", tensorOf(DType::f64, {2, 4}, sa)}, {"b", tensorOf(DType::f64, {4, 3}, sb)}});
+      Tensor slice =
+          runFirstOutput("graph @t(%a: f64[2,4], %b: f64[4,3]) {\n  %0 = matmul(%a, %b) : f64[2,3]\n  return r = %0\n}",
+                         {{"a", tensorOf(DType::f64, {2, 4}, sa)}, {"b", tensorOf(DType::f64, {4, 3}, sb)}});
       std::vector<double> got(rv.begin() + (i * 2 + j) * 6, rv.begin() + (i * 2 + j) * 6 + 6);
       checkClose(tensorOf(DType::f64, {2, 3}, got), slice);
     }

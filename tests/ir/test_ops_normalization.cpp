@@ -10,44 +10,14 @@
 #include <doctest/doctest.h>
 
 #include "ir/interpreter.h"
-#include "ir/parser.h"
+#include "tests/support/op_test_helpers.h"
 #include "tests/support/random_tensors.h"
 
 using namespace smelt;
 
-namespace {
-
-Tensor f64(Shape shape, const std::vector<double>& values) {
-  REQUIRE(static_cast<int64_t>(values.size()) == numElements(shape));
-  return Tensor::fromDoubles(TensorType{DType::f64, std::move(shape)}, values);
-}
-
-std::vector<Tensor> run(std::string_view text, const TensorMap& feeds) {
-  Graph graph = testing::parseOrFail(text);
-  auto out = interpret(graph, feeds);
-  REQUIRE_MESSAGE(out.ok(), (out.ok() ? "" : out.error().message()));
-  return std::move(out).value();
-}
-
-void checkClose(const Tensor& actual, const Tensor& expected, double tolerance = 1e-12) {
-  std::string mismatch = testing::compareTensors(actual, expected, tolerance);
-  CHECK_MESSAGE(mismatch.empty(), mismatch);
-}
-
-/// The error that parsing (which verifies every node) reports for `text`.
-std::string errorOf(std::string_view text) {
-  auto graph = parseGraph(text);
-  REQUIRE_MESSAGE(!graph.ok(), "expected a verifier error for:\n" << text);
-  return graph.error().message();
-}
-
-#define CHECK_ERROR(text, expected)                                        \
-  do {                                                                     \
-    std::string message_ = errorOf(text);                                  \
-    CHECK_MESSAGE(message_.find(expected) != std::string::npos, message_); \
-  } while (0)
-
-}  // namespace
+using testing::checkClose;
+using testing::f64;
+using testing::runOutputs;
 
 TEST_CASE("batch_norm (inference) matches PyTorch in eval mode") {
   TensorMap feeds = {{"x", f64({2, 3, 2, 2}, {-1.5, 1.5,   1,    0,    0.25, 0.5, -1.75, -1.75, 1.75, 1.5,  0.5,   1.5,
@@ -56,11 +26,11 @@ TEST_CASE("batch_norm (inference) matches PyTorch in eval mode") {
                      {"b", f64({3}, {1, 2, 1.75})},
                      {"m", f64({3}, {0.75, 1.5, 0.25})},
                      {"v", f64({3}, {0.25, 1.5, 0.75})}};
-  auto out = run(R"(graph @t(%x: f64[2,3,2,2], %s: f64[3], %b: f64[3], %m: f64[3], %v: f64[3]) {
+  auto out = runOutputs(R"(graph @t(%x: f64[2,3,2,2], %s: f64[3], %b: f64[3], %m: f64[3], %v: f64[3]) {
   %0 = batch_norm(%x, %s, %b, %m, %v) {epsilon = 0.001} : f64[2,3,2,2]
   return y = %0
 })",
-                 feeds);
+                        feeds);
   // F.batch_norm(x, m, v, s, b, training=False, eps=1e-3)
   checkClose(out[0],
              f64({2, 3, 2, 2}, {-7.982053820627741,    3.994017940209247,   1.998005980069749,   -1.9940179402092473,
@@ -78,11 +48,11 @@ TEST_CASE("batch_norm_train matches PyTorch's training-mode output and ONNX's ru
                      {"b", f64({2}, {1.25, 1})},
                      {"m", f64({2}, {-0.25, -1})},
                      {"v", f64({2}, {0.5, 2})}};
-  auto out = run(R"(graph @t(%x: f64[3,2,2,2], %s: f64[2], %b: f64[2], %m: f64[2], %v: f64[2]) {
+  auto out = runOutputs(R"(graph @t(%x: f64[3,2,2,2], %s: f64[2], %b: f64[2], %m: f64[2], %v: f64[2]) {
   %y, %rm, %rv = batch_norm_train(%x, %s, %b, %m, %v) {momentum = 0.8} : f64[3,2,2,2], f64[2], f64[2]
   return y = %y, rm = %rm, rv = %rv
 })",
-                 feeds);
+                        feeds);
   // F.batch_norm(x, None, None, s, b, training=True, eps=1e-5)
   checkClose(out[0],
              f64({3, 2, 2, 2}, {0.9683283743942099,   0.9683283743942099,   1.4511940182898502,  1.3546208895107221,
@@ -107,11 +77,11 @@ TEST_CASE("batch_norm_train normalizes rank-2 and rank-3 inputs per channel") {
     std::string text = "graph @t(%x: " + type + ", %s: f64[3], %b: f64[3], %m: f64[3], %v: f64[3]) {\n" +
                        "  %y, %rm, %rv = batch_norm_train(%x, %s, %b, %m, %v) {epsilon = 0} : " + type +
                        ", f64[3], f64[3]\n  return y = %y\n}";
-    auto out = run(text, {{"x", x},
-                          {"s", f64({3}, {1, 1, 1})},
-                          {"b", f64({3}, {0, 0, 0})},
-                          {"m", f64({3}, {0, 0, 0})},
-                          {"v", f64({3}, {1, 1, 1})}});
+    auto out = runOutputs(text, {{"x", x},
+                                 {"s", f64({3}, {1, 1, 1})},
+                                 {"b", f64({3}, {0, 0, 0})},
+                                 {"m", f64({3}, {0, 0, 0})},
+                                 {"v", f64({3}, {1, 1, 1})}});
     int64_t inner = shape.size() == 3 ? shape[2] : 1;
     for (int64_t c = 0; c < 3; ++c) {
       double sum = 0, squares = 0, count = 0;
@@ -134,13 +104,13 @@ TEST_CASE("layer_norm over the last two dims matches PyTorch") {
   Tensor s = f64({3, 4}, {1, 2, -0.75, -0.25, 0.75, 1, 1.75, -1, 1, 0.25, 0.25, -0.75});
   Tensor b = f64({3, 4}, {-2, 0, -2, -1.5, -2, 1.5, 2, 1.5, -1, -1, 1.25, 0.25});
   Tensor s4 = f64({4}, {0.25, 0, -1.25, -0.75});
-  auto out = run(R"(graph @t(%x: f64[2,3,4], %s: f64[3,4], %b: f64[3,4], %s4: f64[4]) {
+  auto out = runOutputs(R"(graph @t(%x: f64[2,3,4], %s: f64[3,4], %b: f64[3,4], %s4: f64[4]) {
   %0 = layer_norm(%x, %s, %b) {axis = -2} : f64[2,3,4]
   %1 = layer_norm(%x, %s4) {axis = 1} : f64[2,3,4]
   %2 = layer_norm(%x) {epsilon = 0.01} : f64[2,3,4]
   return y = %0, y4 = %1, plain = %2
 })",
-                 {{"x", x}, {"s", s}, {"b", b}, {"s4", s4}});
+                        {{"x", x}, {"s", s}, {"b", b}, {"s4", s4}});
   // F.layer_norm(x, (3, 4), s, b, eps=1e-5)
   checkClose(out[0],
              f64({2, 3, 4}, {-0.2938747345238124,  -0.97492872312925,    -1.451602593239797,  -1.6218660903911561,

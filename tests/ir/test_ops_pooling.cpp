@@ -14,43 +14,14 @@
 
 #include "ir/interpreter.h"
 #include "ir/parser.h"
+#include "tests/support/op_test_helpers.h"
 #include "tests/support/random_tensors.h"
 
 using namespace smelt;
 
-namespace {
-
-Tensor f64(Shape shape, const std::vector<double>& values) {
-  REQUIRE(static_cast<int64_t>(values.size()) == numElements(shape));
-  return Tensor::fromDoubles(TensorType{DType::f64, std::move(shape)}, values);
-}
-
-std::vector<Tensor> run(std::string_view text, const TensorMap& feeds) {
-  Graph graph = testing::parseOrFail(text);
-  auto out = interpret(graph, feeds);
-  REQUIRE_MESSAGE(out.ok(), (out.ok() ? "" : out.error().message()));
-  return std::move(out).value();
-}
-
-void checkClose(const Tensor& actual, const Tensor& expected, double tolerance = 1e-12) {
-  std::string mismatch = testing::compareTensors(actual, expected, tolerance);
-  CHECK_MESSAGE(mismatch.empty(), mismatch);
-}
-
-/// The error that parsing (which verifies every node) reports for `text`.
-std::string errorOf(std::string_view text) {
-  auto graph = parseGraph(text);
-  REQUIRE_MESSAGE(!graph.ok(), "expected a verifier error for:\n" << text);
-  return graph.error().message();
-}
-
-#define CHECK_ERROR(text, expected)                                        \
-  do {                                                                     \
-    std::string message_ = errorOf(text);                                  \
-    CHECK_MESSAGE(message_.find(expected) != std::string::npos, message_); \
-  } while (0)
-
-}  // namespace
+using testing::checkClose;
+using testing::f64;
+using testing::runOutputs;
 
 TEST_CASE("max_pool2d with ceil_mode, padding and dilation matches PyTorch") {
   Tensor x = f64({1, 2, 6, 6},
@@ -64,13 +35,13 @@ TEST_CASE("max_pool2d with ceil_mode, padding and dilation matches PyTorch") {
   for (int64_t i = 0; i < 2 * 6 * 6; ++i) {
     if (i / 6 % 6 < 5 && i % 6 < 5) cropped.push_back(xs[static_cast<size_t>(i)]);
   }
-  auto out = run(R"(graph @t(%x: f64[1,2,6,6], %s: f64[1,2,5,5]) {
+  auto out = runOutputs(R"(graph @t(%x: f64[1,2,6,6], %s: f64[1,2,5,5]) {
   %0 = max_pool2d(%x) {ceil_mode = 1, kernel = [3, 3], padding = [1, 1, 1, 1], stride = [2, 2]} : f64[1,2,4,4]
   %1 = max_pool2d(%s) {ceil_mode = 1, kernel = [2, 2], padding = [1, 1, 1, 1]} : f64[1,2,3,3]
   %2 = max_pool2d(%x) {dilation = [2, 1], kernel = [2, 3], padding = [1, 1, 1, 1], stride = [1, 2]} : f64[1,2,6,3]
   return a = %0, b = %1, c = %2
 })",
-                 {{"x", x}, {"s", f64({1, 2, 5, 5}, cropped)}});
+                        {{"x", x}, {"s", f64({1, 2, 5, 5}, cropped)}});
   // F.max_pool2d(x, 3, stride=2, padding=1, ceil_mode=True)
   checkClose(out[0], f64({1, 2, 4, 4}, {0.5,  1.5, 1.75, 1,    1.75, 2,     2,   -0.25, 1.75, 1.75, 1.75,
                                         0.25, 1,   1.75, 0.5,  0.25, 1.5,   0.5, 0.75,  0.75, 1.75, 1.75,
@@ -91,22 +62,22 @@ TEST_CASE("max_pool2d on integers: padding never wins, values compare exactly") 
   Tensor x = Tensor::fromDoubles(
       TensorType{DType::i8, {1, 1, 4, 4}},
       std::vector<double>{-79, -83, -92, -86, -67, -66, -59, -66, -88, -87, -52, -53, -10, -16, -71, -12});
-  auto out = run(R"(graph @t(%x: i8[1,1,4,4]) {
+  auto out = runOutputs(R"(graph @t(%x: i8[1,1,4,4]) {
   %0 = max_pool2d(%x) {ceil_mode = 1, kernel = [3, 3], padding = [1, 1, 1, 1], stride = [2, 2]} : i8[1,1,3,3]
   return y = %0
 })",
-                 {{"x", x}});
+                        {{"x", x}});
   checkClose(out[0], Tensor::fromDoubles(TensorType{DType::i8, {1, 1, 3, 3}},
                                          std::vector<double>{-66, -59, -66, -10, -12, -12, -10, -12, -12}));
 
   // u64 values past 2^63 (hand-computed): a conversion through double or int64 would get these wrong.
   Tensor big =
       Tensor::of<uint64_t>({1, 1, 1, 4}, {18446744073709551615u, 9223372036854775809u, 9223372036854775808u, 1u});
-  auto bigOut = run(R"(graph @t(%x: u64[1,1,1,4]) {
+  auto bigOut = runOutputs(R"(graph @t(%x: u64[1,1,1,4]) {
   %0 = max_pool2d(%x) {kernel = [1, 2], stride = [1, 1]} : u64[1,1,1,3]
   return y = %0
 })",
-                    {{"x", big}});
+                           {{"x", big}});
   CHECK(bigOut[0].bitwiseEqual(
       Tensor::of<uint64_t>({1, 1, 1, 3}, {18446744073709551615u, 9223372036854775809u, 9223372036854775808u})));
 }
@@ -114,23 +85,23 @@ TEST_CASE("max_pool2d on integers: padding never wins, values compare exactly") 
 TEST_CASE("max_pool2d with a 2^40 kernel and padding visits only the input taps") {
   // Hand-computed: the kernel is 2^40 rows tall and the top padding 2^40 - 1, so output row 0 sees
   // input row 0 only and output row 1 sees rows 0 and 1. A tap-by-tap loop would never finish.
-  auto out = run(R"(graph @t(%x: f32[1,1,2,2]) {
+  auto out = runOutputs(R"(graph @t(%x: f32[1,1,2,2]) {
   %0 = max_pool2d(%x) {kernel = [1099511627776, 1], padding = [1099511627775, 0, 0, 0], stride = [1, 1]} : f32[1,1,2,2]
   return y = %0
 })",
-                 {{"x", Tensor::of<float>({1, 1, 2, 2}, {1, 5, 3, 2})}});
+                        {{"x", Tensor::of<float>({1, 1, 2, 2}, {1, 5, 3, 2})}});
   CHECK(out[0].bitwiseEqual(Tensor::of<float>({1, 1, 2, 2}, {1, 5, 3, 5})));
 }
 
 TEST_CASE("max_pool2d windows holding only padding give -inf or the integer minimum") {
   // Hand-computed: a 1x1 kernel with top padding 1 makes output row 0 a window of padding only.
-  auto out =
-      run(R"(graph @t(%x: f32[1,1,1,2], %i: i8[1,1,1,2]) {
+  auto out = runOutputs(
+      R"(graph @t(%x: f32[1,1,1,2], %i: i8[1,1,1,2]) {
   %0 = max_pool2d(%x) {kernel = [1, 1], padding = [1, 0, 0, 0]} : f32[1,1,2,2]
   %1 = max_pool2d(%i) {kernel = [1, 1], padding = [1, 0, 0, 0]} : i8[1,1,2,2]
   return f = %0, i = %1
 })",
-          {{"x", Tensor::of<float>({1, 1, 1, 2}, {1.5f, -2.0f})}, {"i", Tensor::of<int8_t>({1, 1, 1, 2}, {7, -3})}});
+      {{"x", Tensor::of<float>({1, 1, 1, 2}, {1.5f, -2.0f})}, {"i", Tensor::of<int8_t>({1, 1, 1, 2}, {7, -3})}});
   float inf = std::numeric_limits<float>::infinity();
   CHECK(out[0].bitwiseEqual(Tensor::of<float>({1, 1, 2, 2}, {-inf, -inf, 1.5f, -2.0f})));
   CHECK(out[1].bitwiseEqual(Tensor::of<int8_t>({1, 1, 2, 2}, {-128, -128, 7, -3})));
@@ -138,12 +109,12 @@ TEST_CASE("max_pool2d windows holding only padding give -inf or the integer mini
 
 TEST_CASE("max_pool2d propagates NaN like PyTorch") {
   double nan = std::numeric_limits<double>::quiet_NaN();
-  auto out =
-      run(R"(graph @t(%x: f32[1,1,2,3]) {
+  auto out = runOutputs(
+      R"(graph @t(%x: f32[1,1,2,3]) {
   %0 = max_pool2d(%x) {kernel = [2, 2], stride = [1, 1]} : f32[1,1,1,2]
   return y = %0
 })",
-          {{"x", Tensor::fromDoubles(TensorType{DType::f32, {1, 1, 2, 3}}, std::vector<double>{1, nan, 2, 3, 4, 5})}});
+      {{"x", Tensor::fromDoubles(TensorType{DType::f32, {1, 1, 2, 3}}, std::vector<double>{1, nan, 2, 3, 4, 5})}});
   CHECK(std::isnan(out[0].getDouble(0)));
   CHECK(std::isnan(out[0].getDouble(1)));
 }
@@ -155,13 +126,13 @@ TEST_CASE("avg_pool2d with ceil_mode and count_include_pad matches PyTorch") {
                   0.25,  -2,    2,     -1.25, 1,    1,    0.75,  0.25,  -1.5,  2,     -1.25, -2,   0,     1,    1.5,
                   -0.25, -1.25, -0.25, 0.75,  1.75, 1,    2,     0.25,  -0.75, 1,     -2,    1.5,  2,     1.75, -2,
                   -1.25, 1,     -2,    -2,    -1.5, 0.75, -0.75, 1,     -1.5,  -2,    1.75,  1.5});
-  auto out = run(R"(graph @t(%x: f64[1,2,6,6]) {
+  auto out = runOutputs(R"(graph @t(%x: f64[1,2,6,6]) {
   %0 = avg_pool2d(%x) {ceil_mode = 1, count_include_pad = 1, kernel = [3, 3], padding = [1, 1, 1, 1], stride = [2, 2]} : f64[1,2,4,4]
   %1 = avg_pool2d(%x) {ceil_mode = 1, kernel = [3, 3], padding = [1, 1, 1, 1], stride = [2, 2]} : f64[1,2,4,4]
   %2 = avg_pool2d(%x) {count_include_pad = 1, kernel = [2, 4], padding = [1, 2, 1, 2], stride = [2, 3]} : f64[1,2,4,3]
   return a = %0, b = %1, c = %2
 })",
-                 {{"x", x}});
+                        {{"x", x}});
   // F.avg_pool2d(x, 3, stride=2, padding=1, ceil_mode=True, count_include_pad=True): the last window
   // row/column is clipped to the padded input, so it divides by 6 (or 4 in the corner), not 9.
   checkClose(out[0], f64({1, 2, 4, 4}, {-0.027777777777777776,
@@ -239,12 +210,12 @@ TEST_CASE("global pools match PyTorch's adaptive pools to 1x1") {
   Tensor x = f64({2, 3, 2, 3}, {0.25, -1.75, 0,  -1.25, 0.5,  1.25,  0,     1.75,  1,    0.75, -0.5,  -1.25,
                                 -1,   1.5,   1,  1,     1.25, -0.75, 1.75,  -1.75, 1.75, -1.5, -0.25, -1.5,
                                 1.25, 0.75,  -2, -1,    0.25, 2,     -0.25, -1.5,  0.5,  0,    0.75,  -2});
-  auto out = run(R"(graph @t(%x: f64[2,3,2,3]) {
+  auto out = runOutputs(R"(graph @t(%x: f64[2,3,2,3]) {
   %0 = global_avg_pool2d(%x) : f64[2,3,1,1]
   %1 = global_max_pool2d(%x) : f64[2,3,1,1]
   return a = %0, m = %1
 })",
-                 {{"x", x}});
+                        {{"x", x}});
   // F.adaptive_avg_pool2d(x, 1) and F.adaptive_max_pool2d(x, 1)
   checkClose(out[0], f64({2, 3, 1, 1}, {-0.16666666666666666, 0.2916666666666667, 0.5, -0.25, 0.20833333333333334,
                                         -0.4166666666666667}));

@@ -1,7 +1,7 @@
 // dropout: the pinned counter-based stream, determinism, y == x*mask/(1-ratio), the kept fraction,
 // inference mode, and verifier errors.
 #include "ir/interpreter.h"
-#include "ir/parser.h"
+#include "tests/support/op_test_helpers.h"
 #include "tests/support/random_tensors.h"
 
 #include <doctest/doctest.h>
@@ -10,13 +10,9 @@
 
 using namespace smelt;
 
-namespace {
+using testing::requireParseError;
 
-std::string parseError(std::string_view text) {
-  auto graph = parseGraph(text);
-  REQUIRE_MESSAGE(!graph.ok(), "expected an error for:\n" << text);
-  return graph.error().message();
-}
+namespace {
 
 // Runs dropout on `x` (f32 of any shape) and returns (y, mask).
 std::vector<Tensor> runDropout(const Tensor& x, std::string_view attrs) {
@@ -27,10 +23,7 @@ std::vector<Tensor> runDropout(const Tensor& x, std::string_view attrs) {
   return y = %0, mask = %1
 }})",
                                  type, attrs, type, shape);
-  Graph g = testing::parseOrFail(text);
-  auto out = interpret(g, {{"x", x}});
-  REQUIRE_MESSAGE(out.ok(), (out.ok() ? "" : out.error().message()));
-  return std::move(out).value();
+  return testing::runOutputs(text, {{"x", x}});
 }
 
 std::string maskBits(const Tensor& mask, int64_t count) {
@@ -118,11 +111,11 @@ TEST_CASE("dropout rejects bad attributes and operands") {
   for (const auto& [nodeText, message] : cases) {
     std::string node = nodeText;
     CAPTURE(node);
-    std::string error = parseError(fmt::format(R"(graph @t(%x: f32[4], %i: i32[4]) {{
+    std::string error = requireParseError(fmt::format(R"(graph @t(%x: f32[4], %i: i32[4]) {{
   %0, %1 = {}
   return y = %0
 }})",
-                                               node));
+                                                      node));
     CHECK_MESSAGE(error.find(message) != std::string::npos, error);
   }
 }

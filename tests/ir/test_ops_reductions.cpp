@@ -2,8 +2,7 @@
 // exact integer reductions, stability on large inputs and verifier errors.
 #include "ir/interpreter.h"
 #include "ir/op_registry.h"
-#include "ir/parser.h"
-#include "ir/verifier.h"
+#include "tests/support/op_test_helpers.h"
 #include "tests/support/random_tensors.h"
 
 #include <doctest/doctest.h>
@@ -12,6 +11,8 @@
 #include <limits>
 
 using namespace smelt;
+
+using testing::verifyErrorOrEmpty;
 
 namespace {
 
@@ -25,30 +26,15 @@ const std::vector<double> kX = {0.75,  2.38,  1.65, -1.65, -1.2, 2.24,  -2.97, 1
 Tensor reduceX(std::string_view op, std::string_view attrs, std::string_view result, DType dtype = DType::f64) {
   std::string text = fmt::format("graph @t(%x: {}[2,3,4]) {{\n  %0 = {}(%x) {} : {}\n  return r = %0\n}}",
                                  dtypeName(dtype), op, attrs, result);
-  Graph g = testing::parseOrFail(text);
-  auto out = interpret(g, {{"x", Tensor::fromDoubles(TensorType{dtype, {2, 3, 4}}, kX)}});
-  REQUIRE_MESSAGE(out.ok(), (out.ok() ? "" : out.error().message()));
-  return (*out)[0];
+  return testing::runFirstOutput(text, {{"x", Tensor::fromDoubles(TensorType{dtype, {2, 3, 4}}, kX)}});
 }
 
 /// Parses and runs a graph with one input %x and returns its first output.
-Tensor runOn(std::string_view text, const Tensor& x) {
-  Graph g = testing::parseOrFail(text);
-  auto out = interpret(g, {{"x", x}});
-  REQUIRE_MESSAGE(out.ok(), (out.ok() ? "" : out.error().message()));
-  return (*out)[0];
-}
-
-/// The error that parsing and verifying `text` gives (inference runs as nodes are added); "" if none.
-std::string errorOf(std::string_view text) {
-  auto g = parseGraph(text);
-  if (!g) return g.error().message();
-  Status s = verifyGraph(*g);
-  return s.ok() ? "" : s.error().message();
-}
+Tensor runOn(std::string_view text, const Tensor& x) { return testing::runFirstOutput(text, {{"x", x}}); }
 
 std::string reduceError(std::string_view op, std::string_view attrs, std::string_view input = "f32[2,3,4]") {
-  return errorOf(fmt::format("graph @t(%x: {}) {{\n  %0 = {}(%x) {} : f32[]\n  return r = %0\n}}", input, op, attrs));
+  return verifyErrorOrEmpty(
+      fmt::format("graph @t(%x: {}) {{\n  %0 = {}(%x) {} : f32[]\n  return r = %0\n}}", input, op, attrs));
 }
 
 void checkValues(const Tensor& actual, TensorType type, const std::vector<double>& expected, double tol) {
@@ -276,8 +262,8 @@ TEST_CASE("reduction verifier errors") {
   CHECK_MESSAGE(e.find("must be one of") != std::string::npos, e);
   e = reduceError("reduce_sum", "{axes = [0]}");
   CHECK_MESSAGE(e.find("f32[3,4]") != std::string::npos, e);  // the declared f32[] is not what is inferred
-  e = errorOf("graph @t(%x: f32[2,3]) {\n  %0 = softmax(%x) {axis = 2} : f32[2,3]\n  return r = %0\n}");
+  e = verifyErrorOrEmpty("graph @t(%x: f32[2,3]) {\n  %0 = softmax(%x) {axis = 2} : f32[2,3]\n  return r = %0\n}");
   CHECK_MESSAGE(e.find("softmax %0: axis 2 is out of range for rank 2") != std::string::npos, e);
-  e = errorOf("graph @t(%x: i32[2,3]) {\n  %0 = log_softmax(%x) : i32[2,3]\n  return r = %0\n}");
+  e = verifyErrorOrEmpty("graph @t(%x: i32[2,3]) {\n  %0 = log_softmax(%x) : i32[2,3]\n  return r = %0\n}");
   CHECK_MESSAGE(e.find("log_softmax %0: operand #0 (x) must be one of f16,bf16,f32,f64, got i32") != std::string::npos, e);
 }

@@ -1,28 +1,17 @@
 // grid_sample and affine_grid: values against PyTorch for every mode, padding mode and
 // align_corners, shape inference, and verifier errors.
 #include "ir/interpreter.h"
-#include "ir/parser.h"
+#include "tests/support/op_test_helpers.h"
 #include "tests/support/random_tensors.h"
 
 #include <doctest/doctest.h>
 
 using namespace smelt;
 
+using testing::requireParseError;
+using testing::runOutputs;
+
 namespace {
-
-// Parses `text`, which must fail, and returns the error message.
-std::string parseError(std::string_view text) {
-  auto graph = parseGraph(text);
-  REQUIRE_MESSAGE(!graph.ok(), "expected an error for:\n" << text);
-  return graph.error().message();
-}
-
-std::vector<Tensor> run(std::string_view text, const TensorMap& feeds) {
-  Graph g = testing::parseOrFail(text);
-  auto out = interpret(g, feeds);
-  REQUIRE_MESSAGE(out.ok(), (out.ok() ? "" : out.error().message()));
-  return std::move(out).value();
-}
 
 // Shared inputs of the PyTorch cases, built by /usr/bin/python3 (torch 1.13, numpy 1.24):
 //   x = np.round(np.random.default_rng(3).uniform(-2, 2, size=(1,2,3,4)), 2)
@@ -128,28 +117,28 @@ TEST_CASE("grid_sample matches PyTorch for every mode, padding mode and align_co
   return r = %0
 }})",
                                    c.alignCorners, c.mode, c.padding);
-    auto out = run(text, feeds);
+    auto out = runOutputs(text, feeds);
     CHECK(testing::compareTensors(out[0], Tensor::of<double>({1, 2, 3, 4}, c.expected), 1e-9) == "");
   }
 }
 
 TEST_CASE("grid_sample defaults to bilinear, zeros, align_corners 0 and rounds once per dtype") {
   TensorMap feeds{{"x", Tensor::of<double>({1, 2, 3, 4}, kX)}, {"g", Tensor::of<double>({1, 3, 4, 2}, kGrid)}};
-  auto out = run(R"(graph @t(%x: f64[1,2,3,4], %g: f64[1,3,4,2]) {
+  auto out = runOutputs(R"(graph @t(%x: f64[1,2,3,4], %g: f64[1,3,4,2]) {
   %0 = grid_sample(%x, %g) : f64[1,2,3,4]
   return r = %0
 })",
-                 feeds);
+                        feeds);
   CHECK(testing::compareTensors(out[0], Tensor::of<double>({1, 2, 3, 4}, kCases[0].expected), 1e-9) == "");
 
   // The f32 result is the f64 one rounded (inputs differ only by their own rounding to f32).
   Tensor x32 = Tensor::fromDoubles({DType::f32, {1, 2, 3, 4}}, kX);
   Tensor g32 = Tensor::fromDoubles({DType::f32, {1, 3, 4, 2}}, kGrid);
-  auto out32 = run(R"(graph @t(%x: f32[1,2,3,4], %g: f32[1,3,4,2]) {
+  auto out32 = runOutputs(R"(graph @t(%x: f32[1,2,3,4], %g: f32[1,3,4,2]) {
   %0 = grid_sample(%x, %g) {mode = "bicubic", padding_mode = "reflection"} : f32[1,2,3,4]
   return r = %0
 })",
-                   {{"x", x32}, {"g", g32}});
+                          {{"x", x32}, {"g", g32}});
   Tensor expected = Tensor::fromDoubles({DType::f32, {1, 2, 3, 4}}, kCases[16].expected);
   CHECK(std::string(kCases[16].mode) == "bicubic");
   CHECK(testing::compareTensors(out32[0], expected, 1e-5) == "");
@@ -173,20 +162,20 @@ TEST_CASE("affine_grid matches PyTorch for both align_corners") {
        1.8, 1.6, 1.13333333333, 1.6, 0.466666666667, 1.6, -0.2, 1.6}};
   for (int align = 0; align <= 1; ++align) {
     CAPTURE(align);
-    auto out = run(fmt::format(R"(graph @t(%theta: f64[2,2,3]) {{
+    auto out = runOutputs(fmt::format(R"(graph @t(%theta: f64[2,2,3]) {{
   %0 = affine_grid(%theta) {{align_corners = {}, size = [2, 1, 3, 4]}} : f64[2,3,4,2]
   return r = %0
 }})",
-                               align),
-                   {{"theta", theta}});
+                                      align),
+                          {{"theta", theta}});
     CHECK(testing::compareTensors(out[0], Tensor::of<double>({2, 3, 4, 2}, expected[align]), 1e-10) == "");
   }
   // A single row sits at the center, y = 0 (PyTorch: affine_grid(theta[:1], [1,1,1,3])).
-  auto out = run(R"(graph @t(%theta: f64[1,2,3]) {
+  auto out = runOutputs(R"(graph @t(%theta: f64[1,2,3]) {
   %0 = affine_grid(%theta) {size = [1, 1, 1, 3]} : f64[1,1,3,2]
   return r = %0
 })",
-                 {{"theta", Tensor::of<double>({1, 2, 3}, {0.8, -0.3, 0.1, 0.25, 1.2, -0.4})}});
+                        {{"theta", Tensor::of<double>({1, 2, 3}, {0.8, -0.3, 0.1, 0.25, 1.2, -0.4})}});
   std::vector<double> single = {-0.433333333333, -0.566666666667, 0.1, -0.4, 0.633333333333, -0.233333333333};
   CHECK(testing::compareTensors(out[0], Tensor::of<double>({1, 1, 3, 2}, single), 1e-10) == "");
 }
@@ -197,14 +186,14 @@ TEST_CASE("the identity affine grid samples every pixel back exactly") {
   Tensor theta = Tensor::of<double>({2, 2, 3}, {1, 0, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0});
   for (std::string padding : {"zeros", "border", "reflection"}) {
     CAPTURE(padding);
-    auto out = run(fmt::format(R"(graph @t(%x: f64[2,3,5,7], %theta: f64[2,2,3]) {{
+    auto out = runOutputs(fmt::format(R"(graph @t(%x: f64[2,3,5,7], %theta: f64[2,2,3]) {{
   %0 = affine_grid(%theta) {{size = [2, 3, 5, 7]}} : f64[2,5,7,2]
   %1 = grid_sample(%x, %0) {{padding_mode = "{}"}} : f64[2,3,5,7]
   %2 = grid_sample(%x, %0) {{mode = "nearest", padding_mode = "{}"}} : f64[2,3,5,7]
   return r = %1, s = %2
 }})",
-                               padding, padding),
-                   {{"x", x}, {"theta", theta}});
+                                      padding, padding),
+                          {{"x", x}, {"theta", theta}});
     CHECK(testing::compareTensors(out[0], x, 1e-12) == "");
     CHECK(testing::compareTensors(out[1], x, 1e-12) == "");
   }
@@ -250,7 +239,7 @@ TEST_CASE("grid_sample and affine_grid reject bad operands and attributes") {
   return r = %0
 }})",
                                    node);
-    std::string error = parseError(text);
+    std::string error = requireParseError(text);
     CHECK_MESSAGE(error.find(message) != std::string::npos, error);
   }
 }
