@@ -117,19 +117,15 @@ class Parser {
         const Token& dt = peek();
         SMELT_TRY(int64_t d, parseInt());
         if (d < 0) return fail(dt, fmt::format("dimension {} is negative", d));
-        if (d > (int64_t{1} << 40)) return fail(dt, fmt::format("dimension {} is too large", d));
+        if (d > kMaxElements) return fail(dt, fmt::format("dimension {} is too large", d));
         type.shape.push_back(d);
         if (!isPunct(",")) break;
         next();
       }
     }
     SMELT_CHECK_OK(expectPunct("]"));
-    if (type.shape.size() > 16) return fail(t, "tensors of rank above 16 are not supported");
-    int64_t n = 1;
-    for (int64_t d : type.shape) {
-      if (d != 0 && n > (int64_t{1} << 40) / d) return fail(t, "tensor has too many elements");
-      n *= d;
-    }
+    Status limits = checkShapeLimits(type.shape);
+    if (!limits) return fail(t, limits.error().message());
     return type;
   }
 

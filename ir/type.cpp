@@ -36,6 +36,21 @@ Expected<Shape> broadcastShapes(std::span<const int64_t> a, std::span<const int6
   return out;
 }
 
+Status checkShapeLimits(std::span<const int64_t> shape) {
+  if (static_cast<int64_t>(shape.size()) > kMaxRank) {
+    return makeError("rank {} is above the supported maximum of {}", shape.size(), kMaxRank);
+  }
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return makeError("shape {} has a negative extent", shapeToString(shape));
+    if (d > kMaxElements || (d != 0 && n > kMaxElements / d)) {
+      return makeError("shape {} has too many elements (at most 2^40)", shapeToString(shape));
+    }
+    n *= d;
+  }
+  return Status::success();
+}
+
 Expected<int64_t> normalizeAxis(int64_t axis, int64_t rank) {
   int64_t a = axis < 0 ? axis + rank : axis;
   if (a < 0 || a >= rank) return makeError("axis {} is out of range for rank {}", axis, rank);

@@ -13,6 +13,12 @@ namespace smelt {
 /// A static shape: one extent per dimension; rank 0 is a scalar.
 using Shape = std::vector<int64_t>;
 
+/// Limits on static shapes, enforced by the parser and by every op's inference: with extents and
+/// element counts below 2^40, all index arithmetic in the reference and generated kernels stays far
+/// inside int64, and nothing tries to allocate an absurd tensor.
+inline constexpr int64_t kMaxRank = 16;
+inline constexpr int64_t kMaxElements = int64_t{1} << 40;
+
 /// The number of elements of a shape (1 for a scalar).
 int64_t numElements(std::span<const int64_t> shape);
 /// "[32,784]".
@@ -35,6 +41,9 @@ struct TensorType {
 
 /// The numpy broadcast of two shapes, or an error naming both.
 Expected<Shape> broadcastShapes(std::span<const int64_t> a, std::span<const int64_t> b);
+
+/// Fails when `shape` exceeds kMaxRank or kMaxElements (or has a negative extent).
+Status checkShapeLimits(std::span<const int64_t> shape);
 
 /// Normalizes a possibly negative axis against `rank`; fails when out of range.
 Expected<int64_t> normalizeAxis(int64_t axis, int64_t rank);

@@ -11,24 +11,8 @@ namespace smelt {
 namespace {
 using namespace ops;
 
-// Attribute values and computed extents above this are rejected. The parser caps dimensions at the
-// same bound, so every index computation of the references below stays far inside int64.
-constexpr int64_t kMaxExtent = int64_t{1} << 40;
 constexpr const char* kAxisName[2] = {"height", "width"};
 
-/// Checks an int-list attribute: `size` entries, each in [min, kMaxExtent] (min is 0 or 1).
-Status expectIntsInRange(const OpCall& call, std::string_view attr, size_t size, int64_t min) {
-  SMELT_CHECK_OK(expectListSize(call, attr, size));
-  const std::vector<int64_t>& values = call.getInts(attr);
-  for (int64_t v : values) {
-    if (v < min) {
-      return call.error("attribute '{}' must hold {} values, got {}", attr, min > 0 ? "positive" : "non-negative",
-                        shapeToString(values));
-    }
-    if (v > kMaxExtent) return call.error("attribute '{}' value {} is too large (at most 2^40)", attr, v);
-  }
-  return Status::success();
-}
 
 /// Stride, padding and dilation of a 2-D window, per spatial axis (0 = height, 1 = width).
 struct Window {
@@ -80,7 +64,7 @@ Status checkOperands(const OpCall& call, int64_t weightRank) {
 
 Expected<int64_t> readGroups(const OpCall& call, int64_t channels) {
   int64_t groups = call.getInt("groups");
-  if (groups < 1 || groups > kMaxExtent) return call.error("groups must be in [1, 2^40], got {}", groups);
+  if (groups < 1 || groups > kMaxElements) return call.error("groups must be in [1, 2^40], got {}", groups);
   if (channels % groups != 0) return call.error("groups = {} does not divide the {} input channels", groups, channels);
   return groups;
 }
@@ -105,7 +89,7 @@ Expected<std::vector<TensorType>> inferConv2d(const OpCall& call) {
   // 128 bits: with zero input channels any groups value divides them, and the product may overflow.
   __int128 expected = static_cast<__int128>(w[1]) * groups;
   if (expected != x[1]) {
-    if (expected > kMaxExtent) return call.error("input has {} channels, weight expects more than 2^40", x[1]);
+    if (expected > kMaxElements) return call.error("input has {} channels, weight expects more than 2^40", x[1]);
     return call.error("input has {} channels, weight expects {}", x[1], static_cast<int64_t>(expected));
   }
   if (w[0] % groups != 0) {
@@ -127,7 +111,7 @@ Expected<std::vector<TensorType>> inferConvTranspose2d(const OpCall& call) {
   if (w[0] != x[1]) return call.error("input has {} channels, weight expects {}", x[1], w[0]);
   SMELT_CHECK_OK(checkKernel(call, w[2], w[3]));
   __int128 wideOutChannels = static_cast<__int128>(w[1]) * groups;
-  if (wideOutChannels > kMaxExtent) return call.error("weight and groups give more than 2^40 output channels");
+  if (wideOutChannels > kMaxElements) return call.error("weight and groups give more than 2^40 output channels");
   int64_t outChannels = static_cast<int64_t>(wideOutChannels);
   SMELT_CHECK_OK(checkBias(call, {outChannels}, "one entry per output channel"));
   SMELT_CHECK_OK(expectIntsInRange(call, "output_padding", 2, 0));
@@ -142,7 +126,7 @@ Expected<std::vector<TensorType>> inferConvTranspose2d(const OpCall& call) {
     __int128 size = static_cast<__int128>(x[2 + axis] - 1) * win.stride[axis] - win.padBegin[axis] - win.padEnd[axis] +
                     static_cast<__int128>(win.dilation[axis]) * (w[2 + axis] - 1) + outPad[axis] + 1;
     if (size < 1) return call.error("output {} {} is not positive", kAxisName[axis], static_cast<int64_t>(size));
-    if (size > kMaxExtent) return call.error("output {} is too large (more than 2^40)", kAxisName[axis]);
+    if (size > kMaxElements) return call.error("output {} is too large (more than 2^40)", kAxisName[axis]);
     result[2 + axis] = static_cast<int64_t>(size);
   }
   return single(TensorType{call.operand(0).dtype, result});

@@ -15,20 +15,6 @@ namespace {
 
 using namespace ops;
 
-// Attributes here are unchecked numbers from the parser; results must stay within the bounds the
-// parser puts on declared types (2^40 elements, rank 16) before anything allocates them.
-constexpr int64_t kMaxElements = int64_t{1} << 40;
-
-Status expectSaneShape(const OpCall& call, const Shape& shape) {
-  if (shape.size() > 16) return call.error("result would have rank {}; at most 16 is supported", shape.size());
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d != 0 && n > kMaxElements / d) return call.error("result shape {} has too many elements", shapeToString(shape));
-    n *= d;
-  }
-  return Status::success();
-}
-
 // --- concat ------------------------------------------------------------------------------------
 
 Expected<std::vector<TensorType>> inferConcat(const OpCall& call) {

@@ -15,20 +15,6 @@ namespace {
 
 using namespace ops;
 
-// The parser bounds declared types to 2^40 elements and rank 16; inferred types must stay inside the
-// same bounds, since attributes (reshape's shape, expand's shape) are otherwise unchecked numbers.
-constexpr int64_t kMaxElements = int64_t{1} << 40;
-
-Status expectSaneShape(const OpCall& call, const Shape& shape) {
-  if (shape.size() > 16) return call.error("result would have rank {}; at most 16 is supported", shape.size());
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d != 0 && n > kMaxElements / d) return call.error("result shape {} has too many elements", shapeToString(shape));
-    n *= d;
-  }
-  return Status::success();
-}
-
 // out[i] = in[map[i]], element by element as raw bytes.
 Tensor gatherElements(const Tensor& in, const TensorType& resultType, std::span<const int64_t> map) {
   Tensor out(resultType);
@@ -96,16 +82,20 @@ Expected<std::vector<TensorType>> inferReshape(const OpCall& call) {
     if (shape[i] == -1) {
       if (inferred >= 0) return call.error("attribute 'shape' {} has more than one -1", shapeToString(shape));
       inferred = static_cast<int64_t>(i);
-    } else if (shape[i] <= 0) {
-      return call.error("attribute 'shape' {} has entry {}; entries must be positive or a single -1",
+    } else if (shape[i] < 0) {
+      return call.error("attribute 'shape' {} has entry {}; entries must be non-negative or a single -1",
                         shapeToString(shape), shape[i]);
-    } else if (known > kMaxElements / shape[i]) {
+    } else if (shape[i] != 0 && known > kMaxElements / shape[i]) {
       return call.error("attribute 'shape' {} has too many elements", shapeToString(shape));
     } else {
       known *= shape[i];
     }
   }
   if (inferred >= 0) {
+    // A 0 entry is a literal empty dimension (ONNX allowzero), which leaves -1 undetermined.
+    if (known == 0) {
+      return call.error("attribute 'shape' {} has a 0 entry, so its -1 cannot be inferred", shapeToString(shape));
+    }
     if (x.numel() % known != 0) {
       return call.error("cannot reshape {} ({} elements) to {}: {} is not a multiple of {}", x.toString(), x.numel(),
                         shapeToString(shape), x.numel(), known);

@@ -13,20 +13,6 @@ namespace {
 
 using namespace ops;
 
-// The parser bounds declared types to 2^40 elements and rank 16; inferred types must stay inside the
-// same bounds, or a later stage would try to allocate them.
-constexpr int64_t kMaxElements = int64_t{1} << 40;
-
-Status expectSaneShape(const OpCall& call, const Shape& shape) {
-  if (shape.size() > 16) return call.error("result would have rank {}; at most 16 is supported", shape.size());
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d != 0 && n > kMaxElements / d) return call.error("result shape {} has too many elements", shapeToString(shape));
-    n *= d;
-  }
-  return Status::success();
-}
-
 // Matrix operands as the reference loops read them: floats as doubles, integers as their 64-bit bit
 // pattern (sign-extended for signed, zero-extended for unsigned) so products and sums wrap exactly.
 struct Operand {
@@ -149,10 +135,8 @@ struct GemmDims {
 };
 
 Expected<GemmDims> gemmDims(const OpCall& call) {
-  for (const char* flag : {"trans_a", "trans_b"}) {
-    int64_t v = call.getInt(flag);
-    if (v != 0 && v != 1) return call.error("attribute '{}' must be 0 or 1, got {}", flag, v);
-  }
+  SMELT_CHECK_OK(expectFlag(call, "trans_a"));
+  SMELT_CHECK_OK(expectFlag(call, "trans_b"));
   SMELT_CHECK_OK(expectRank(call, 0, 2));
   SMELT_CHECK_OK(expectRank(call, 1, 2));
   GemmDims d;

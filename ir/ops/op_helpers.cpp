@@ -40,6 +40,31 @@ Status expectListSize(const OpCall& call, std::string_view attr, size_t size) {
   return call.error("attribute '{}' must have {} entries, got {}", attr, size, got);
 }
 
+Status expectSaneShape(const OpCall& call, const Shape& shape) {
+  Status limits = checkShapeLimits(shape);
+  if (!limits) return call.error("result {}", limits.error().message());
+  return Status::success();
+}
+
+Status expectIntsInRange(const OpCall& call, std::string_view attr, size_t size, int64_t min) {
+  SMELT_CHECK_OK(expectListSize(call, attr, size));
+  const std::vector<int64_t>& values = call.getInts(attr);
+  for (int64_t v : values) {
+    if (v < min) {
+      return call.error("attribute '{}' must hold {} values, got {}", attr, min > 0 ? "positive" : "non-negative",
+                        shapeToString(values));
+    }
+    if (v > kMaxElements) return call.error("attribute '{}' value {} is too large (at most 2^40)", attr, v);
+  }
+  return Status::success();
+}
+
+Status expectFlag(const OpCall& call, std::string_view attr) {
+  int64_t v = call.getInt(attr);
+  if (v == 0 || v == 1) return Status::success();
+  return call.error("attribute '{}' must be 0 or 1, got {}", attr, v);
+}
+
 std::vector<int64_t> broadcastIndexMap(std::span<const int64_t> in, std::span<const int64_t> out) {
   size_t rank = out.size();
   std::vector<int64_t> inStrides(rank, 0);

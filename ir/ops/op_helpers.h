@@ -22,6 +22,13 @@ Status expectRank(const OpCall& call, size_t index, int64_t rank);
 /// Fails unless an int-list attribute has `size` entries.
 Status expectListSize(const OpCall& call, std::string_view attr, size_t size);
 
+/// Fails unless an inferred result shape is within kMaxRank and kMaxElements.
+Status expectSaneShape(const OpCall& call, const Shape& shape);
+/// Checks an int-list attribute: `size` entries, each in [min, kMaxElements].
+Status expectIntsInRange(const OpCall& call, std::string_view attr, size_t size, int64_t min);
+/// Fails unless an int attribute is 0 or 1.
+Status expectFlag(const OpCall& call, std::string_view attr);
+
 /// For every element of a tensor of shape `out` (row-major), the flat index of the element of a
 /// tensor of shape `in` that numpy broadcasting reads. `in` must broadcast to `out`.
 std::vector<int64_t> broadcastIndexMap(std::span<const int64_t> in, std::span<const int64_t> out);

@@ -13,30 +13,9 @@ namespace smelt {
 namespace {
 using namespace ops;
 
-// As in conv.cpp (these helpers would belong in op_helpers.h): attribute values and extents past 2^40
-// are rejected, which keeps all index arithmetic inside int64.
-constexpr int64_t kMaxExtent = int64_t{1} << 40;
 constexpr const char* kAxisName[2] = {"height", "width"};
 
-/// Checks an int-list attribute: `size` entries, each in [min, kMaxExtent] (min is 0 or 1).
-Status expectIntsInRange(const OpCall& call, std::string_view attr, size_t size, int64_t min) {
-  SMELT_CHECK_OK(expectListSize(call, attr, size));
-  const std::vector<int64_t>& values = call.getInts(attr);
-  for (int64_t v : values) {
-    if (v < min) {
-      return call.error("attribute '{}' must hold {} values, got {}", attr, min > 0 ? "positive" : "non-negative",
-                        shapeToString(values));
-    }
-    if (v > kMaxExtent) return call.error("attribute '{}' value {} is too large (at most 2^40)", attr, v);
-  }
-  return Status::success();
-}
 
-Status expectFlag(const OpCall& call, std::string_view attr) {
-  int64_t v = call.getInt(attr);
-  if (v == 0 || v == 1) return Status::success();
-  return call.error("attribute '{}' must be 0 or 1, got {}", attr, v);
-}
 
 /// A pooling window per spatial axis (0 = height, 1 = width).
 struct PoolWindow {

@@ -33,8 +33,7 @@ Expected<std::vector<TensorType>> inferDropout(const OpCall& call) {
   double ratio = call.getFloat("ratio");
   // ratio = 1 drops everything (y = 0) rather than dividing by zero; NaN fails the range check.
   if (!(ratio >= 0 && ratio <= 1)) return call.error("attribute 'ratio' must be in [0, 1], got {}", ratio);
-  int64_t training = call.getInt("training");
-  if (training != 0 && training != 1) return call.error("attribute 'training' must be 0 or 1, got {}", training);
+  SMELT_CHECK_OK(expectFlag(call, "training"));
   const TensorType& x = call.operand(0);
   return std::vector<TensorType>{x, TensorType{DType::boolean, x.shape}};
 }

@@ -41,8 +41,8 @@ Expected<std::vector<bool>> reducedDims(const OpCall& call) {
 Expected<std::vector<TensorType>> inferReduce(const ReduceRow& row, const OpCall& call) {
   SMELT_CHECK_OK(expectDType(call, 0, row.dtypes));
   SMELT_TRY(std::vector<bool> reduced, reducedDims(call));
+  SMELT_CHECK_OK(expectFlag(call, "keepdims"));
   int64_t keepdims = call.getInt("keepdims");
-  if (keepdims != 0 && keepdims != 1) return call.error("attribute 'keepdims' must be 0 or 1, got {}", keepdims);
   if (call.op().findAttr("correction") && call.getInt("correction") < 0) {
     return call.error("attribute 'correction' must be >= 0, got {}", call.getInt("correction"));
   }

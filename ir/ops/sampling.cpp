@@ -20,9 +20,6 @@ using namespace ops;
 enum class Interp { Bilinear, Nearest, Bicubic };
 enum class Padding { Zeros, Border, Reflection };
 
-// Results are capped like parsed types, so a huge `size` attribute is an error instead of an
-// overflow or an allocation failure.
-constexpr int64_t kMaxElements = int64_t{1} << 40;
 
 std::optional<Interp> parseInterp(std::string_view s) {
   if (s == "bilinear") return Interp::Bilinear;
@@ -38,11 +35,6 @@ std::optional<Padding> parsePadding(std::string_view s) {
   return std::nullopt;
 }
 
-Status expectFlag(const OpCall& call, std::string_view attr) {
-  int64_t v = call.getInt(attr);
-  if (v == 0 || v == 1) return Status::success();
-  return call.error("attribute '{}' must be 0 or 1, got {}", attr, v);
-}
 
 // The formulas below mirror ATen's GridSampler.h, in double, so results match PyTorch's float64.
 

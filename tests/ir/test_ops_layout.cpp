@@ -95,6 +95,7 @@ TEST_CASE("reshape, flatten, squeeze, unsqueeze: result shapes") {
       {"f32[1]", "reshape", "shape = []", "f32[]"},
       {"f32[]", "reshape", "shape = [1, 1, -1]", "f32[1,1,1]"},
       {"f32[0,3]", "reshape", "shape = [-1, 3]", "f32[0,3]"},
+      {"f32[0,3]", "reshape", "shape = [3, 4, 0]", "f32[3,4,0]"},  // a 0 entry is a literal empty dim
       {"f32[2,3,4]", "flatten", "", "f32[2,12]"},
       {"f32[2,3,4]", "flatten", "axis = 0", "f32[1,24]"},
       {"f32[2,3,4]", "flatten", "axis = 3", "f32[24,1]"},
@@ -145,7 +146,9 @@ TEST_CASE("layout ops: verifier errors") {
        "reshape %0: cannot reshape f32[2,3,4] (24 elements) to [5,5] (25 elements)"},
       {"f32[2,3,4]", "reshape", "shape = [5, -1]", "f32[5,5]", "24 is not a multiple of 5"},
       {"f32[2,3,4]", "reshape", "shape = [-1, -1]", "f32[24]", "has more than one -1"},
-      {"f32[2,3,4]", "reshape", "shape = [0, 24]", "f32[0,24]", "has entry 0; entries must be positive or a single -1"},
+      {"f32[2,3,4]", "reshape", "shape = [0, 24]", "f32[0,24]", "cannot reshape f32[2,3,4] (24 elements) to [0,24] (0 elements)"},
+      {"f32[0,3]", "reshape", "shape = [0, -1]", "f32[0,3]", "has a 0 entry, so its -1 cannot be inferred"},
+      {"f32[2,3]", "reshape", "shape = [-2, 3]", "f32[2,3]", "entries must be non-negative or a single -1"},
       {"f32[2,3,4]", "reshape", "shape = [-2, -12]", "f32[2,12]", "has entry -2"},
       {"f32[2,3,4]", "reshape", "shape = [1099511627776, 1099511627776, -1]", "f32[24]", "too many elements"},
       {"f32[2,3,4]", "flatten", "axis = 4", "f32[24,1]", "flatten %0: attribute 'axis' 4 is out of range [-3, 3]"},
