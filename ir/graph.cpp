@@ -7,6 +7,21 @@
 
 namespace smelt {
 
+Value* GradientContext::x(size_t i) const { return node_.operand(i); }
+Value* GradientContext::y(size_t i) const { return node_.result(i); }
+size_t GradientContext::numOperands() const { return node_.numOperands(); }
+int64_t GradientContext::getInt(std::string_view name) const { return std::get<int64_t>(node_.attrs().find(name)->second); }
+double GradientContext::getFloat(std::string_view name) const { return std::get<double>(node_.attrs().find(name)->second); }
+const std::string& GradientContext::getString(std::string_view name) const {
+  return std::get<std::string>(node_.attrs().find(name)->second);
+}
+const std::vector<int64_t>& GradientContext::getInts(std::string_view name) const {
+  return std::get<std::vector<int64_t>>(node_.attrs().find(name)->second);
+}
+const std::vector<double>& GradientContext::getFloats(std::string_view name) const {
+  return std::get<std::vector<double>>(node_.attrs().find(name)->second);
+}
+
 std::vector<TensorType> Node::resultTypes() const {
   std::vector<TensorType> types;
   for (const Value* v : results_) types.push_back(v->type());

@@ -17,6 +17,9 @@
 namespace smelt {
 
 struct OpDef;
+class Builder;
+class Node;
+class Value;
 
 /// How an operand slot is filled: exactly once, optionally (trailing slots only), or any number >= 1.
 enum class Arity { Single, Optional, Variadic };
@@ -84,6 +87,35 @@ using InferFn = std::function<Expected<std::vector<TensorType>>(const OpCall& ca
 /// Computes the results on host tensors. Plain loops, clear over fast, float math in double.
 using ReferenceFn = std::function<Expected<std::vector<Tensor>>(const OpCall& call, std::span<const Tensor> operands)>;
 
+/// What a gradient rule sees: the forward node (operands, results, attributes) and the gradient
+/// flowing into each result, null where none flows (a result that does not reach the target).
+class GradientContext {
+ public:
+  GradientContext(const Node& node, std::span<Value* const> resultGrads) : node_(node), resultGrads_(resultGrads) {}
+  const Node& node() const { return node_; }
+  /// Operand `i`, result `i`, and the gradient flowing into result `i` (null: none).
+  Value* x(size_t i) const;
+  Value* y(size_t i = 0) const;
+  Value* dy(size_t i = 0) const { return i < resultGrads_.size() ? resultGrads_[i] : nullptr; }
+  size_t numOperands() const;
+  int64_t getInt(std::string_view name) const;
+  double getFloat(std::string_view name) const;
+  const std::string& getString(std::string_view name) const;
+  const std::vector<int64_t>& getInts(std::string_view name) const;
+  const std::vector<double>& getFloats(std::string_view name) const;
+
+ private:
+  const Node& node_;
+  std::span<Value* const> resultGrads_;
+};
+
+/// Emits the vector-Jacobian product of one node with registry ops and returns one gradient per
+/// operand: null for operands that take none (integers, indices, conditions). Errors go to the Builder.
+using GradientFn = std::function<std::vector<Value*>(Builder& b, const GradientContext& ctx)>;
+/// Emits the node's computation in more primitive registry ops, returning values of the same types as
+/// its results. An op with a decomposition and no gradient rule is differentiated through it.
+using DecomposeFn = std::function<std::vector<Value*>(Builder& b, const Node& node)>;
+
 /// The one declaration of an op.
 struct OpDef {
   std::string name;
@@ -99,7 +131,13 @@ struct OpDef {
   /// A complete IR graph using the op, with `$T` standing for each dtype in `dtypes`. The registry
   /// tests parse it for every dtype, verify it, round-trip it and run it on random inputs.
   std::string example;
+  /// Reverse-mode rule (autodiff). Null when the op has none; see `decompose`.
+  GradientFn gradient;
+  /// The op in primitives: composite ops inherit their gradient (and gradients of gradients) from it.
+  DecomposeFn decompose;
 
+  /// True when gradients flow through the op (it has a rule or a decomposition).
+  bool differentiable() const { return gradient != nullptr || decompose != nullptr; }
   /// The attribute spec named `name`, or null.
   const AttrSpec* findAttr(std::string_view attrName) const;
   /// The fewest and most operands the op takes (max is SIZE_MAX when variadic).

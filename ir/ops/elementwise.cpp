@@ -62,6 +62,11 @@ OpDef makeUnaryOp(UnaryRow row) {
     });
     return std::vector<Tensor>{std::move(out)};
   };
+  if (row.grad) {
+    def.gradient = [grad = row.grad](Builder& b, const GradientContext& c) -> std::vector<Value*> {
+      return {grad(b, c.x(0), c.y(), c.dy(), c)};
+    };
+  }
   def.example = unaryExample(row.name);
   return def;
 }
@@ -122,6 +127,15 @@ OpDef makeBinaryOp(BinaryRow row) {
     });
     return std::vector<Tensor>{std::move(out)};
   };
+  if (row.gradLhs || row.gradRhs) {
+    def.gradient = [lhs = row.gradLhs, rhs = row.gradRhs](Builder& b, const GradientContext& c) -> std::vector<Value*> {
+      Value* a = c.x(0);
+      Value* bv = c.x(1);
+      Value* da = lhs ? b.sumToShape(lhs(b, a, bv, c.y(), c.dy()), a->shape()) : nullptr;
+      Value* db = rhs ? b.sumToShape(rhs(b, a, bv, c.y(), c.dy()), bv->shape()) : nullptr;
+      return {da, db};
+    };
+  }
   def.example = binaryExample(row.name, row.predicate);
   return def;
 }

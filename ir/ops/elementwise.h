@@ -4,6 +4,7 @@
 // codegen expression here, so an elementwise op stays one row.
 #pragma once
 
+#include "ir/builder.h"
 #include "ir/op_registry.h"
 
 #include <functional>
@@ -13,6 +14,12 @@ namespace smelt::ops {
 /// A scalar function for one application of an op, built once from its attributes.
 using FloatFn1 = std::function<double(double)>;
 using FloatFn2 = std::function<double(double, double)>;
+
+/// A unary gradient: dx from the operand x, the result y and the incoming gradient dy.
+using UnaryGradFn = std::function<Value*(Builder& b, Value* x, Value* y, Value* dy, const GradientContext& ctx)>;
+/// One side of a binary gradient, before broadcasting is undone (the row's op sums it back to the
+/// operand's shape): from the operands a and b, the result y and the incoming gradient dy.
+using BinaryGradFn = std::function<Value*(Builder& b, Value* a, Value* bv, Value* y, Value* dy)>;
 
 /// One unary elementwise op: result dtype and shape equal the operand's.
 struct UnaryRow {
@@ -30,6 +37,8 @@ struct UnaryRow {
   /// Checks attribute values beyond their kind (gelu's `approximate` must be "none" or "tanh");
   /// runs in inference, so a bad value is a verifier error. Null: every value is accepted.
   std::function<Status(const OpCall&)> validate = nullptr;
+  /// The gradient (float dtypes). Null: not differentiable.
+  UnaryGradFn grad = nullptr;
 };
 
 /// One binary elementwise op with numpy broadcasting. Both operands must have the same dtype.
@@ -45,6 +54,9 @@ struct BinaryRow {
   std::function<int64_t(int64_t, int64_t)> signedFn = nullptr;
   /// Integer semantics for unsigned dtypes and bool (values zero-extended to uint64).
   std::function<uint64_t(uint64_t, uint64_t)> unsignedFn = nullptr;
+  /// Gradients for lhs and rhs. Both null: not differentiable (comparisons, logic).
+  BinaryGradFn gradLhs = nullptr;
+  BinaryGradFn gradRhs = nullptr;
 };
 
 /// True for the storage types of float dtypes (float, double, Half, BFloat16).

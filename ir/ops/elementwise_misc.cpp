@@ -1,6 +1,7 @@
 // Elementwise ops that do not fit a unary/binary row: where (three operands), clip (bounds as float
 // attributes, exact on integers) and cast (the result dtype comes from an attribute).
 #include "ir/ops/elementwise.h"
+#include "ir/builder.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/register_ops.h"
 
@@ -126,6 +127,13 @@ void registerElementwiseMiscOps(OpRegistry& registry) {
   %0 = where(%c, %x, %y) : $T[2,3]
   return r = %0
 })",
+      // The condition takes no gradient; each branch gets dy where it was chosen.
+      .gradient = [](Builder& b, const GradientContext& c) -> std::vector<Value*> {
+        Value* zero = b.scalarLike(0.0, c.dy());
+        Value* dx = b.sumToShape(b.where(c.x(0), c.dy(), zero), c.x(1)->shape());
+        Value* dyv = b.sumToShape(b.where(c.x(0), zero, c.dy()), c.x(2)->shape());
+        return {nullptr, dx, dyv};
+      },
   });
   registry.add(OpDef{
       .name = "clip",
@@ -145,6 +153,13 @@ void registerElementwiseMiscOps(OpRegistry& registry) {
   %1 = clip(%x) {min = -1} : $T[2,3]
   return a = %0, b = %1
 })",
+      // PyTorch's clamp: the gradient passes where min <= x <= max, bounds included.
+      .gradient = [](Builder& b, const GradientContext& c) -> std::vector<Value*> {
+        Value* x = c.x(0);
+        Value* inside = b.op("and", {b.op("ge", {x, b.scalarLike(c.getFloat("min"), x)}),
+                                     b.op("le", {x, b.scalarLike(c.getFloat("max"), x)})});
+        return {b.where(inside, c.dy(), b.scalarLike(0.0, x))};
+      },
   });
   registry.add(OpDef{
       .name = "cast",
@@ -163,6 +178,28 @@ void registerElementwiseMiscOps(OpRegistry& registry) {
   %4 = cast(%x) {to = "bf16"} : bf16[2,3]
   return a = %0, b = %1, c = %2, d = %3, e = %4
 })",
+      // Float to float casts pass the gradient back in the source dtype; integers take none.
+      .gradient = [](Builder& b, const GradientContext& c) -> std::vector<Value*> {
+        if (!isFloat(c.x(0)->dtype()) || !isFloat(c.y()->dtype())) return {nullptr};
+        return {b.cast(c.dy(), c.x(0)->dtype())};
+      },
+  });
+  registry.add(OpDef{
+      .name = "stop_gradient",
+      .summary = "the identity, through which no gradient flows",
+      .operands = {{"x"}},
+      .attrs = {},
+      .fusion = FusionKind::Elementwise,
+      .dtypes = dtypes::kAll,
+      .infer = [](const OpCall& call) -> Expected<std::vector<TensorType>> { return single(call.operand(0)); },
+      .reference = [](const OpCall&, std::span<const Tensor> in) -> Expected<std::vector<Tensor>> {
+        return std::vector<Tensor>{in[0]};
+      },
+      .example = R"(graph @t(%x: $T[2,3]) {
+  %0 = stop_gradient(%x) : $T[2,3]
+  return r = %0
+})",
+      .gradient = [](Builder&, const GradientContext&) -> std::vector<Value*> { return {nullptr}; },
   });
 }
 
