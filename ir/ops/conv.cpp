@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "ir/builder.h"
+#include "ir/graph.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/register_ops.h"
 
@@ -293,6 +295,144 @@ std::vector<AttrSpec> windowAttrs() {
           {"dilation", AttrKind::Ints, std::vector<int64_t>{1, 1}}};
 }
 
+// ---- Gradients ----------------------------------------------------------------------------------
+// Written with conv2d and conv_transpose2d themselves (each one's backward uses the other), plus
+// reshape/transpose/slice/reduce_sum, so gradients of gradients come from the same rules.
+
+using Ints = std::vector<int64_t>;
+
+/// The spatial window attributes of a forward node, as rules read them.
+struct WindowAttrs {
+  Ints stride, padding, dilation;
+  int64_t groups = 1;
+};
+
+WindowAttrs readWindowAttrs(const GradientContext& c, bool hasGroups) {
+  return {c.getInts("stride"), c.getInts("padding"), c.getInts("dilation"), hasGroups ? c.getInt("groups") : 1};
+}
+
+/// conv2d(in, kernel) with the given stride, dilation, top/left padding and groups, the bottom/right
+/// padding chosen as the least that yields at least `want` output rows and columns, then cropped to
+/// exactly `want`: the correlation of `in` with `kernel` at offsets [0, want) of every axis.
+Value* convCovering(Builder& b, Value* in, Value* kernel, const Ints& stride, const Ints& dilation,
+                    const Ints& padBegin, int64_t groups, const Ints& want) {
+  if (!in || !kernel) return nullptr;
+  Ints padEnd(2), got(2);
+  for (int a = 0; a < 2; ++a) {
+    int64_t size = in->shape()[2 + a], k = kernel->shape()[2 + a];
+    padEnd[a] = std::max<int64_t>(0, stride[a] * (want[a] - 1) + dilation[a] * (k - 1) + 1 - size - padBegin[a]);
+    got[a] = (size + padBegin[a] + padEnd[a] - dilation[a] * (k - 1) - 1) / stride[a] + 1;
+  }
+  Value* out = b.op("conv2d", {in, kernel},
+                    {{"stride", stride},
+                     {"dilation", dilation},
+                     {"padding", Ints{padBegin[0], padBegin[1], padEnd[0], padEnd[1]}},
+                     {"groups", groups}});
+  if (got == want) return out;
+  return b.op("slice", {out}, {{"starts", Ints{0, 0}}, {"ends", want}, {"axes", Ints{2, 3}}});
+}
+
+/// [N, G*M, H, W] -> [M, G*N, H, W] (channel g*N + n of the result is channel g*M + m of image n):
+/// the batch becomes the channels, group by group, for the weight-gradient correlations.
+Value* groupsToBatch(Builder& b, Value* v, int64_t groups) {
+  if (!v) return nullptr;
+  const Shape& s = v->shape();
+  int64_t n = s[0], m = s[1] / groups;
+  if (groups == 1) return b.transpose(v, {1, 0, 2, 3});
+  Value* split = b.reshape(v, {n, groups, m, s[2], s[3]});
+  return b.reshape(b.transpose(split, {2, 1, 0, 3, 4}), {m, groups * n, s[2], s[3]});
+}
+
+/// The bias gradient of a conv: dy summed over batch and positions.
+Value* biasGrad(Builder& b, const GradientContext& c) {
+  return c.numOperands() < 3 ? nullptr : b.reduceSum(c.dy(), {0, 2, 3}, false);
+}
+
+std::vector<Value*> gradConv2d(Builder& b, const GradientContext& c) {
+  WindowAttrs win = readWindowAttrs(c, true);
+  Value* x = c.x(0);
+  Value* w = c.x(1);
+  Value* dy = c.dy();
+  const Shape& xs = x->shape();
+  const Shape& ws = w->shape();
+  const Shape& ys = c.y()->shape();
+  // dx: the transpose with the same window; output_padding restores the rows past the last window.
+  Ints outPad(2);
+  for (int a = 0; a < 2; ++a) {
+    outPad[a] = xs[2 + a] + win.padding[a] + win.padding[2 + a] - win.dilation[a] * (ws[2 + a] - 1) - 1 -
+                (ys[2 + a] - 1) * win.stride[a];
+  }
+  Value* dx = b.op("conv_transpose2d", {dy, w},
+                   {{"stride", win.stride},
+                    {"padding", win.padding},
+                    {"dilation", win.dilation},
+                    {"groups", win.groups},
+                    {"output_padding", outPad}});
+  // dw[o, i, kh, kw] = sum_{n, oh, ow} dy[n, o, oh, ow] * x[n, g*C/G + i, oh*s + kh*d - p, ...]: a conv
+  // of x (images = input channels within a group) with dy (kernels = output channels), stride and
+  // dilation swapped, over [0, KH) x [0, KW) offsets.
+  Value* in = groupsToBatch(b, x, win.groups);       // [C/G, G*N, H, W]
+  Value* kernel = b.transpose(dy, {1, 0, 2, 3});      // [O, N, OH, OW]
+  Value* dwT = convCovering(b, in, kernel, win.dilation, win.stride, {win.padding[0], win.padding[1]}, win.groups,
+                            {ws[2], ws[3]});          // [C/G, O, KH, KW]
+  Value* dw = b.transpose(dwT, {1, 0, 2, 3});
+  if (c.numOperands() < 3) return {dx, dw};
+  return {dx, dw, biasGrad(b, c)};
+}
+
+std::vector<Value*> gradConvTranspose2d(Builder& b, const GradientContext& c) {
+  WindowAttrs win = readWindowAttrs(c, true);
+  Value* x = c.x(0);
+  Value* w = c.x(1);
+  Value* dy = c.dy();
+  const Shape& xs = x->shape();
+  const Shape& ws = w->shape();
+  Ints padBegin = {win.padding[0], win.padding[1]};
+  // dx[n, c, ih, iw] = sum dy[n, g*O/G + oc, ih*s - p + kh*d, ...] * w[c, oc, kh, kw]: conv2d of dy
+  // with the same weight (read as [C, O/G, KH, KW]) and window, over exactly H x W positions.
+  Value* dx = convCovering(b, dy, w, win.stride, win.dilation, padBegin, win.groups, {xs[2], xs[3]});
+  // dw[c, oc, kh, kw] = sum_{n, ih, iw} x[n, c, ih, iw] * dy[n, g*O/G + oc, ih*s - p + kh*d, ...]: a conv
+  // of dy (images = output channels within a group) with x (kernels = input channels).
+  Value* in = groupsToBatch(b, dy, win.groups);     // [O/G, G*N, OH, OW]
+  Value* kernel = b.transpose(x, {1, 0, 2, 3});      // [C, N, H, W]
+  Value* dwT = convCovering(b, in, kernel, win.dilation, win.stride, padBegin, win.groups, {ws[2], ws[3]});
+  Value* dw = b.transpose(dwT, {1, 0, 2, 3});        // [C, O/G, KH, KW]
+  if (c.numOperands() < 3) return {dx, dw};
+  return {dx, dw, biasGrad(b, c)};
+}
+
+/// locally_connected2d as primitives: the KH*KW strided taps of the zero-padded input stacked into
+/// patches [N, OH, OW, 1, C*KH*KW], times the weight [OH, OW, O, C*KH*KW], summed over the last axis.
+std::vector<Value*> decomposeLocallyConnected2d(Builder& b, const Node& node) {
+  GradientContext attrs(node, {});
+  WindowAttrs win = readWindowAttrs(attrs, false);
+  Value* x = node.operand(0);
+  Value* w = node.operand(1);
+  const Shape& xs = x->shape();
+  const Shape& ws = w->shape();  // [OH, OW, O, C, KH, KW]
+  int64_t n = xs[0], ch = xs[1], oh = ws[0], ow = ws[1], o = ws[2], kh = ws[4], kw = ws[5];
+  Value* padded = b.op("pad", {x}, {{"pads", Ints{0, 0, win.padding[0], win.padding[1], 0, 0, win.padding[2], win.padding[3]}}});
+  std::vector<Value*> taps;
+  for (int64_t i = 0; i < kh; ++i) {
+    for (int64_t j = 0; j < kw; ++j) {
+      int64_t h0 = i * win.dilation[0], w0 = j * win.dilation[1];
+      Value* tap = b.op("slice", {padded},
+                        {{"starts", Ints{h0, w0}},
+                         {"ends", Ints{h0 + (oh - 1) * win.stride[0] + 1, w0 + (ow - 1) * win.stride[1] + 1}},
+                         {"axes", Ints{2, 3}},
+                         {"steps", Ints{win.stride[0], win.stride[1]}}});
+      taps.push_back(b.reshape(tap, {n, ch, 1, oh, ow}));
+    }
+  }
+  Value* stacked = taps.size() == 1 ? taps[0] : b.op("concat", taps, {{"axis", int64_t{2}}});  // [N, C, KH*KW, OH, OW]
+  Value* patches = b.reshape(b.transpose(stacked, {0, 3, 4, 1, 2}), {n, oh, ow, 1, ch * kh * kw});
+  Value* kernels = b.reshape(w, {oh, ow, o, ch * kh * kw});
+  Value* sums = b.reduceSum(b.mul(patches, kernels), {4}, false);  // [N, OH, OW, O]
+  Value* y = b.transpose(sums, {0, 3, 1, 2});
+  if (node.numOperands() == 3) y = b.add(y, node.operand(2));
+  return {y};
+}
+
 }  // namespace
 
 void registerConvOps(OpRegistry& registry) {
@@ -311,8 +451,10 @@ void registerConvOps(OpRegistry& registry) {
       .example = R"(graph @t(%x: $T[2,4,5,5], %w: $T[6,2,3,3], %b: $T[6], %dw: $T[4,1,3,3]) {
   %0 = conv2d(%x, %w, %b) {groups = 2, padding = [1, 1, 1, 1], stride = [2, 2]} : $T[2,6,3,3]
   %1 = conv2d(%x, %dw) {dilation = [2, 2], groups = 4, padding = [2, 1, 2, 0]} : $T[2,4,5,2]
-  return r = %0, d = %1
+  %2 = conv2d(%x, %w) {dilation = [1, 2], groups = 2, padding = [1, 0, 0, 1], stride = [2, 2]} : $T[2,6,2,1]
+  return r = %0, d = %1, s = %2
 })",
+      .gradient = gradConv2d,
   });
 
   std::vector<AttrSpec> transposeAttrs = convAttrs;
@@ -328,8 +470,10 @@ void registerConvOps(OpRegistry& registry) {
       .reference = referenceConvTranspose2d,
       .example = R"(graph @t(%x: $T[1,4,3,3], %w: $T[4,3,3,2], %b: $T[6]) {
   %0 = conv_transpose2d(%x, %w, %b) {groups = 2, output_padding = [1, 0], padding = [1, 0, 1, 1], stride = [2, 2]} : $T[1,6,6,5]
-  return r = %0
+  %1 = conv_transpose2d(%x, %w) {dilation = [2, 1], groups = 2, output_padding = [1, 0]} : $T[1,6,8,4]
+  return r = %0, d = %1
 })",
+      .gradient = gradConvTranspose2d,
   });
 
   registry.add(OpDef{
@@ -342,10 +486,12 @@ void registerConvOps(OpRegistry& registry) {
       .dtypes = dtypes::kFloat,
       .infer = inferLocallyConnected2d,
       .reference = referenceLocallyConnected2d,
-      .example = R"(graph @t(%x: $T[2,3,4,4], %w: $T[2,2,5,3,3,3], %b: $T[5,2,2]) {
+      .example = R"(graph @t(%x: $T[2,3,4,4], %w: $T[2,2,5,3,3,3], %b: $T[5,2,2], %v: $T[1,3,5,3,3,3]) {
   %0 = locally_connected2d(%x, %w, %b) {padding = [1, 1, 1, 1], stride = [2, 2]} : $T[2,5,2,2]
-  return r = %0
+  %1 = locally_connected2d(%x, %v) {dilation = [2, 1], padding = [0, 1, 1, 0]} : $T[2,5,1,3]
+  return r = %0, d = %1
 })",
+      .decompose = decomposeLocallyConnected2d,
   });
 }
 

@@ -3,6 +3,8 @@
 //   %y, %mean, %var = batch_norm_train(%x, %scale, %bias, %rm, %rv) : f32[2,3,4], f32[3], f32[3]
 #include <cmath>
 
+#include "ir/builder.h"
+#include "ir/graph.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/register_ops.h"
 
@@ -168,6 +170,75 @@ Expected<std::vector<Tensor>> referenceLayerNorm(const OpCall& call, std::span<c
   return std::vector<Tensor>{Tensor::fromDoubles(call.results()[0], y)};
 }
 
+// ---- Decompositions ------------------------------------------------------------------------------
+// All three normalizations are differentiated through their decompositions into reduce_mean, sub, mul,
+// rsqrt and add, so gradients of gradients come from those ops' rules. Each decomposition computes
+// what the reference computes, in the same order.
+
+/// Attributes of a node, read as a rule reads them.
+double floatAttr(const Node& node, std::string_view name) { return std::get<double>(node.attrs().find(name)->second); }
+
+/// A per-channel [C] value as [C, 1, ..., 1], to broadcast along dim 1 of a rank-`rank` input.
+Value* perChannel(Builder& b, Value* v, size_t rank) {
+  Shape shape(rank - 1, 1);
+  shape[0] = v->shape()[0];
+  return b.reshape(v, shape);
+}
+
+/// (x - mean) * rsqrt(var + epsilon) * scale + bias, with per-channel operands already broadcastable.
+Value* normalize(Builder& b, Value* centered, Value* var, double epsilon, Value* scale, Value* bias) {
+  Value* y = b.mul(centered, b.rsqrt(b.add(var, b.scalarLike(epsilon, var))));
+  if (scale) y = b.mul(y, scale);
+  if (bias) y = b.add(y, bias);
+  return y;
+}
+
+std::vector<Value*> decomposeBatchNorm(Builder& b, const Node& node) {
+  Value* x = node.operand(0);
+  size_t rank = x->shape().size();
+  auto channel = [&](size_t i) { return perChannel(b, node.operand(i), rank); };
+  Value* centered = b.sub(x, channel(3));
+  return {normalize(b, centered, channel(4), floatAttr(node, "epsilon"), channel(1), channel(2))};
+}
+
+// The running-stat results are differentiated too (they are linear in the running stats and the batch
+// statistics), so every result's gradient is its true derivative.
+std::vector<Value*> decomposeBatchNormTrain(Builder& b, const Node& node) {
+  Value* x = node.operand(0);
+  size_t rank = x->shape().size();
+  std::vector<int64_t> axes;
+  for (size_t d = 0; d < rank; ++d) {
+    if (d != 1) axes.push_back(static_cast<int64_t>(d));
+  }
+  AttrMap reduce = {{"axes", axes}, {"keepdims", int64_t{1}}};
+  Value* mean = b.op("reduce_mean", {x}, reduce);  // [1, C, 1, ...]
+  Value* centered = b.sub(x, mean);
+  Value* var = b.op("reduce_mean", {b.square(centered)}, reduce);  // biased
+  Value* y = normalize(b, centered, var, floatAttr(node, "epsilon"), perChannel(b, node.operand(1), rank),
+                       perChannel(b, node.operand(2), rank));
+  double momentum = floatAttr(node, "momentum");
+  Shape stat = node.operand(1)->shape();
+  auto running = [&](Value* old, Value* batch) {
+    return b.add(b.scale(old, momentum), b.scale(b.reshape(batch, stat), 1.0 - momentum));
+  };
+  return {y, running(node.operand(3), mean), running(node.operand(4), var)};
+}
+
+std::vector<Value*> decomposeLayerNorm(Builder& b, const Node& node) {
+  Value* x = node.operand(0);
+  int64_t rank = static_cast<int64_t>(x->shape().size());
+  int64_t axis = std::get<int64_t>(node.attrs().find("axis")->second);
+  if (axis < 0) axis += rank;
+  std::vector<int64_t> axes;
+  for (int64_t d = axis; d < rank; ++d) axes.push_back(d);
+  AttrMap reduce = {{"axes", axes}, {"keepdims", int64_t{1}}};
+  Value* centered = b.sub(x, b.op("reduce_mean", {x}, reduce));
+  Value* var = b.op("reduce_mean", {b.square(centered)}, reduce);
+  Value* scale = node.numOperands() > 1 ? node.operand(1) : nullptr;
+  Value* bias = node.numOperands() > 2 ? node.operand(2) : nullptr;
+  return {normalize(b, centered, var, floatAttr(node, "epsilon"), scale, bias)};
+}
+
 }  // namespace
 
 void registerNormalizationOps(OpRegistry& registry) {
@@ -190,6 +261,7 @@ void registerNormalizationOps(OpRegistry& registry) {
   %0 = batch_norm(%x, %s, %b, %m, %a) {epsilon = 0.001} : $T[2,3,4,5]
   return r = %0
 })",
+      .decompose = decomposeBatchNorm,
   });
 
   registry.add(OpDef{
@@ -207,6 +279,7 @@ void registerNormalizationOps(OpRegistry& registry) {
   %y, %nm, %nv = batch_norm_train(%x, %s, %b, %m, %a) {momentum = 0.8} : $T[4,3,5], $T[3], $T[3]
   return y = %y, mean = %nm, var = %nv
 })",
+      .decompose = decomposeBatchNormTrain,
   });
 
   registry.add(OpDef{
@@ -223,6 +296,7 @@ void registerNormalizationOps(OpRegistry& registry) {
   %1 = layer_norm(%x) : $T[2,3,4]
   return r = %0, p = %1
 })",
+      .decompose = decomposeLayerNorm,
   });
 }
 

@@ -5,6 +5,8 @@
 #include <limits>
 #include <utility>
 
+#include "ir/builder.h"
+#include "ir/graph.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/register_ops.h"
 
@@ -225,6 +227,146 @@ std::vector<AttrSpec> poolAttrs() {
           {"ceil_mode", AttrKind::Int, int64_t{0}}};
 }
 
+// ---- Gradients ----------------------------------------------------------------------------------
+// Windowed pools scatter a per-window value back over the window with conv_transpose2d (one group per
+// channel, a constant kernel), which is linear in what it scatters and differentiable again.
+
+using Ints = std::vector<int64_t>;
+
+/// A constant tensor of `type` holding `values`.
+Value* constantTensor(Builder& b, const TensorType& type, const std::vector<double>& values) {
+  return b.op("constant", {}, {{"value", Tensor::fromDoubles(type, values)}});
+}
+
+/// The pooling window of a forward node (stride defaults to the kernel; dilation 1 for avg_pool2d).
+struct PoolAttrs {
+  Ints kernel, stride, padding, dilation;
+};
+
+PoolAttrs readPoolAttrs(const GradientContext& c, bool hasDilation) {
+  PoolAttrs a{c.getInts("kernel"), c.getInts("stride"), c.getInts("padding"), hasDilation ? c.getInts("dilation") : Ints{1, 1}};
+  if (a.stride.empty()) a.stride = a.kernel;
+  return a;
+}
+
+/// Adds each window's values back onto the input positions it covers: `v` is [N, C*T, OH, OW] (T values
+/// per window and channel), `kernel` [C*T, 1, KH, KW] says where in the window each of the T goes.
+/// conv_transpose2d with groups = C; its padding and output_padding crop or extend to exactly H x W.
+Value* scatterWindows(Builder& b, Value* v, Value* kernel, int64_t channels, const PoolAttrs& win, int64_t h, int64_t w) {
+  if (!v) return nullptr;
+  const Shape& vs = v->shape();
+  int64_t size[2] = {h, w};
+  Ints padEnd(2), outPad(2);
+  for (int a = 0; a < 2; ++a) {
+    int64_t reach = (vs[2 + a] - 1) * win.stride[a] + win.dilation[a] * (win.kernel[a] - 1) + 1 - win.padding[a];
+    padEnd[a] = std::max<int64_t>(0, reach - size[a]);
+    outPad[a] = std::max<int64_t>(0, size[a] - reach);
+  }
+  return b.op("conv_transpose2d", {v, kernel},
+              {{"stride", win.stride},
+               {"dilation", win.dilation},
+               {"padding", Ints{win.padding[0], win.padding[1], padEnd[0], padEnd[1]}},
+               {"groups", channels},
+               {"output_padding", outPad}});
+}
+
+// max_pool2d: dy goes to the first maximum of each window in scan order (kh, then kw), as PyTorch's
+// max_pool2d indices do. The input is padded with -inf (padding never wins), every tap's strided slice
+// is compared with y, the first matching tap index per window is taken by reduce_min, and dy routed to
+// it is scattered back by a one-hot conv_transpose2d.
+std::vector<Value*> gradMaxPool2d(Builder& b, const GradientContext& c) {
+  Value* x = c.x(0);
+  if (!isFloat(x->dtype())) return {nullptr};
+  PoolAttrs win = readPoolAttrs(c, true);
+  const Shape& xs = x->shape();
+  const Shape& ys = c.y()->shape();
+  int64_t n = xs[0], ch = xs[1], oh = ys[2], ow = ys[3], kh = win.kernel[0], kw = win.kernel[1], taps = kh * kw;
+  // Padding on the far side too when ceil_mode windows reach past the input and its padding.
+  Ints padEnd(2);
+  for (int a = 0; a < 2; ++a) {
+    int64_t reach = (ys[2 + a] - 1) * win.stride[a] + win.dilation[a] * (win.kernel[a] - 1) + 1;
+    padEnd[a] = std::max<int64_t>(0, reach - xs[2 + a] - win.padding[a]);
+  }
+  Value* padded = b.op("pad", {x},
+                       {{"pads", Ints{0, 0, win.padding[0], win.padding[1], 0, 0, padEnd[0], padEnd[1]}},
+                        {"value", -std::numeric_limits<double>::infinity()}});
+  std::vector<Value*> slices;
+  for (int64_t i = 0; i < kh; ++i) {
+    for (int64_t j = 0; j < kw; ++j) {
+      int64_t h0 = i * win.dilation[0], w0 = j * win.dilation[1];
+      Value* tap = b.op("slice", {padded},
+                        {{"starts", Ints{h0, w0}},
+                         {"ends", Ints{h0 + (oh - 1) * win.stride[0] + 1, w0 + (ow - 1) * win.stride[1] + 1}},
+                         {"axes", Ints{2, 3}},
+                         {"steps", Ints{win.stride[0], win.stride[1]}}});
+      slices.push_back(b.reshape(tap, {n, ch, 1, oh, ow}));
+    }
+  }
+  Value* stacked = slices.size() == 1 ? slices[0] : b.op("concat", slices, {{"axis", int64_t{2}}});  // [N,C,T,OH,OW]
+  std::vector<double> indices(static_cast<size_t>(taps));
+  for (int64_t t = 0; t < taps; ++t) indices[static_cast<size_t>(t)] = static_cast<double>(t);
+  Value* tapIndex = constantTensor(b, {DType::i64, {taps, 1, 1}}, indices);
+  Value* hit = b.op("eq", {stacked, b.reshape(c.y(), {n, ch, 1, oh, ow})});
+  Value* first = b.op("reduce_min", {b.where(hit, tapIndex, b.scalar(static_cast<double>(taps), DType::i64))},
+                      {{"axes", Ints{2}}, {"keepdims", int64_t{1}}});
+  Value* chosen = b.op("eq", {tapIndex, first});
+  Value* routed = b.where(chosen, b.reshape(c.dy(), {n, ch, 1, oh, ow}), b.scalarLike(0.0, x));
+  // Kernel [C*T, 1, KH, KW]: entry (c*T + t) is one-hot at tap t.
+  std::vector<double> oneHot(static_cast<size_t>(ch * taps * taps), 0.0);
+  for (int64_t k = 0; k < ch; ++k)
+    for (int64_t t = 0; t < taps; ++t) oneHot[static_cast<size_t>((k * taps + t) * taps + t)] = 1.0;
+  Value* kernel = constantTensor(b, {x->dtype(), {ch * taps, 1, kh, kw}}, oneHot);
+  return {scatterWindows(b, b.reshape(routed, {n, ch * taps, oh, ow}), kernel, ch, win, xs[2], xs[3])};
+}
+
+// avg_pool2d: each window spreads dy / divisor evenly over the input positions it covers; the divisor
+// map is the reference's (count_include_pad, clipping at the padded input for ceil_mode).
+std::vector<Value*> gradAvgPool2d(Builder& b, const GradientContext& c) {
+  Value* x = c.x(0);
+  PoolAttrs win = readPoolAttrs(c, false);
+  bool countPad = c.getInt("count_include_pad") == 1;
+  const Shape& xs = x->shape();
+  const Shape& ys = c.y()->shape();
+  int64_t ch = xs[1], oh = ys[2], ow = ys[3];
+  // Per axis: the padded-window extent and the input extent of every output row (column).
+  auto extents = [&](int a, int64_t count) {
+    std::vector<std::pair<int64_t, int64_t>> e;
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t lo = i * win.stride[a] - win.padding[a];
+      int64_t hi = std::min(lo + win.kernel[a], xs[2 + a] + win.padding[2 + a]);
+      e.emplace_back(hi - lo, std::max<int64_t>(0, std::min(hi, xs[2 + a]) - std::max<int64_t>(lo, 0)));
+    }
+    return e;
+  };
+  auto rows = extents(0, oh), cols = extents(1, ow);
+  std::vector<double> divisor(static_cast<size_t>(oh * ow));
+  for (int64_t i = 0; i < oh; ++i) {
+    for (int64_t j = 0; j < ow; ++j) {
+      int64_t count = countPad ? rows[i].first * cols[j].first : rows[i].second * cols[j].second;
+      // A window of padding only (count 0) covers no input: any divisor gives a zero gradient.
+      divisor[static_cast<size_t>(i * ow + j)] = count > 0 ? static_cast<double>(count) : 1.0;
+    }
+  }
+  Value* scaled = b.div(c.dy(), constantTensor(b, {x->dtype(), {oh, ow}}, divisor));
+  Value* ones = b.full(1.0, {x->dtype(), {ch, 1, win.kernel[0], win.kernel[1]}});
+  return {scatterWindows(b, scaled, ones, ch, win, xs[2], xs[3])};
+}
+
+// global_max_pool2d: dy goes to the first maximum of each plane in row-major order (PyTorch's
+// adaptive_max_pool2d index).
+std::vector<Value*> gradGlobalMaxPool2d(Builder& b, const GradientContext& c) {
+  Value* x = c.x(0);
+  const Shape& xs = x->shape();
+  int64_t plane = xs[2] * xs[3];
+  std::vector<double> indices(static_cast<size_t>(plane));
+  for (int64_t i = 0; i < plane; ++i) indices[static_cast<size_t>(i)] = static_cast<double>(i);
+  Value* position = constantTensor(b, {DType::i64, {xs[2], xs[3]}}, indices);
+  Value* hit = b.op("eq", {x, c.y()});
+  Value* first = b.op("reduce_min", {b.where(hit, position, b.scalar(static_cast<double>(plane), DType::i64))},
+                      {{"axes", Ints{2, 3}}, {"keepdims", int64_t{1}}});
+  return {b.where(b.op("eq", {position, first}), c.dy(), b.scalarLike(0.0, x))};
+}
+
 }  // namespace
 
 void registerPoolingOps(OpRegistry& registry) {
@@ -242,8 +384,10 @@ void registerPoolingOps(OpRegistry& registry) {
       .example = R"(graph @t(%x: $T[2,3,6,6]) {
   %0 = max_pool2d(%x) {ceil_mode = 1, kernel = [3, 3], stride = [2, 2]} : $T[2,3,3,3]
   %1 = max_pool2d(%x) {dilation = [2, 1], kernel = [2, 3], padding = [1, 1, 0, 1], stride = [1, 2]} : $T[2,3,5,3]
-  return r = %0, d = %1
+  %2 = max_pool2d(%x) {ceil_mode = 1, dilation = [1, 2], kernel = [2, 2], padding = [1, 0, 1, 0], stride = [3, 2]} : $T[2,3,3,3]
+  return r = %0, d = %1, c = %2
 })",
+      .gradient = gradMaxPool2d,
   });
 
   std::vector<AttrSpec> avgAttrs = poolAttrs();
@@ -263,8 +407,10 @@ void registerPoolingOps(OpRegistry& registry) {
       .example = R"(graph @t(%x: $T[2,3,5,5]) {
   %0 = avg_pool2d(%x) {ceil_mode = 1, count_include_pad = 1, kernel = [3, 3], padding = [1, 1, 1, 1], stride = [2, 2]} : $T[2,3,3,3]
   %1 = avg_pool2d(%x) {ceil_mode = 1, kernel = [2, 2], padding = [1, 0, 0, 1], stride = [2, 2]} : $T[2,3,3,3]
-  return r = %0, e = %1
+  %2 = avg_pool2d(%x) {ceil_mode = 1, count_include_pad = 1, kernel = [2, 3], stride = [2, 2]} : $T[2,3,3,2]
+  return r = %0, e = %1, o = %2
 })",
+      .gradient = gradAvgPool2d,
   });
 
   registry.add(OpDef{
@@ -281,6 +427,10 @@ void registerPoolingOps(OpRegistry& registry) {
   %0 = global_avg_pool2d(%x) : $T[2,3,1,1]
   return r = %0
 })",
+      .gradient = [](Builder& b, const GradientContext& c) -> std::vector<Value*> {
+        const Shape& xs = c.x(0)->shape();
+        return {b.expand(b.div(c.dy(), b.scalarLike(static_cast<double>(xs[2] * xs[3]), c.dy())), xs)};
+      },
   });
 
   registry.add(OpDef{
@@ -297,6 +447,7 @@ void registerPoolingOps(OpRegistry& registry) {
   %0 = global_max_pool2d(%x) : $T[2,3,1,1]
   return r = %0
 })",
+      .gradient = gradGlobalMaxPool2d,
   });
 }
 
