@@ -10,7 +10,7 @@ export POCL_CACHE_DIR=${POCL_CACHE_DIR:-$PWD/build/pocl-cache}
 echo "== build (RelWithDebInfo) and test"
 bash scripts/build.sh build
 # The suites that need Debian's python3-onnx/python3-torch must be registered, never silently absent.
-for required in onnx/conformance models/pytorch_exports cli/smelt; do
+for required in onnx/conformance models/pytorch_exports models/pytorch_gradients cli/smelt; do
   (cd build && ctest -N | grep -q ": $required\$") || { echo "test $required is not registered"; exit 1; }
 done
 (cd build && ctest --output-on-failure -j "$jobs")

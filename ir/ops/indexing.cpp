@@ -1,8 +1,13 @@
-// Indexing ops: concat, slice (ONNX Slice), pad (ONNX Pad) and gather (numpy take). References copy
-// raw element bytes, so they are exact for every dtype (u64 past 2^53, NaN payloads).
+// Indexing ops: concat, slice (ONNX Slice), pad (ONNX Pad), gather (numpy take) and its adjoint
+// scatter_add (numpy add.at). References copy raw element bytes, so they are exact for every dtype
+// (u64 past 2^53, NaN payloads); scatter_add adds in the dtype (integers wrap).
 //   %0 = concat(%a, %b) {axis = 1} : f32[2,5]                 a: f32[2,3], b: f32[2,2]
 //   %1 = slice(%x) {starts = [-1], ends = [-100], steps = [-2]} : f32[2]   x: f32[4]
 //   %2 = gather(%data, %idx) {axis = 1} : f32[3,2,2]          data: f32[3,4], idx: i64[2,2]
+//   %3 = scatter_add(%x, %idx, %u) {axis = 1} : f32[3,4]      x: f32[3,4], idx: i64[2,2], u: f32[3,2,2]
+// Gradients are built from these same ops: slices of dy, pads of zeros, and scatter_add for gather.
+#include "ir/builder.h"
+#include "ir/ops/elementwise.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/register_ops.h"
 
@@ -253,15 +258,9 @@ Expected<std::vector<TensorType>> inferGather(const OpCall& call) {
   return single(TensorType{data.dtype, shape});
 }
 
-Expected<std::vector<Tensor>> referenceGather(const OpCall& call, std::span<const Tensor> in) {
-  const Tensor& data = in[0];
-  const Tensor& indices = in[1];
-  Tensor out(call.results()[0]);
-  SMELT_TRY(int64_t axis, normalizeAxis(call.getInt("axis"), data.rank()));
-  int64_t dim = data.shape()[axis];
-  int64_t outer = numElements(std::span(data.shape()).first(static_cast<size_t>(axis)));
-  int64_t inner = numElements(std::span(data.shape()).subspan(static_cast<size_t>(axis) + 1));
-  // Validate every index first, so a bad one is reported before any copying.
+// The indices with negative ones wrapped, all checked against axis `axis` of size `dim` first, so a
+// bad one is reported before any data moves.
+Expected<std::vector<int64_t>> checkedIndices(const OpCall& call, const Tensor& indices, int64_t axis, int64_t dim) {
   std::vector<int64_t> rows = indices.toInts();
   for (size_t i = 0; i < rows.size(); ++i) {
     int64_t r = rows[i] < 0 ? rows[i] + dim : rows[i];
@@ -271,6 +270,17 @@ Expected<std::vector<Tensor>> referenceGather(const OpCall& call, std::span<cons
     }
     rows[i] = r;
   }
+  return rows;
+}
+
+Expected<std::vector<Tensor>> referenceGather(const OpCall& call, std::span<const Tensor> in) {
+  const Tensor& data = in[0];
+  Tensor out(call.results()[0]);
+  SMELT_TRY(int64_t axis, normalizeAxis(call.getInt("axis"), data.rank()));
+  int64_t dim = data.shape()[axis];
+  int64_t outer = numElements(std::span(data.shape()).first(static_cast<size_t>(axis)));
+  int64_t inner = numElements(std::span(data.shape()).subspan(static_cast<size_t>(axis) + 1));
+  SMELT_TRY(std::vector<int64_t> rows, checkedIndices(call, in[1], axis, dim));
   size_t block = static_cast<size_t>(inner) * dtypeSize(data.dtype());
   std::byte* dst = out.raw();
   for (int64_t o = 0; o < outer && block > 0; ++o) {
@@ -280,6 +290,197 @@ Expected<std::vector<Tensor>> referenceGather(const OpCall& call, std::span<cons
     }
   }
   return std::vector<Tensor>{std::move(out)};
+}
+
+
+// --- scatter_add ------------------------------------------------------------------------------------
+
+Expected<std::vector<TensorType>> inferScatterAdd(const OpCall& call) {
+  const TensorType& x = call.operand(0);
+  SMELT_CHECK_OK(expectDType(call, 0, dtypes::kNumeric));
+  SMELT_CHECK_OK(expectDType(call, 1, dtypes::kIndex));
+  SMELT_CHECK_OK(expectSameDType(call, 0, 2));
+  if (x.rank() == 0) return call.error("{} must have rank >= 1, got {}", operandName(call, 0), x.toString());
+  auto axis = normalizeAxis(call.getInt("axis"), x.rank());
+  if (!axis) return call.error("attribute 'axis': {}", axis.error().message());
+  // updates has the shape gather(x, indices) would have.
+  Shape expected(x.shape.begin(), x.shape.begin() + *axis);
+  const Shape& indices = call.operand(1).shape;
+  expected.insert(expected.end(), indices.begin(), indices.end());
+  expected.insert(expected.end(), x.shape.begin() + *axis + 1, x.shape.end());
+  if (call.operand(2).shape != expected) {
+    return call.error("{} must be {} (x.shape[:axis] + indices.shape + x.shape[axis+1:] for axis {}), got {}",
+                      operandName(call, 2), shapeToString(expected), *axis, call.operand(2).toString());
+  }
+  return single(x);
+}
+
+Expected<std::vector<Tensor>> referenceScatterAdd(const OpCall& call, std::span<const Tensor> in) {
+  const Tensor& x = in[0];
+  const Tensor& updates = in[2];
+  SMELT_TRY(int64_t axis, normalizeAxis(call.getInt("axis"), x.rank()));
+  int64_t dim = x.shape()[axis];
+  int64_t outer = numElements(std::span(x.shape()).first(static_cast<size_t>(axis)));
+  int64_t inner = numElements(std::span(x.shape()).subspan(static_cast<size_t>(axis) + 1));
+  SMELT_TRY(std::vector<int64_t> rows, checkedIndices(call, in[1], axis, dim));
+  Tensor out = x;
+  int64_t count = static_cast<int64_t>(rows.size());
+  dispatchDType(x.dtype(), [&]<typename T>(TypeTag<T>) {
+    if constexpr (std::is_same_v<T, bool>) {
+      return;  // inference rejected bool
+    } else {
+      T* dst = out.data<T>();
+      const T* src = updates.data<T>();
+      // In updates' row-major order, so repeated indices accumulate in order (numpy add.at).
+      for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t i = 0; i < count; ++i) {
+          T* to = dst + (o * dim + rows[i]) * inner;
+          const T* from = src + (o * count + i) * inner;
+          for (int64_t k = 0; k < inner; ++k) {
+            if constexpr (kIsFloatStorage<T>) {
+              to[k] = fromDouble<T>(toDouble(to[k]) + toDouble(from[k]));  // rounded to T at every add
+            } else {
+              to[k] = static_cast<T>(static_cast<uint64_t>(to[k]) + static_cast<uint64_t>(from[k]));  // wraps
+            }
+          }
+        }
+      }
+    }
+  });
+  return std::vector<Tensor>{std::move(out)};
+}
+
+// --- gradients ------------------------------------------------------------------------------------
+
+// Re-derives a node's plan with the function its inference ran (attributes were checked then).
+template <typename F>
+auto planOf(const Node& node, F&& plan) {
+  std::vector<TensorType> types;
+  for (const Value* v : node.operands()) types.push_back(v->type());
+  OpCall call(node.op(), node.opName(), types, node.attrs());
+  return plan(call);
+}
+
+// x padded (or, for negative amounts, cropped) on one axis with zeros.
+Value* padAxis(Builder& b, Value* x, size_t axis, int64_t before, int64_t after) {
+  if (!x || (before == 0 && after == 0)) return x;
+  size_t rank = x->shape().size();
+  std::vector<int64_t> pads(2 * rank, 0);
+  pads[axis] = before;
+  pads[axis + rank] = after;
+  return b.op("pad", {x}, {{"pads", pads}});
+}
+
+// Elements [start, end) of one axis.
+Value* sliceAxis(Builder& b, Value* x, size_t axis, int64_t start, int64_t end) {
+  if (!x || (start == 0 && end == x->shape()[axis])) return x;
+  return b.op("slice", {x}, {{"starts", std::vector<int64_t>{start}}, {"ends", std::vector<int64_t>{end}},
+                             {"axes", std::vector<int64_t>{static_cast<int64_t>(axis)}}});
+}
+
+// One axis in reverse order (a slice with step -1).
+Value* reverseAxis(Builder& b, Value* x, size_t axis) {
+  if (!x || x->shape()[axis] <= 1) return x;
+  int64_t n = x->shape()[axis];
+  return b.op("slice", {x}, {{"starts", std::vector<int64_t>{-1}}, {"ends", std::vector<int64_t>{-n - 1}},
+                             {"axes", std::vector<int64_t>{static_cast<int64_t>(axis)}},
+                             {"steps", std::vector<int64_t>{-1}}});
+}
+
+// concat: each input's gradient is its slice of dy.
+std::vector<Value*> concatGradient(Builder& b, const GradientContext& c) {
+  int64_t rank = c.y()->type().rank();
+  int64_t axisAttr = c.getInt("axis");
+  size_t axis = static_cast<size_t>(axisAttr < 0 ? axisAttr + rank : axisAttr);
+  std::vector<Value*> grads;
+  int64_t offset = 0;
+  for (size_t i = 0; i < c.numOperands(); ++i) {
+    int64_t length = c.x(i)->shape()[axis];
+    grads.push_back(sliceAxis(b, c.dy(), axis, offset, offset + length));
+    offset += length;
+  }
+  return grads;
+}
+
+// slice: dy scattered back into zeros, one axis at a time. A negative step is reversed into a
+// positive one; a step k > 1 interleaves k-1 zeros after each element ([.., L, ..] -> [.., L, 1, ..],
+// padded to [.., L, k, ..], reshaped to [.., L*k, ..]); then zero padding (or cropping the trailing
+// zeros) places the run at its start.
+std::vector<Value*> sliceGradient(Builder& b, const GradientContext& c) {
+  auto dims = planOf(c.node(), sliceDims);
+  if (!dims) return {b.fail(dims.error())};
+  Value* x = c.x(0);
+  Value* g = c.dy();
+  if (numElements(g->shape()) == 0) return {b.zerosLike(x)};
+  for (size_t d = 0; d < dims->size() && g; ++d) {
+    const SliceDim& sd = (*dims)[d];
+    int64_t size = x->shape()[d];
+    int64_t length = sd.length;
+    int64_t start = sd.start;
+    int64_t step = sd.step;
+    if (length == 1) {
+      step = 1;  // one element: the step (which may be INT64_MIN) does not matter
+    } else if (step < 0) {
+      // Reversed, element j sits at start - (L-1-j)*|step|: a positive run from the last position.
+      g = reverseAxis(b, g, d);
+      step = -step;
+      start -= (length - 1) * step;
+    }
+    if (!g) break;
+    if (step > 1) {
+      Shape with = g->shape();
+      with.insert(with.begin() + static_cast<std::ptrdiff_t>(d) + 1, 1);
+      g = padAxis(b, b.reshape(g, with), d + 1, 0, step - 1);
+      if (!g) break;
+      Shape spread = g->shape();
+      spread[d] = length * step;
+      spread.erase(spread.begin() + static_cast<std::ptrdiff_t>(d) + 1);
+      g = b.reshape(g, spread);
+    }
+    // The run covers [start, start + length*step); the end may pass x's size by up to step-1 zeros.
+    g = padAxis(b, g, d, start, size - start - length * step);
+  }
+  return {g};
+}
+
+// pad, one axis at a time: constant mode just crops dy; edge and reflect modes add the border
+// gradients onto the positions they copied (edge: summed onto the first/last element; reflect:
+// reversed and shifted by one); then the part of x that negative pads cropped gets zeros.
+std::vector<Value*> padGradient(Builder& b, const GradientContext& c) {
+  auto plan = planOf(c.node(), padPlan);
+  if (!plan) return {b.fail(plan.error())};
+  Value* x = c.x(0);
+  Value* g = c.dy();
+  for (size_t d = 0; d < plan->dims.size() && g; ++d) {
+    const PadDim& pd = plan->dims[d];
+    int64_t kept = pd.kept;
+    Value* mid = sliceAxis(b, g, d, pd.before, pd.before + kept);
+    if (plan->mode != PadMode::Constant && pd.before > 0) {
+      Value* border = sliceAxis(b, g, d, 0, pd.before);
+      mid = plan->mode == PadMode::Edge
+                ? b.add(mid, padAxis(b, b.reduceSum(border, {static_cast<int64_t>(d)}, true), d, 0, kept - 1))
+                : b.add(mid, padAxis(b, reverseAxis(b, border, d), d, 1, kept - 1 - pd.before));
+    }
+    if (plan->mode != PadMode::Constant && pd.after > 0) {
+      Value* border = sliceAxis(b, g, d, pd.before + kept, pd.before + kept + pd.after);
+      mid = plan->mode == PadMode::Edge
+                ? b.add(mid, padAxis(b, b.reduceSum(border, {static_cast<int64_t>(d)}, true), d, kept - 1, 0))
+                : b.add(mid, padAxis(b, reverseAxis(b, border, d), d, kept - 1 - pd.after, 1));
+    }
+    g = padAxis(b, mid, d, pd.lo, x->shape()[d] - pd.lo - kept);
+  }
+  return {g};
+}
+
+// gather's adjoint: dy added into zeros at the positions gather read.
+std::vector<Value*> gatherGradient(Builder& b, const GradientContext& c) {
+  Value* zeros = b.zerosLike(c.x(0));
+  return {b.op("scatter_add", {zeros, c.x(1), c.dy()}, {{"axis", c.getInt("axis")}}), nullptr};
+}
+
+// scatter_add is linear: x passes dy through, updates read dy back with gather.
+std::vector<Value*> scatterAddGradient(Builder& b, const GradientContext& c) {
+  return {c.dy(), nullptr, b.op("gather", {c.dy(), c.x(1)}, {{"axis", c.getInt("axis")}})};
 }
 
 }  // namespace
@@ -299,6 +500,7 @@ void registerIndexingOps(OpRegistry& registry) {
   %0 = concat(%a, %b, %c) {axis = -1} : $T[2,6]
   return r = %0
 })",
+      .gradient = concatGradient,
   });
   registry.add(OpDef{
       .name = "slice",
@@ -314,8 +516,12 @@ void registerIndexingOps(OpRegistry& registry) {
       .reference = referenceSlice,
       .example = R"(graph @t(%x: $T[4,6]) {
   %0 = slice(%x) {starts = [-1, 1], ends = [-5, 100], steps = [-2, 2]} : $T[2,3]
-  return r = %0
+  %1 = slice(%x) {starts = [1], ends = [-1], axes = [1]} : $T[4,4]
+  %2 = slice(%x) {starts = [0, -2], ends = [3, -100], steps = [3, -3]} : $T[1,2]
+  %3 = slice(%x) {starts = [-3], ends = [100], axes = [0], steps = [2]} : $T[2,6]
+  return r = %0, inner = %1, single = %2, odd = %3
 })",
+      .gradient = sliceGradient,
   });
   registry.add(OpDef{
       .name = "pad",
@@ -330,8 +536,12 @@ void registerIndexingOps(OpRegistry& registry) {
       .reference = referencePad,
       .example = R"(graph @t(%x: $T[2,4]) {
   %0 = pad(%x) {mode = "reflect", pads = [1, 2, 1, -1]} : $T[4,5]
-  return r = %0
+  %1 = pad(%x) {mode = "reflect", pads = [0, 1, 0, 2]} : $T[2,7]
+  %2 = pad(%x) {mode = "edge", pads = [2, -1, 1, 3]} : $T[5,6]
+  %3 = pad(%x) {pads = [-1, 1, 2, 0], value = 1.5} : $T[3,5]
+  return r = %0, reflect = %1, edge = %2, constant = %3
 })",
+      .gradient = padGradient,
   });
   registry.add(OpDef{
       .name = "gather",
@@ -345,8 +555,29 @@ void registerIndexingOps(OpRegistry& registry) {
       .example = R"(graph @t(%x: $T[3,4]) {
   %i = constant() {value = dense<i64[2,2]> [1, -1, 0, 2]} : i64[2,2]
   %0 = gather(%x, %i) {axis = 1} : $T[3,2,2]
-  return r = %0
+  %j = constant() {value = dense<i32[3]> [2, -1, 2]} : i32[3]
+  %1 = gather(%x, %j) : $T[3,4]
+  return r = %0, repeated = %1
 })",
+      .gradient = gatherGradient,
+  });
+  registry.add(OpDef{
+      .name = "scatter_add",
+      .summary = "x plus each updates element added where gather(x, indices, axis) reads it (numpy add.at).",
+      .operands = {{"x"}, {"indices"}, {"updates"}},
+      .attrs = {{"axis", AttrKind::Int, Attribute{int64_t{0}}}},
+      .fusion = FusionKind::Opaque,
+      .dtypes = dtypes::kNumeric,
+      .infer = inferScatterAdd,
+      .reference = referenceScatterAdd,
+      .example = R"(graph @t(%x: $T[3,4], %u: $T[3,2,2], %v: $T[4]) {
+  %i = constant() {value = dense<i64[2,2]> [1, -1, 0, 1]} : i64[2,2]
+  %0 = scatter_add(%x, %i, %u) {axis = 1} : $T[3,4]
+  %j = constant() {value = dense<i32[]> [-2]} : i32[]
+  %1 = scatter_add(%x, %j, %v) {axis = -2} : $T[3,4]
+  return r = %0, scalar_index = %1
+})",
+      .gradient = scatterAddGradient,
   });
 }
 

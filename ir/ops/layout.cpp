@@ -3,6 +3,7 @@
 // 2^53, NaN payloads).
 //   %0 = transpose(%x) {perm = [0, 2, 1]} : f32[2,4,3]        x: f32[2,3,4]
 //   %1 = reshape(%x) {shape = [-1, 4]} : f32[6,4]
+#include "ir/builder.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/register_ops.h"
 
@@ -191,6 +192,26 @@ std::string unaryExample(std::string_view inType, std::string_view op, std::stri
                      outType);
 }
 
+// --- gradients ------------------------------------------------------------------------------------
+
+// transpose: dy transposed by the inverse permutation.
+std::vector<Value*> transposeGradient(Builder& b, const GradientContext& c) {
+  std::vector<int64_t> perm = c.getInts("perm");
+  int64_t rank = c.x(0)->type().rank();
+  if (perm.empty()) {
+    for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
+  }
+  std::vector<int64_t> inverse(perm.size());
+  for (size_t d = 0; d < perm.size(); ++d) inverse[static_cast<size_t>(perm[d])] = static_cast<int64_t>(d);
+  return {b.transpose(c.dy(), inverse)};
+}
+
+// reshape, flatten, squeeze, unsqueeze: dy reshaped back to x's shape.
+std::vector<Value*> reshapeGradient(Builder& b, const GradientContext& c) { return {b.reshape(c.dy(), c.x(0)->shape())}; }
+
+// expand: dy summed over the broadcast dims.
+std::vector<Value*> expandGradient(Builder& b, const GradientContext& c) { return {b.sumToShape(c.dy(), c.x(0)->shape())}; }
+
 }  // namespace
 
 void registerLayoutOps(OpRegistry& registry) {
@@ -205,6 +226,7 @@ void registerLayoutOps(OpRegistry& registry) {
       .infer = inferTranspose,
       .reference = referenceTranspose,
       .example = unaryExample("[2,3,4]", "transpose", "perm = [1, 2, 0]", "[3,4,2]"),
+      .gradient = transposeGradient,
   });
   registry.add(OpDef{
       .name = "reshape",
@@ -216,6 +238,7 @@ void registerLayoutOps(OpRegistry& registry) {
       .infer = inferReshape,
       .reference = referenceSameBytes,
       .example = unaryExample("[2,3,4]", "reshape", "shape = [4, -1]", "[4,6]"),
+      .gradient = reshapeGradient,
   });
   registry.add(OpDef{
       .name = "flatten",
@@ -227,6 +250,7 @@ void registerLayoutOps(OpRegistry& registry) {
       .infer = inferFlatten,
       .reference = referenceSameBytes,
       .example = unaryExample("[2,3,4]", "flatten", "axis = -1", "[6,4]"),
+      .gradient = reshapeGradient,
   });
   registry.add(OpDef{
       .name = "squeeze",
@@ -238,6 +262,7 @@ void registerLayoutOps(OpRegistry& registry) {
       .infer = inferSqueeze,
       .reference = referenceSameBytes,
       .example = unaryExample("[2,1,3,1]", "squeeze", "axes = [-1]", "[2,1,3]"),
+      .gradient = reshapeGradient,
   });
   registry.add(OpDef{
       .name = "unsqueeze",
@@ -249,6 +274,7 @@ void registerLayoutOps(OpRegistry& registry) {
       .infer = inferUnsqueeze,
       .reference = referenceSameBytes,
       .example = unaryExample("[2,3]", "unsqueeze", "axes = [0, -1]", "[1,2,3,1]"),
+      .gradient = reshapeGradient,
   });
   registry.add(OpDef{
       .name = "expand",
@@ -260,6 +286,7 @@ void registerLayoutOps(OpRegistry& registry) {
       .infer = inferExpand,
       .reference = referenceExpand,
       .example = unaryExample("[3,1]", "expand", "shape = [2, 1, 4]", "[2,3,4]"),
+      .gradient = expandGradient,
   });
 }
 

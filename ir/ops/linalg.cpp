@@ -1,6 +1,7 @@
 // Linear algebra ops: matmul (numpy matmul with batch broadcasting) and gemm (ONNX Gemm).
 //   %0 = matmul(%a, %b) : f32[2,5,3,2]                       a: f32[2,1,3,4], b: f32[5,4,2]
 //   %1 = gemm(%a, %b, %c) {alpha = 0.5, trans_b = 1} : f32[2,4]   a: f32[2,3], b: f32[4,3], c: f32[4]
+#include "ir/builder.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/register_ops.h"
 
@@ -217,6 +218,65 @@ Expected<std::vector<Tensor>> referenceGemm(const OpCall& call, std::span<const 
   return std::vector<Tensor>{std::move(out)};
 }
 
+// --- gradients ---------------------------------------------------------------------------------------
+
+// v with its last two dims swapped.
+Value* transposeLast2(Builder& b, Value* v) {
+  if (!v) return nullptr;
+  std::vector<int64_t> perm;
+  int64_t rank = v->type().rank();
+  for (int64_t i = 0; i < rank; ++i) perm.push_back(i);
+  std::swap(perm[rank - 2], perm[rank - 1]);
+  return b.transpose(v, perm);
+}
+
+// With a and b promoted to matrices (a vector a is [1,K], b is [K,1]) and dy reshaped to match:
+// da = dy @ b^T and db = a^T @ dy, summed over the batch dims broadcasting added or stretched, then
+// reshaped back to the operands' shapes.
+std::vector<Value*> matmulGradient(Builder& b, const GradientContext& c) {
+  Value* a = c.x(0);
+  Value* bm = c.x(1);
+  const Shape& as = a->shape();
+  const Shape& bs = bm->shape();
+  Value* a2 = as.size() == 1 ? b.reshape(a, {1, as[0]}) : a;
+  Value* b2 = bs.size() == 1 ? b.reshape(bm, {bs[0], 1}) : bm;
+  const Shape& ys = c.y()->shape();
+  size_t matrixDims = (as.size() >= 2 ? 1 : 0) + (bs.size() >= 2 ? 1 : 0);
+  Shape y2(ys.begin(), ys.end() - static_cast<std::ptrdiff_t>(matrixDims));
+  y2.push_back(as.size() >= 2 ? as[as.size() - 2] : 1);
+  y2.push_back(bs.size() >= 2 ? bs.back() : 1);
+  Value* dy = b.reshape(c.dy(), y2);
+  Value* da = b.op("matmul", {dy, transposeLast2(b, b2)});
+  Value* db = b.op("matmul", {transposeLast2(b, a2), dy});
+  if (!b.ok()) return {nullptr, nullptr};
+  return {b.reshape(b.sumToShape(da, a2->shape()), as), b.reshape(b.sumToShape(db, b2->shape()), bs)};
+}
+
+// y = alpha * op(a) @ op(b) + beta * c with G = dy: d op(a) = alpha * G @ op(b)^T and
+// d op(b) = alpha * op(a)^T @ G, each written as one gemm whose transposes undo op(); dc = beta * G
+// summed back to c's shape.
+std::vector<Value*> gemmGradient(Builder& b, const GradientContext& c) {
+  Value* a = c.x(0);
+  Value* bm = c.x(1);
+  Value* g = c.dy();
+  double alpha = c.getFloat("alpha");
+  int64_t ta = c.getInt("trans_a");
+  int64_t tb = c.getInt("trans_b");
+  auto gemm = [&](Value* lhs, Value* rhs, int64_t transLhs, int64_t transRhs) {
+    return b.op("gemm", {lhs, rhs}, {{"alpha", alpha}, {"trans_a", transLhs}, {"trans_b", transRhs}});
+  };
+  // trans_a = 0: da = G @ op(b)^T.  trans_a = 1: da = (G @ op(b)^T)^T = op(b) @ G^T.
+  Value* da = ta == 0 ? gemm(g, bm, 0, 1 - tb) : gemm(bm, g, tb, 1);
+  // trans_b = 0: db = op(a)^T @ G.  trans_b = 1: db = G^T @ op(a).
+  Value* db = tb == 0 ? gemm(a, g, 1 - ta, 0) : gemm(g, a, 1, ta);
+  std::vector<Value*> grads{da, db};
+  if (c.numOperands() == 3) {
+    double beta = c.getFloat("beta");
+    grads.push_back(b.sumToShape(beta == 1.0 ? g : b.scale(g, beta), c.x(2)->shape()));
+  }
+  return grads;
+}
+
 }  // namespace
 
 void registerLinalgOps(OpRegistry& registry) {
@@ -229,10 +289,15 @@ void registerLinalgOps(OpRegistry& registry) {
       .dtypes = dtypes::kNumeric,
       .infer = inferMatmul,
       .reference = referenceMatmul,
-      .example = R"(graph @t(%a: $T[2,1,3,4], %b: $T[5,4,2]) {
+      .example = R"(graph @t(%a: $T[2,1,3,4], %b: $T[5,4,2], %v: $T[4], %m: $T[4,3]) {
   %0 = matmul(%a, %b) : $T[2,5,3,2]
-  return r = %0
+  %1 = matmul(%v, %b) : $T[5,2]
+  %2 = matmul(%a, %v) : $T[2,1,3]
+  %3 = matmul(%v, %v) : $T[]
+  %4 = matmul(%m, %a) : $T[2,1,4,4]
+  return r = %0, vb = %1, av = %2, vv = %3, ma = %4
 })",
+      .gradient = matmulGradient,
   });
   registry.add(OpDef{
       .name = "gemm",
@@ -246,10 +311,14 @@ void registerLinalgOps(OpRegistry& registry) {
       .dtypes = dtypes::kNumeric,
       .infer = inferGemm,
       .reference = referenceGemm,
-      .example = R"(graph @t(%a: $T[3,2], %b: $T[4,3], %c: $T[4]) {
+      .example = R"(graph @t(%a: $T[3,2], %b: $T[4,3], %c: $T[4], %p: $T[2,3], %q: $T[3,4], %s: $T[], %col: $T[2,1]) {
   %0 = gemm(%a, %b, %c) {alpha = 0.5, beta = 2.0, trans_a = 1, trans_b = 1} : $T[2,4]
-  return r = %0
+  %1 = gemm(%p, %q) : $T[2,4]
+  %2 = gemm(%a, %q, %s) {alpha = 2.0, trans_a = 1} : $T[2,4]
+  %3 = gemm(%p, %b, %col) {beta = -1.0, trans_b = 1} : $T[2,4]
+  return r = %0, pq = %1, aq = %2, pb = %3
 })",
+      .gradient = gemmGradient,
   });
 }
 

@@ -1,5 +1,7 @@
 // Reductions over a set of axes (reduce_sum ... reduce_logsumexp: one row each) and the stable
 // softmax / log_softmax along one axis. Floats accumulate in double; integers reduce exactly in 64 bits.
+// Gradient rules bring dy (and y) back to x's rank with the reduced dims as 1s, then broadcast.
+#include "ir/builder.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/register_ops.h"
 
@@ -15,6 +17,37 @@ using namespace ops;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+/// What a reduction's gradient rule works with: the operand, the normalized reduced axes, the count
+/// of elements each result reduces, and `kept(v)`: a value of the result's shape (dy, y) reshaped to
+/// x's rank with 1s at the reduced dims (a no-op with keepdims = 1), so it broadcasts against x.
+struct Reduced {
+  Value* x = nullptr;
+  std::vector<int64_t> axes;
+  int64_t count = 1;
+  Shape keptShape;
+  Value* kept(Builder& b, Value* v) const { return b.reshape(v, keptShape); }
+};
+
+Reduced reducedOf(const GradientContext& c) {
+  Reduced r;
+  r.x = c.x(0);
+  const Shape& shape = r.x->shape();
+  int64_t rank = static_cast<int64_t>(shape.size());
+  std::vector<bool> reduced(shape.size(), c.getInts("axes").empty());
+  for (int64_t a : c.getInts("axes")) reduced[static_cast<size_t>(a < 0 ? a + rank : a)] = true;
+  r.keptShape = shape;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (!reduced[d]) continue;
+    r.axes.push_back(static_cast<int64_t>(d));
+    r.count *= shape[d];
+    r.keptShape[d] = 1;
+  }
+  return r;
+}
+
+/// dx from the operand description, the kept dy and the kept y (float dtypes only).
+using ReduceGradFn = std::function<Value*(Builder& b, const Reduced& r, Value* dy, Value* y, const GradientContext& c)>;
+
 /// One reduction op. Each function maps the values of one output element's group (in row-major
 /// order of the input) to the result; integer rows give exact signed and unsigned versions.
 struct ReduceRow {
@@ -27,6 +60,7 @@ struct ReduceRow {
   std::function<double(std::span<const double>, const OpCall&)> floatFn;
   std::function<int64_t(std::span<const int64_t>)> signedFn = nullptr;
   std::function<uint64_t(std::span<const uint64_t>)> unsignedFn = nullptr;
+  ReduceGradFn grad = nullptr;
 };
 
 /// Which dims of `call`'s operand are reduced (empty axes: all), after checking the attributes.
@@ -115,13 +149,23 @@ OpDef makeReduceOp(ReduceRow row) {
   def.dtypes = row.dtypes;
   def.infer = [row](const OpCall& call) { return inferReduce(row, call); };
   def.reference = [row](const OpCall& call, std::span<const Tensor> in) { return referenceReduce(row, call, in); };
+  // Rows with a correction also run it at 0 (population statistics).
+  bool corrected = def.findAttr("correction") != nullptr;
   def.example = fmt::format(R"(graph @t(%x: $T[2,3,4]) {{
   %0 = {0}(%x) {{axes = [0, -1]}} : $T[3]
   %1 = {0}(%x) {{axes = [1], keepdims = 1}} : $T[2,1,4]
-  %2 = {0}(%x) : $T[]
-  return a = %0, b = %1, c = %2
+  %2 = {0}(%x) : $T[]{1}
+  return a = %0, b = %1, c = %2{2}
 }})",
-                            row.name);
+                            row.name, corrected ? fmt::format("\n  %3 = {}(%x) {{axes = [-2], correction = 0}} : $T[2,4]", row.name) : "",
+                            corrected ? ", d = %3" : "");
+  if (row.grad) {
+    ReduceGradFn grad = row.grad;
+    def.gradient = [grad](Builder& b, const GradientContext& c) -> std::vector<Value*> {
+      Reduced r = reducedOf(c);
+      return {grad(b, r, r.kept(b, c.dy()), r.kept(b, c.y()), c)};
+    };
+  }
   return def;
 }
 
@@ -206,6 +250,67 @@ V minInt(std::span<const V> v) {
   return v.empty() ? V{0} : *std::min_element(v.begin(), v.end());
 }
 
+// --- gradient rules (dy and y arrive kept: x's rank, 1s at the reduced dims) ---
+
+Value* gradSum(Builder& b, const Reduced& r, Value* dy, Value*, const GradientContext&) {
+  return b.expand(dy, r.x->shape());
+}
+
+Value* gradMean(Builder& b, const Reduced& r, Value* dy, Value*, const GradientContext&) {
+  // count == 0 only when x has no elements, and then so does dx.
+  return b.expand(b.scale(dy, r.count == 0 ? 0.0 : 1.0 / static_cast<double>(r.count)), r.x->shape());
+}
+
+// PyTorch's amax/amin: dy is split evenly among the elements equal to the extreme. A NaN extreme
+// matches nothing, so its group's gradient is NaN (0 * inf), as in PyTorch.
+Value* gradExtreme(Builder& b, const Reduced& r, Value* dy, Value* y, const GradientContext&) {
+  Value* mask = b.cast(b.op("eq", {r.x, y}), r.x->dtype());
+  Value* count = b.reduceSum(mask, r.axes, true);
+  return b.mul(mask, b.div(dy, count));
+}
+
+// dx_i = dy * (product of the other elements), exact at zeros like PyTorch: with no zero in the group
+// it is y / x_i; with one zero, the product of the nonzeros at the zero and 0 elsewhere; with more, 0.
+// (Second derivatives at exact zeros treat the 0 branch as constant.)
+Value* gradProd(Builder& b, const Reduced& r, Value* dy, Value*, const GradientContext&) {
+  Value* x = r.x;
+  Value* zero = b.scalarLike(0.0, x);
+  Value* one = b.scalarLike(1.0, x);
+  Value* isZero = b.op("eq", {x, zero});
+  Value* zeros = b.reduceSum(b.cast(isZero, x->dtype()), r.axes, true);
+  Value* safe = b.where(isZero, one, x);
+  Value* nonzeroProduct = b.op("reduce_prod", {safe}, {{"axes", r.axes}, {"keepdims", int64_t{1}}});
+  Value* atZero = b.where(b.op("eq", {zeros, one}), nonzeroProduct, zero);
+  Value* elsewhere = b.where(b.op("eq", {zeros, zero}), b.div(nonzeroProduct, safe), zero);
+  return b.mul(dy, b.where(isZero, atZero, elsewhere));
+}
+
+// x - mean(x) over the reduced dims, and 1 / (n - correction) (inf when n <= correction, as PyTorch).
+Value* centered(Builder& b, const Reduced& r) {
+  return b.sub(r.x, b.op("reduce_mean", {r.x}, {{"axes", r.axes}, {"keepdims", int64_t{1}}}));
+}
+double inverseDof(const Reduced& r, const GradientContext& c) {
+  return 1.0 / static_cast<double>(std::max<int64_t>(0, r.count - c.getInt("correction")));
+}
+
+Value* gradVariance(Builder& b, const Reduced& r, Value* dy, Value*, const GradientContext& c) {
+  return b.mul(b.scale(dy, 2.0 * inverseDof(r, c)), centered(b, r));
+}
+
+// PyTorch's std_backward: where the result is 0 (all elements equal) the gradient is 0, not NaN.
+Value* gradStddev(Builder& b, const Reduced& r, Value* dy, Value* y, const GradientContext& c) {
+  Value* zero = b.scalarLike(0.0, y);
+  Value* isZero = b.op("eq", {y, zero});
+  // The denominator is made safe so the unused branch has no inf (which would poison second order).
+  Value* safe = b.where(isZero, b.scalarLike(1.0, y), y);
+  Value* scaled = b.where(isZero, zero, b.div(b.scale(dy, inverseDof(r, c)), safe));
+  return b.mul(scaled, centered(b, r));
+}
+
+Value* gradLogSumExp(Builder& b, const Reduced& r, Value* dy, Value* y, const GradientContext&) {
+  return b.mul(dy, b.exp(b.sub(r.x, y)));
+}
+
 // --- softmax and log_softmax along one axis ---
 
 Expected<std::vector<TensorType>> inferSoftmax(const OpCall& call) {
@@ -264,6 +369,11 @@ OpDef makeSoftmaxOp(std::string name, std::string summary, ReferenceFn reference
   };
 }
 
+int64_t softmaxAxis(const GradientContext& c) {
+  int64_t axis = c.getInt("axis");
+  return axis < 0 ? axis + c.x(0)->type().rank() : axis;
+}
+
 }  // namespace
 
 void registerReductionOps(OpRegistry& registry) {
@@ -272,30 +382,45 @@ void registerReductionOps(OpRegistry& registry) {
     return [f](std::span<const double> v, const OpCall&) { return f(v); };
   };
   const ReduceRow rows[] = {
-      {"reduce_sum", "sum over axes", dtypes::kNumeric, false, {}, floatOnly(sumOf), sumInt<int64_t>, sumInt<uint64_t>},
+      {"reduce_sum", "sum over axes", dtypes::kNumeric, false, {}, floatOnly(sumOf), sumInt<int64_t>, sumInt<uint64_t>,
+       gradSum},
       {"reduce_prod", "product over axes", dtypes::kNumeric, false, {},
        floatOnly([](std::span<const double> v) {
          double p = 1;
          for (double x : v) p *= x;
          return p;
        }),
-       prodInt<int64_t>, prodInt<uint64_t>},
+       prodInt<int64_t>, prodInt<uint64_t>, gradProd},
       {"reduce_mean", "mean over axes (integers: truncated)", dtypes::kNumeric, false, {}, floatOnly(meanOf),
-       meanInt<int64_t>, meanInt<uint64_t>},
+       meanInt<int64_t>, meanInt<uint64_t>, gradMean},
       {"reduce_max", "maximum over axes, NaN propagates", dtypes::kNumeric, true, {},
        floatOnly([](std::span<const double> v) { return extremeOf(v, [](double a, double b) { return a > b; }); }),
-       maxInt<int64_t>, maxInt<uint64_t>},
+       maxInt<int64_t>, maxInt<uint64_t>, gradExtreme},
       {"reduce_min", "minimum over axes, NaN propagates", dtypes::kNumeric, true, {},
        floatOnly([](std::span<const double> v) { return extremeOf(v, [](double a, double b) { return a < b; }); }),
-       minInt<int64_t>, minInt<uint64_t>},
-      {"reduce_variance", "sum((x-mean)^2)/(n-correction)", dtypes::kFloat, false, {correction}, varianceOf},
+       minInt<int64_t>, minInt<uint64_t>, gradExtreme},
+      {"reduce_variance", "sum((x-mean)^2)/(n-correction)", dtypes::kFloat, false, {correction}, varianceOf,
+       nullptr, nullptr, gradVariance},
       {"reduce_stddev", "sqrt of reduce_variance", dtypes::kFloat, false, {correction},
-       [](std::span<const double> v, const OpCall& call) { return std::sqrt(varianceOf(v, call)); }},
-      {"reduce_logsumexp", "log(sum(exp(x))), computed stably", dtypes::kFloat, false, {}, floatOnly(logSumExpOf)},
+       [](std::span<const double> v, const OpCall& call) { return std::sqrt(varianceOf(v, call)); }, nullptr, nullptr,
+       gradStddev},
+      {"reduce_logsumexp", "log(sum(exp(x))), computed stably", dtypes::kFloat, false, {}, floatOnly(logSumExpOf), nullptr,
+       nullptr, gradLogSumExp},
   };
   for (const ReduceRow& row : rows) registry.add(makeReduceOp(row));
-  registry.add(makeSoftmaxOp("softmax", "e^x / sum(e^x) along axis, stable", referenceSoftmax<false>));
-  registry.add(makeSoftmaxOp("log_softmax", "x - logsumexp(x) along axis, stable", referenceSoftmax<true>));
+  OpDef softmax = makeSoftmaxOp("softmax", "e^x / sum(e^x) along axis, stable", referenceSoftmax<false>);
+  // dx = y * (dy - sum(dy * y, axis))
+  softmax.gradient = [](Builder& b, const GradientContext& c) -> std::vector<Value*> {
+    Value* y = c.y();
+    return {b.mul(y, b.sub(c.dy(), b.reduceSum(b.mul(c.dy(), y), {softmaxAxis(c)}, true)))};
+  };
+  registry.add(std::move(softmax));
+  OpDef logSoftmax = makeSoftmaxOp("log_softmax", "x - logsumexp(x) along axis, stable", referenceSoftmax<true>);
+  // dx = dy - exp(y) * sum(dy, axis)
+  logSoftmax.gradient = [](Builder& b, const GradientContext& c) -> std::vector<Value*> {
+    return {b.sub(c.dy(), b.mul(b.exp(c.y()), b.reduceSum(c.dy(), {softmaxAxis(c)}, true)))};
+  };
+  registry.add(std::move(logSoftmax));
 }
 
 }  // namespace smelt

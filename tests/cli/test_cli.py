@@ -116,6 +116,56 @@ class Cli(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("error", r.stderr)
 
+    def test_ops_says_which_ops_are_differentiable(self):
+        lines = {l.split()[0]: l for l in smelt("ops").stdout.splitlines()}
+        self.assertIn("differentiable=yes", lines["conv2d"])
+        self.assertIn("differentiable=yes", lines["softmax"])
+        self.assertIn("differentiable=no", lines["eq"])
+
+    def test_grad_writes_gradients_of_the_sum_of_outputs(self):
+        rng = np.random.default_rng()
+        x = rng.uniform(0.5, 2, (2, 3)).astype(np.float32)
+        k = rng.uniform(0.5, 2, (3,)).astype(np.float32)
+        np.save(os.path.join(self.dir, "x.npy"), x)
+        np.save(os.path.join(self.dir, "k.npy"), k)
+        out = os.path.join(self.dir, "grads")
+        r = smelt("grad", self.write_ir(), "--wrt", "x,k", "--input", f"x={self.dir}/x.npy",
+                  "--input", f"k={self.dir}/k.npy", "--output-dir", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # y = x*k + x, so d sum(y)/dx = k + 1 (broadcast over rows) and d sum(y)/dk = sum of x's rows.
+        np.testing.assert_allclose(np.load(os.path.join(out, "x.grad.npy")), np.broadcast_to(k + 1, (2, 3)), rtol=1e-6)
+        np.testing.assert_allclose(np.load(os.path.join(out, "k.grad.npy")), x.sum(axis=0), rtol=1e-6)
+
+    def test_grad_of_an_onnx_parameter_sanitizes_the_file_name(self):
+        r = smelt("dump", MODEL)
+        param = next(l.split()[1] for l in r.stdout.splitlines() if l.strip().startswith("param"))
+        name = param.rstrip(":").lstrip("%").strip('"')
+        r = smelt("grad", MODEL, "--wrt", name, "--input", f"image={IMAGE}", "--output-dir", self.dir)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+        self.assertTrue(os.path.exists(os.path.join(self.dir, safe + ".grad.npy")), os.listdir(self.dir))
+
+    def test_grad_errors(self):
+        r = smelt("grad", self.write_ir(), "--wrt", "nope", "--input", f"x={IMAGE}")
+        self.assertNotEqual(r.returncode, 0)
+        int_ir = os.path.join(self.dir, "int.ir")
+        with open(int_ir, "w") as f:
+            f.write("graph @g(%i: i64[2]) {\n  %0 = cast(%i) {to = \"f32\"} : f32[2]\n  return y = %0\n}\n")
+        np.save(os.path.join(self.dir, "i.npy"), np.array([1, 2], np.int64))
+        r = smelt("grad", int_ir, "--wrt", "i", "--input", f"i={self.dir}/i.npy")
+        self.assert_one_line_error(r, "integer and bool values have no gradient")
+
+    def test_dump_grad_shows_forward_and_backward(self):
+        r = smelt("dump", self.write_ir(), "--grad", "x,k")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn('"y/out" = ', r.stdout)
+        self.assertIn("x.grad = ", r.stdout)
+        self.assertIn("k.grad = ", r.stdout)
+        self.assertIn("reduce_sum", r.stdout)  # the broadcast in mul is undone in the backward pass
+        again = smelt("dump", "-", stdin=r.stdout)
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertEqual(again.stdout, r.stdout)
+
     def test_unknown_backend(self):
         r = smelt("run", self.write_ir(), "--backend", "tpu")
         self.assertNotEqual(r.returncode, 0)

@@ -1,4 +1,4 @@
-// concat, slice, pad, gather: shapes, verifier and run-time errors, and values checked against numpy.
+// concat, slice, pad, gather, scatter_add: shapes, verifier and run-time errors, and values checked against numpy.
 #include "ir/interpreter.h"
 #include "tests/support/op_test_helpers.h"
 #include "tests/support/random_tensors.h"
@@ -170,6 +170,111 @@ TEST_CASE("gather: an out-of-range index is a run-time error naming the index") 
     std::string expected = fmt::format("gather %0: index {} (at flat position 1 of indices) is out of range for axis 1 of size 4", bad);
     CHECK_MESSAGE(out.error().message().find(expected) != std::string::npos, out.error().message());
   }
+}
+
+TEST_CASE("scatter_add: numpy add.at along an axis, with repeated and negative indices") {
+  Tensor x = iota(DType::f64, {3, 4}, 1.5);
+  // numpy: r = np.arange(12.).reshape(3,4)*1.5; u = np.arange(12.).reshape(3,2,2)+100
+  //        np.add.at(r, (slice(None), np.array([[1,-1],[0,1]])), u); r.ravel()
+  for (DType index : {DType::i32, DType::i64}) {
+    CAPTURE(dtypeName(index));
+    Tensor idx = Tensor::fromDoubles(TensorType{index, {2, 2}}, std::vector<double>{1, -1, 0, 1});
+    std::string text = fmt::format(R"(graph @t(%x: f64[3,4], %i: {}[2,2], %u: f64[3,2,2]) {{
+  %0 = scatter_add(%x, %i, %u) {{axis = 1}} : f64[3,4]
+  return r = %0
+}})",
+                                   dtypeName(index));
+    CHECK(runFirstOutput(text, {{"x", x}, {"i", idx}, {"u", iota(DType::f64, {3, 2, 2}, 1, 100)}}).toDoubles() ==
+          std::vector<double>{102.0, 204.5, 3.0, 105.5, 112.0, 218.5, 9.0, 115.5, 122.0, 232.5, 15.0, 125.5});
+  }
+  // A scalar index drops the axis from updates: np.add.at(r, (np.array(-2),), [0.5, -1, 2, 4])
+  Tensor row = runFirstOutput(R"(graph @t(%x: f64[3,4], %i: i32[], %u: f64[4]) {
+  %0 = scatter_add(%x, %i, %u) {axis = -2} : f64[3,4]
+  return r = %0
+})",
+                              {{"x", x}, {"i", Tensor::of<int32_t>({}, {-2})}, {"u", testing::f64({4}, {0.5, -1, 2, 4})}});
+  CHECK(row.toDoubles() == std::vector<double>{0.0, 1.5, 3.0, 4.5, 6.5, 6.5, 11.0, 14.5, 12.0, 13.5, 15.0, 16.5});
+  // Integers wrap: a = np.array([120,-128,0,5], np.int8); np.add.at(a, [0,0,-1,1], np.int8([10,10,-7,-1]))
+  Tensor wrapped = runFirstOutput(R"(graph @t(%x: i8[4], %i: i64[4], %u: i8[4]) {
+  %0 = scatter_add(%x, %i, %u) : i8[4]
+  return r = %0
+})",
+                                  {{"x", Tensor::of<int8_t>({4}, {120, -128, 0, 5})},
+                                   {"i", Tensor::of<int64_t>({4}, {0, 0, -1, 1})},
+                                   {"u", Tensor::of<int8_t>({4}, {10, 10, -7, -1})}});
+  CHECK(wrapped.toInts() == std::vector<int64_t>{-116, 127, 0, -2});
+  // Floats round to the dtype at every add, in order: np.add.at(np.zeros(2, np.float16), [0,0,0],
+  // np.float16([2048, 1, 1])) gives [2048, 0] (2049 is not an f16).
+  Tensor rounded = runFirstOutput(R"(graph @t(%x: f16[2], %i: i64[3], %u: f16[3]) {
+  %0 = scatter_add(%x, %i, %u) : f16[2]
+  return r = %0
+})",
+                                  {{"x", Tensor::fromDoubles(TensorType{DType::f16, {2}}, std::vector<double>{0, 0})},
+                                   {"i", Tensor::of<int64_t>({3}, {0, 0, 0})},
+                                   {"u", Tensor::fromDoubles(TensorType{DType::f16, {3}}, std::vector<double>{2048, 1, 1})}});
+  CHECK(rounded.toDoubles() == std::vector<double>{2048, 0});
+  // Empty indices leave x unchanged.
+  Tensor same = runFirstOutput(R"(graph @t(%x: f64[3,4], %i: i64[0], %u: f64[3,0]) {
+  %0 = scatter_add(%x, %i, %u) {axis = 1} : f64[3,4]
+  return r = %0
+})",
+                               {{"x", x}, {"i", iota(DType::i64, {0})}, {"u", iota(DType::f64, {3, 0})}});
+  CHECK(same.bitwiseEqual(x));
+}
+
+TEST_CASE("scatter_add is the adjoint of gather: <gather(d, i), u> == <d, scatter_add(0, i, u)>") {
+  uint64_t seed = testing::testSeed();
+  CAPTURE(seed);
+  Graph g = testing::parseOrFail(R"(graph @t(%d: f64[3,5,2], %u: f64[3,2,3,2], %z: f64[3,5,2]) {
+  %i = constant() {value = dense<i64[2,3]> [4, -1, 0, 2, 2, -5]} : i64[2,3]
+  %0 = gather(%d, %i) {axis = 1} : f64[3,2,3,2]
+  %1 = scatter_add(%z, %i, %u) {axis = 1} : f64[3,5,2]
+  return gathered = %0, scattered = %1
+})");
+  Tensor d = testing::randomTensor(TensorType{DType::f64, {3, 5, 2}}, seed);
+  Tensor u = testing::randomTensor(TensorType{DType::f64, {3, 2, 3, 2}}, seed + 1);
+  auto out = interpret(g, {{"d", d}, {"u", u}, {"z", iota(DType::f64, {3, 5, 2}, 0)}});
+  REQUIRE_MESSAGE(out.ok(), (out.ok() ? "" : out.error().message()));
+  auto dot = [](const Tensor& a, const Tensor& b) {
+    double s = 0;
+    std::vector<double> av = a.toDoubles(), bv = b.toDoubles();
+    for (size_t k = 0; k < av.size(); ++k) s += av[k] * bv[k];
+    return s;
+  };
+  CHECK(dot((*out)[0], u) == doctest::Approx(dot(d, (*out)[1])).epsilon(1e-12));
+}
+
+TEST_CASE("scatter_add: an out-of-range index is a run-time error naming the index") {
+  Graph g = testing::parseOrFail(R"(graph @t(%x: f32[3,4], %i: i64[3], %u: f32[3,3]) {
+  %0 = scatter_add(%x, %i, %u) {axis = 1} : f32[3,4]
+  return r = %0
+})");
+  for (int64_t bad : {int64_t{4}, int64_t{-5}, INT64_MIN}) {
+    CAPTURE(bad);
+    auto out = interpret(g, {{"x", iota(DType::f32, {3, 4})}, {"i", Tensor::of<int64_t>({3}, {0, bad, 1})},
+                             {"u", iota(DType::f32, {3, 3})}});
+    REQUIRE(!out.ok());
+    std::string expected =
+        fmt::format("scatter_add %0: index {} (at flat position 1 of indices) is out of range for axis 1 of size 4", bad);
+    CHECK_MESSAGE(out.error().message().find(expected) != std::string::npos, out.error().message());
+  }
+}
+
+TEST_CASE("scatter_add: verifier errors") {
+  CHECK_ERROR("graph @t(%x: f32[3,4], %i: i64[2], %u: f32[3,3]) {\n  %0 = scatter_add(%x, %i, %u) {axis = 1} : f32[3,4]\n  return r = %0\n}",
+              "scatter_add %0: operand #2 (updates) must be [3,2] (x.shape[:axis] + indices.shape + x.shape[axis+1:] for axis 1), got f32[3,3]");
+  CHECK_ERROR("graph @t(%x: f32[3,4], %i: i64[2], %u: f32[2]) {\n  %0 = scatter_add(%x, %i, %u) : f32[3,4]\n  return r = %0\n}",
+              "operand #2 (updates) must be [2,4]");
+  CHECK_ERROR("graph @t(%x: f32[3,4], %i: f32[2], %u: f32[2,4]) {\n  %0 = scatter_add(%x, %i, %u) : f32[3,4]\n  return r = %0\n}",
+              "scatter_add %0: operand #1 (indices) must be one of i32,i64, got f32");
+  CHECK_ERROR("graph @t(%x: f32[3,4], %i: i64[2], %u: f64[2,4]) {\n  %0 = scatter_add(%x, %i, %u) : f32[3,4]\n  return r = %0\n}",
+              "they must have the same dtype");
+  CHECK_ERROR("graph @t(%x: bool[3], %i: i64[2], %u: bool[2]) {\n  %0 = scatter_add(%x, %i, %u) : bool[3]\n  return r = %0\n}",
+              "scatter_add %0: operand #0 (x) must be one of");
+  CHECK_ERROR("graph @t(%x: f32[3,4], %i: i64[2], %u: f32[3,2]) {\n  %0 = scatter_add(%x, %i, %u) {axis = 2} : f32[3,4]\n  return r = %0\n}",
+              "attribute 'axis': axis 2 is out of range for rank 2");
+  CHECK_ERROR("graph @t(%x: f32[], %i: i64[2], %u: f32[2]) {\n  %0 = scatter_add(%x, %i, %u) : f32[]\n  return r = %0\n}",
+              "operand #0 (x) must have rank >= 1, got f32[]");
 }
 
 TEST_CASE("concat, slice, pad, gather: verifier errors") {

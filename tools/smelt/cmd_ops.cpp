@@ -8,7 +8,7 @@
 namespace smelt::cli {
 
 Action addOpsCommand(CLI::App& app) {
-  auto* cmd = app.add_subcommand("ops", "List the registered ops: name, dtypes, backends");
+  auto* cmd = app.add_subcommand("ops", "List the registered ops: name, dtypes, backends, differentiable");
   return [cmd]() {
     (void)cmd;
     for (const OpDef* op : OpRegistry::global().all()) {
@@ -17,7 +17,8 @@ Action addOpsCommand(CLI::App& app) {
       for (const std::string& b : availableBackends()) {
         if (b == "reference" && op->reference) backends.push_back(b);
       }
-      fmt::print("{:<20} dtypes={:<48} backends={}\n", op->name, op->dtypes.toString(), fmt::join(backends, ","));
+      fmt::print("{:<20} dtypes={:<48} backends={:<10} differentiable={}\n", op->name, op->dtypes.toString(),
+                 fmt::join(backends, ","), op->differentiable() ? "yes" : "no");
     }
     return 0;
   };

@@ -1,6 +1,8 @@
 // The `smelt` CLI's subcommands. Each lives in its own file and registers itself on the CLI11 app.
 #pragma once
 
+#include "ir/graph.h"
+
 #include <CLI/CLI.hpp>
 
 #include <functional>
@@ -15,6 +17,13 @@ using Action = std::function<int()>;
 Action addOpsCommand(CLI::App& app);
 Action addDumpCommand(CLI::App& app);
 Action addRunCommand(CLI::App& app);
+Action addGradCommand(CLI::App& app);
+
+/// Splits "a,b,c" (the --wrt and --grad lists); empty names are errors.
+Expected<std::vector<std::string>> splitNames(const std::string& list);
+/// Differentiates the sum of all floating-point outputs w.r.t. `names` and adds outputs NAME.grad
+/// (after the forward outputs when `keepForwardOutputs`, else replacing them).
+Status addGradientOutputs(Graph& graph, const std::vector<std::string>& names, bool keepForwardOutputs);
 
 /// Prints "smelt: error: <message>" to stderr and returns 1.
 int fail(const std::string& message);

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   add(addOpsCommand);
   add(addDumpCommand);
   add(addRunCommand);
+  add(addGradCommand);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

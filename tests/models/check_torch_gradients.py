@@ -1,0 +1,107 @@
+#!/usr/bin/python3
+"""Gradients of ONNX models exported from PyTorch match torch.autograd (relative error under 1e-4 in
+f32): `smelt grad` of the sum of all outputs with respect to the input and every parameter, for an MLP,
+a CNN with batch norm, an attention block with layer norm, and torchvision's resnet18.
+Usage: check_torch_gradients.py PATH/TO/smelt [BACKEND]   (Debian's python3 with torch, torchvision)."""
+import os, subprocess, sys, tempfile
+import numpy as np
+import torch, torch.nn as nn, torch.nn.functional as F
+
+SMELT = sys.argv[1]
+BACKEND = sys.argv[2] if len(sys.argv) > 2 else "reference"
+TOLERANCE = 1e-4
+
+
+class Attention(nn.Module):
+    """One pre-norm transformer block: layer norm, single-head attention, residual, layer norm, MLP."""
+
+    def __init__(self, d=16):
+        super().__init__()
+        self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+        self.ff1, self.ff2 = nn.Linear(d, 2 * d), nn.Linear(2 * d, d)
+        self.scale = d ** -0.5
+
+    def forward(self, x):
+        h = self.norm1(x)
+        att = torch.softmax(self.q(h) @ self.k(h).transpose(1, 2) * self.scale, dim=-1)
+        x = x + self.o(att @ self.v(h))
+        return x + self.ff2(F.gelu(self.ff1(self.norm2(x))))
+
+
+def models():
+    torch.manual_seed(4321)
+    yield "mlp", nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Linear(32, 16), nn.Tanh(), nn.Linear(16, 5)), \
+        torch.randn(8, 20), 14
+    cnn = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+                        nn.Conv2d(8, 16, 3, stride=2, padding=1, groups=2), nn.BatchNorm2d(16), nn.SiLU(),
+                        nn.AvgPool2d(2), nn.Flatten(), nn.Linear(16 * 2 * 2, 10), nn.LogSoftmax(dim=1))
+    with torch.no_grad():
+        for m in cnn.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.5, 0.5)
+                m.running_var.uniform_(0.5, 2.0)
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(-0.2, 0.2)
+    yield "cnn", cnn, torch.randn(4, 3, 16, 16), 14
+    yield "attention", Attention(), torch.randn(2, 6, 16), 17
+    import torchvision
+    yield "resnet18", torchvision.models.resnet18(weights=None), torch.randn(2, 3, 64, 64), 14
+
+
+def relative_error(got, want, model_scale):
+    """max |got - want| / max |want|. A gradient that is zero in exact arithmetic (an attention key
+    bias: softmax ignores a shift shared by all keys) is rounding noise in both, so it is measured
+    against the model's largest gradient instead."""
+    scale = max(float(np.abs(want).max()), 1e-3 * model_scale)
+    return float(np.abs(got - want).max()) / scale
+
+
+def main():
+    failures = checked = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, model, x, opset in models():
+            model.eval()
+            # The exporter merges initializers with equal values (freshly initialized norm weights are
+            # all ones) behind Identity nodes; perturbing every parameter keeps each one its own.
+            with torch.no_grad():
+                for p in model.parameters():
+                    p.add_(0.05 * torch.randn_like(p))
+            path = os.path.join(tmp, f"{name}.onnx")
+            # PRESERVE keeps eval-mode batch norm as BatchNormalization (EVAL would fold it into the
+            # convolutions) and keeps the parameters under their PyTorch names.
+            torch.onnx.export(model, x, path, input_names=["input"], output_names=["output"], opset_version=opset,
+                              do_constant_folding=False, training=torch.onnx.TrainingMode.PRESERVE)
+            x = x.clone().requires_grad_(True)
+            params = dict(model.named_parameters())
+            model(x).sum().backward()
+            want = {"input": x.grad.numpy()}
+            want.update({k: p.grad.numpy() for k, p in params.items()})
+            np.save(os.path.join(tmp, f"{name}_in.npy"), x.detach().numpy())
+            out_dir = os.path.join(tmp, name)
+            r = subprocess.run([SMELT, "grad", path, "--backend", BACKEND, "--wrt", ",".join(want),
+                                "--input", f"input={tmp}/{name}_in.npy", "--output-dir", out_dir],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                print(f"FAIL {name}: smelt grad failed: {r.stderr.strip()}")
+                failures += 1
+                continue
+            worst, worst_name = 0.0, ""
+            model_scale = max(float(np.abs(w).max()) for w in want.values())
+            for key, w in want.items():
+                file = "".join(c if c.isalnum() or c in "._-" else "_" for c in key) + ".grad.npy"
+                got = np.load(os.path.join(out_dir, file))
+                err = relative_error(got, w, model_scale) if got.shape == w.shape else float("inf")
+                if err > worst:
+                    worst, worst_name = err, key
+            ok = worst < TOLERANCE
+            checked += 1
+            failures += 0 if ok else 1
+            print(f"{'ok  ' if ok else 'FAIL'} {name}: {len(want)} gradients, worst relative error {worst:.2e}"
+                  f" ({worst_name})")
+    print(f"{checked - failures} passed, {failures} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
