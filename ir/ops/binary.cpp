@@ -29,6 +29,29 @@ double nanMax(double a, double b) { return std::isnan(a) || std::isnan(b) ? std:
 
 double truth(bool b) { return b ? 1.0 : 0.0; }
 
+// Gradient sides: from the operands a and b, the result y and dy, before broadcasting is undone.
+using V = Value*;
+
+V cmp(Builder& b, const char* op, V lhs, V rhs) { return b.op(op, {lhs, rhs}); }
+
+// torch.maximum/minimum: at a tie each side gets dy/2; otherwise the chosen side gets dy. `loses` is the
+// comparison under which this side was not chosen ("lt" for max's lhs). NaN compares false, so both
+// sides get dy there, as in PyTorch.
+V tieSplit(Builder& b, V a, V bv, V dy, const char* loses) {
+  V shared = b.where(cmp(b, "eq", a, bv), b.scale(dy, 0.5), dy);
+  return b.where(cmp(b, loses, a, bv), b.scalarLike(0.0, dy), shared);
+}
+
+// A row's example with a tie (the same value on both sides) next to the broadcasting application.
+std::string tieExample(const std::string& name) {
+  return fmt::format(R"(graph @t(%a: $T[2,3], %b: $T[3]) {{
+  %0 = {0}(%a, %b) : $T[2,3]
+  %1 = {0}(%a, %a) : $T[2,3]
+  return r = %0, s = %1
+}})",
+                     name);
+}
+
 }  // namespace
 
 void registerBinaryOps(OpRegistry& registry) {
@@ -36,20 +59,76 @@ void registerBinaryOps(OpRegistry& registry) {
   using I = int64_t;
   using U = uint64_t;
   const BinaryRow rows[] = {
-      {"add", "lhs + rhs", dtypes::kNumeric, false, [](double a, double b) { return a + b; }, wrapAdd,
-       [](U a, U b) { return a + b; }},
-      {"sub", "lhs - rhs", dtypes::kNumeric, false, [](double a, double b) { return a - b; }, wrapSub,
-       [](U a, U b) { return a - b; }},
-      {"mul", "lhs * rhs", dtypes::kNumeric, false, [](double a, double b) { return a * b; }, wrapMul,
-       [](U a, U b) { return a * b; }},
-      {"div", "lhs / rhs (integers truncate; x/0 = 0)", dtypes::kNumeric, false,
-       [](double a, double b) { return a / b; }, signedDiv, [](U a, U b) { return b == 0 ? U{0} : a / b; }},
+      {.name = "add",
+       .summary = "lhs + rhs",
+       .dtypes = dtypes::kNumeric,
+       .floatFn = [](double a, double b) { return a + b; },
+       .signedFn = wrapAdd,
+       .unsignedFn = [](U a, U b) { return a + b; },
+       .gradLhs = [](Builder&, V, V, V, V dy) { return dy; },
+       .gradRhs = [](Builder&, V, V, V, V dy) { return dy; }},
+      {.name = "sub",
+       .summary = "lhs - rhs",
+       .dtypes = dtypes::kNumeric,
+       .floatFn = [](double a, double b) { return a - b; },
+       .signedFn = wrapSub,
+       .unsignedFn = [](U a, U b) { return a - b; },
+       .gradLhs = [](Builder&, V, V, V, V dy) { return dy; },
+       .gradRhs = [](Builder& b, V, V, V, V dy) { return b.neg(dy); }},
+      {.name = "mul",
+       .summary = "lhs * rhs",
+       .dtypes = dtypes::kNumeric,
+       .floatFn = [](double a, double b) { return a * b; },
+       .signedFn = wrapMul,
+       .unsignedFn = [](U a, U b) { return a * b; },
+       .gradLhs = [](Builder& b, V, V bv, V, V dy) { return b.mul(dy, bv); },
+       .gradRhs = [](Builder& b, V a, V, V, V dy) { return b.mul(dy, a); }},
+      {.name = "div",
+       .summary = "lhs / rhs (integers truncate; x/0 = 0)",
+       .dtypes = dtypes::kNumeric,
+       .floatFn = [](double a, double b) { return a / b; },
+       .signedFn = signedDiv,
+       .unsignedFn = [](U a, U b) { return b == 0 ? U{0} : a / b; },
+       .gradLhs = [](Builder& b, V, V bv, V, V dy) { return b.div(dy, bv); },
+       // -dy*a/b^2 = -dy*y/b.
+       .gradRhs = [](Builder& b, V, V bv, V y, V dy) { return b.neg(b.div(b.mul(dy, y), bv)); }},
       // Integers go through double and truncate, as the contract says (no signedFn/unsignedFn).
-      {"pow", "lhs ^ rhs", dtypes::kNumeric, false, [](double a, double b) { return std::pow(a, b); }},
-      {"min", "elementwise minimum, NaN propagates", dtypes::kNumeric, false, nanMin,
-       [](I a, I b) { return b < a ? b : a; }, [](U a, U b) { return b < a ? b : a; }},
-      {"max", "elementwise maximum, NaN propagates", dtypes::kNumeric, false, nanMax,
-       [](I a, I b) { return b > a ? b : a; }, [](U a, U b) { return b > a ? b : a; }},
+      {.name = "pow",
+       .summary = "lhs ^ rhs",
+       .dtypes = dtypes::kNumeric,
+       .floatFn = [](double a, double b) { return std::pow(a, b); },
+       // b*a^(b-1)*dy, and 0 where b == 0 (PyTorch: no 0*inf at a == 0).
+       .gradLhs = [](Builder& b, V a, V bv, V, V dy) {
+         V slope = b.mul(bv, b.op("pow", {a, b.sub(bv, b.scalarLike(1.0, bv))}));
+         return b.where(cmp(b, "eq", bv, b.scalarLike(0.0, bv)), b.scalarLike(0.0, dy), b.mul(dy, slope));
+       },
+       // log(a)*a^b*dy, and 0 where a == 0 and b >= 0 (PyTorch). log sees 1 there instead of 0, which
+       // gives the 0 and keeps -inf out of the second-order gradient.
+       .gradRhs = [](Builder& b, V a, V bv, V y, V dy) {
+         V zeroBase = b.op("and", {cmp(b, "eq", a, b.scalarLike(0.0, a)), cmp(b, "ge", bv, b.scalarLike(0.0, bv))});
+         V logA = b.log(b.where(zeroBase, b.scalarLike(1.0, a), a));
+         return b.mul(dy, b.mul(y, logA));
+       }},
+      {.name = "min",
+       .summary = "elementwise minimum, NaN propagates",
+       .dtypes = dtypes::kNumeric,
+       .floatFn = nanMin,
+       .signedFn = [](I a, I b) { return b < a ? b : a; },
+       .unsignedFn = [](U a, U b) { return b < a ? b : a; },
+       // Ties split dy evenly (torch.minimum).
+       .gradLhs = [](Builder& b, V a, V bv, V, V dy) { return tieSplit(b, a, bv, dy, "gt"); },
+       .gradRhs = [](Builder& b, V a, V bv, V, V dy) { return tieSplit(b, a, bv, dy, "lt"); },
+       .example = tieExample("min")},
+      {.name = "max",
+       .summary = "elementwise maximum, NaN propagates",
+       .dtypes = dtypes::kNumeric,
+       .floatFn = nanMax,
+       .signedFn = [](I a, I b) { return b > a ? b : a; },
+       .unsignedFn = [](U a, U b) { return b > a ? b : a; },
+       // Ties split dy evenly (torch.maximum).
+       .gradLhs = [](Builder& b, V a, V bv, V, V dy) { return tieSplit(b, a, bv, dy, "lt"); },
+       .gradRhs = [](Builder& b, V a, V bv, V, V dy) { return tieSplit(b, a, bv, dy, "gt"); },
+       .example = tieExample("max")},
       {"eq", "lhs == rhs", dtypes::kAll, true, [](double a, double b) { return truth(a == b); },
        [](I a, I b) { return I{a == b}; }, [](U a, U b) { return U{a == b}; }},
       {"ne", "lhs != rhs", dtypes::kAll, true, [](double a, double b) { return truth(a != b); },

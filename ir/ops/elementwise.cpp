@@ -67,7 +67,7 @@ OpDef makeUnaryOp(UnaryRow row) {
       return {grad(b, c.x(0), c.y(), c.dy(), c)};
     };
   }
-  def.example = unaryExample(row.name);
+  def.example = row.example.empty() ? unaryExample(row.name) : row.example;
   return def;
 }
 
@@ -136,7 +136,7 @@ OpDef makeBinaryOp(BinaryRow row) {
       return {da, db};
     };
   }
-  def.example = binaryExample(row.name, row.predicate);
+  def.example = row.example.empty() ? binaryExample(row.name, row.predicate) : row.example;
   return def;
 }
 

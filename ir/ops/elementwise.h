@@ -39,6 +39,9 @@ struct UnaryRow {
   std::function<Status(const OpCall&)> validate = nullptr;
   /// The gradient (float dtypes). Null: not differentiable.
   UnaryGradFn grad = nullptr;
+  /// The IR example, where the generic one-application example exercises too little (attribute
+  /// settings). Empty: the generic example.
+  std::string example = {};
 };
 
 /// One binary elementwise op with numpy broadcasting. Both operands must have the same dtype.
@@ -57,6 +60,9 @@ struct BinaryRow {
   /// Gradients for lhs and rhs. Both null: not differentiable (comparisons, logic).
   BinaryGradFn gradLhs = nullptr;
   BinaryGradFn gradRhs = nullptr;
+  /// The IR example, where the generic one-application example exercises too little (ties for
+  /// min/max). Empty: the generic example.
+  std::string example = {};
 };
 
 /// True for the storage types of float dtypes (float, double, Half, BFloat16).

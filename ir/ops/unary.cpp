@@ -51,51 +51,210 @@ Status validateGelu(const OpCall& call) {
 const AttrSpec kAlpha001{"alpha", AttrKind::Float, 0.01};
 const AttrSpec kAlpha1{"alpha", AttrKind::Float, 1.0};
 
+// Gradient rules: dx from the operand x, the result y and the incoming gradient dy (see UnaryGradFn).
+// Each uses only differentiable registry ops, so gradients of gradients work.
+using V = Value*;
+using Ctx = const GradientContext&;
+
+// x <= 0 as a bool mask: the negative branch of relu, elu and selu, 0 included (PyTorch's test, so a
+// NaN input takes the positive branch as there).
+V nonPositive(Builder& b, V x) { return b.op("le", {x, b.scalarLike(0.0, x)}); }
+
+// elu's and selu's gradient: dy * scale for x > 0, else dy * scale * alpha * e^x. exp only sees
+// min(x, 0), so the discarded branch stays finite for large x (an inf there would turn the second-order
+// gradient, which sends 0 into that branch, into NaN).
+V eluGrad(Builder& b, V x, V dy, double alpha, double scale) {
+  V neg = nonPositive(b, x);
+  V negSlope = b.scale(b.exp(b.where(neg, x, b.scalarLike(0.0, x))), alpha * scale);
+  return b.mul(dy, b.where(neg, negSlope, b.scalarLike(scale, x)));
+}
+
+// gelu (exact): x*Phi(x), so gelu'(x) = Phi(x) + x*phi(x) with the normal cdf Phi(x) = (1+erf(x/sqrt2))/2
+// and density phi(x) = e^(-x^2/2)/sqrt(2pi).
+V geluErfGrad(Builder& b, V x, V dy) {
+  V cdf = b.scale(b.add(b.op("erf", {b.scale(x, 1.0 / std::numbers::sqrt2)}), b.scalarLike(1.0, x)), 0.5);
+  V pdf = b.scale(b.exp(b.scale(b.square(x), -0.5)), 0.5 * std::numbers::inv_sqrtpi * std::numbers::sqrt2);
+  return b.mul(dy, b.add(cdf, b.mul(x, pdf)));
+}
+
+// gelu (tanh form): y = x/2 * (1 + t), t = tanh(u), u = k*(x + c*x^3), so
+// y' = (1 + t)/2 + x/2 * (1 - t^2) * k * (1 + 3c*x^2), exactly (not the erf form's derivative).
+V geluTanhGrad(Builder& b, V x, V dy) {
+  const double k = std::sqrt(2.0 / std::numbers::pi);
+  const double c = 0.044715;
+  V x2 = b.square(x);
+  V t = b.op("tanh", {b.scale(b.add(x, b.scale(b.mul(x, x2), c)), k)});
+  V one = b.scalarLike(1.0, x);
+  V outer = b.scale(b.add(one, t), 0.5);
+  V du = b.scale(b.add(one, b.scale(x2, 3.0 * c)), 0.5 * k);
+  V inner = b.mul(b.mul(x, b.sub(one, b.square(t))), du);
+  return b.mul(dy, b.add(outer, inner));
+}
+
+// Example with a non-default attribute setting next to the default one.
+std::string twoSettingsExample(const std::string& name, const std::string& attrs) {
+  return fmt::format(R"(graph @t(%x: $T[2,3]) {{
+  %0 = {0}(%x) : $T[2,3]
+  %1 = {0}(%x) {{{1}}} : $T[2,3]
+  return a = %0, b = %1
+}})",
+                     name, attrs);
+}
+
 }  // namespace
 
 void registerUnaryOps(OpRegistry& registry) {
   const UnaryRow rows[] = {
-      {"neg", "-x", dtypes::kSignedNumeric, {}, plain([](double x) { return -x; }), wrapNeg},
-      {"reciprocal", "1/x", dtypes::kFloat, {}, plain([](double x) { return 1.0 / x; })},
-      {"sqrt", "sqrt(x)", dtypes::kFloat, {}, plain([](double x) { return std::sqrt(x); })},
-      {"rsqrt", "1/sqrt(x)", dtypes::kFloat, {}, plain([](double x) { return 1.0 / std::sqrt(x); })},
-      {"abs", "|x|", dtypes::kNumeric, {}, plain([](double x) { return std::fabs(x); }),
-       [](int64_t x) { return x < 0 ? wrapNeg(x) : x; }, [](uint64_t x) { return x; }},
+      {.name = "neg",
+       .summary = "-x",
+       .dtypes = dtypes::kSignedNumeric,
+       .floatFn = plain([](double x) { return -x; }),
+       .intFn = wrapNeg,
+       .grad = [](Builder& b, V, V, V dy, Ctx) { return b.neg(dy); }},
+      {.name = "reciprocal",
+       .summary = "1/x",
+       .dtypes = dtypes::kFloat,
+       .floatFn = plain([](double x) { return 1.0 / x; }),
+       .grad = [](Builder& b, V, V y, V dy, Ctx) { return b.neg(b.mul(dy, b.square(y))); }},  // -dy/x^2
+      {.name = "sqrt",
+       .summary = "sqrt(x)",
+       .dtypes = dtypes::kFloat,
+       .floatFn = plain([](double x) { return std::sqrt(x); }),
+       // dy/(2 sqrt(x)); sqrt'(0) = inf (PyTorch).
+       .grad = [](Builder& b, V, V y, V dy, Ctx) { return b.div(dy, b.scale(y, 2.0)); }},
+      {.name = "rsqrt",
+       .summary = "1/sqrt(x)",
+       .dtypes = dtypes::kFloat,
+       .floatFn = plain([](double x) { return 1.0 / std::sqrt(x); }),
+       // -x^(-3/2)/2 = -y^3/2.
+       .grad = [](Builder& b, V, V y, V dy, Ctx) { return b.scale(b.mul(dy, b.mul(y, b.square(y))), -0.5); }},
+      {.name = "abs",
+       .summary = "|x|",
+       .dtypes = dtypes::kNumeric,
+       .floatFn = plain([](double x) { return std::fabs(x); }),
+       .intFn = [](int64_t x) { return x < 0 ? wrapNeg(x) : x; },
+       .unsignedFn = [](uint64_t x) { return x; },
+       // dy*sign(x): abs'(0) = 0 (PyTorch).
+       .grad = [](Builder& b, V x, V, V dy, Ctx) { return b.mul(dy, b.op("sign", {x})); }},
       // sign keeps NaN (numpy) and the sign of zero.
-      {"sign", "-1, 0 or 1", dtypes::kNumeric, {},
-       plain([](double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x; }),
-       [](int64_t x) { return int64_t{x > 0} - int64_t{x < 0}; }, [](uint64_t x) { return uint64_t{x != 0}; }},
-      {"floor", "floor(x)", dtypes::kFloat, {}, plain([](double x) { return std::floor(x); })},
-      {"ceil", "ceil(x)", dtypes::kFloat, {}, plain([](double x) { return std::ceil(x); })},
-      {"exp", "e^x", dtypes::kFloat, {}, plain([](double x) { return std::exp(x); })},
-      {"log", "natural log", dtypes::kFloat, {}, plain([](double x) { return std::log(x); })},
-      {"sin", "sin(x)", dtypes::kFloat, {}, plain([](double x) { return std::sin(x); })},
-      {"cos", "cos(x)", dtypes::kFloat, {}, plain([](double x) { return std::cos(x); })},
-      {"tan", "tan(x)", dtypes::kFloat, {}, plain([](double x) { return std::tan(x); })},
-      {"tanh", "tanh(x)", dtypes::kFloat, {}, plain([](double x) { return std::tanh(x); })},
-      {"erf", "the error function", dtypes::kFloat, {}, plain([](double x) { return std::erf(x); })},
-      {"sigmoid", "1/(1+e^-x)", dtypes::kFloat, {}, plain(stableSigmoid)},
+      {.name = "sign",
+       .summary = "-1, 0 or 1",
+       .dtypes = dtypes::kNumeric,
+       .floatFn = plain([](double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x; }),
+       .intFn = [](int64_t x) { return int64_t{x > 0} - int64_t{x < 0}; },
+       .unsignedFn = [](uint64_t x) { return uint64_t{x != 0}; },
+       // Zero gradient everywhere, 0 included (PyTorch): nothing flows back.
+       .grad = [](Builder&, V, V, V, Ctx) -> V { return nullptr; }},
+      {.name = "floor",
+       .summary = "floor(x)",
+       .dtypes = dtypes::kFloat,
+       .floatFn = plain([](double x) { return std::floor(x); }),
+       // Zero gradient, at the integers too (PyTorch): nothing flows back.
+       .grad = [](Builder&, V, V, V, Ctx) -> V { return nullptr; }},
+      {.name = "ceil",
+       .summary = "ceil(x)",
+       .dtypes = dtypes::kFloat,
+       .floatFn = plain([](double x) { return std::ceil(x); }),
+       // Zero gradient, at the integers too (PyTorch): nothing flows back.
+       .grad = [](Builder&, V, V, V, Ctx) -> V { return nullptr; }},
+      {.name = "exp",
+       .summary = "e^x",
+       .dtypes = dtypes::kFloat,
+       .floatFn = plain([](double x) { return std::exp(x); }),
+       .grad = [](Builder& b, V, V y, V dy, Ctx) { return b.mul(dy, y); }},
+      {.name = "log",
+       .summary = "natural log",
+       .dtypes = dtypes::kFloat,
+       .floatFn = plain([](double x) { return std::log(x); }),
+       .grad = [](Builder& b, V x, V, V dy, Ctx) { return b.div(dy, x); }},
+      {.name = "sin",
+       .summary = "sin(x)",
+       .dtypes = dtypes::kFloat,
+       .floatFn = plain([](double x) { return std::sin(x); }),
+       .grad = [](Builder& b, V x, V, V dy, Ctx) { return b.mul(dy, b.op("cos", {x})); }},
+      {.name = "cos",
+       .summary = "cos(x)",
+       .dtypes = dtypes::kFloat,
+       .floatFn = plain([](double x) { return std::cos(x); }),
+       .grad = [](Builder& b, V x, V, V dy, Ctx) { return b.neg(b.mul(dy, b.op("sin", {x}))); }},
+      {.name = "tan",
+       .summary = "tan(x)",
+       .dtypes = dtypes::kFloat,
+       .floatFn = plain([](double x) { return std::tan(x); }),
+       // 1/cos^2 = 1 + tan^2.
+       .grad = [](Builder& b, V, V y, V dy, Ctx) { return b.mul(dy, b.add(b.scalarLike(1.0, y), b.square(y))); },
+       // Scaled so |x| <= 1.25 on the tests' inputs (|x| <= 2): central differences break down near the
+       // poles at +-pi/2.
+       .example = R"(graph @t(%x: $T[2,3]) {
+  %0 = constant() {value = dense<$T[]> [0.625]} : $T[]
+  %1 = mul(%x, %0) : $T[2,3]
+  %2 = tan(%1) : $T[2,3]
+  return r = %2
+})"},
+      {.name = "tanh",
+       .summary = "tanh(x)",
+       .dtypes = dtypes::kFloat,
+       .floatFn = plain([](double x) { return std::tanh(x); }),
+       .grad = [](Builder& b, V, V y, V dy, Ctx) { return b.mul(dy, b.sub(b.scalarLike(1.0, y), b.square(y))); }},
+      {.name = "erf",
+       .summary = "the error function",
+       .dtypes = dtypes::kFloat,
+       .floatFn = plain([](double x) { return std::erf(x); }),
+       // 2/sqrt(pi) * e^(-x^2).
+       .grad = [](Builder& b, V x, V, V dy, Ctx) {
+         return b.mul(dy, b.scale(b.exp(b.neg(b.square(x))), 2.0 * std::numbers::inv_sqrtpi));
+       }},
+      {.name = "sigmoid",
+       .summary = "1/(1+e^-x)",
+       .dtypes = dtypes::kFloat,
+       .floatFn = plain(stableSigmoid),
+       .grad = [](Builder& b, V, V y, V dy, Ctx) { return b.mul(dy, b.mul(y, b.sub(b.scalarLike(1.0, y), y))); }},
       // relu keeps NaN (as PyTorch and numpy's maximum do) rather than mapping it to 0.
-      {"relu", "max(x, 0)", dtypes::kSignedNumeric, {},
-       plain([](double x) { return std::isnan(x) || x > 0 ? x : 0.0; }),
-       [](int64_t x) { return x > 0 ? x : int64_t{0}; }},
-      {"leaky_relu", "x if x >= 0 else alpha*x", dtypes::kFloat, {kAlpha001},
-       [](const OpCall& call) -> FloatFn1 {
+      {.name = "relu",
+       .summary = "max(x, 0)",
+       .dtypes = dtypes::kSignedNumeric,
+       .floatFn = plain([](double x) { return std::isnan(x) || x > 0 ? x : 0.0; }),
+       .intFn = [](int64_t x) { return x > 0 ? x : int64_t{0}; },
+       // 0 where x <= 0: relu'(0) = 0 (PyTorch).
+       .grad = [](Builder& b, V x, V, V dy, Ctx) { return b.where(nonPositive(b, x), b.scalarLike(0.0, dy), dy); }},
+      {.name = "leaky_relu",
+       .summary = "x if x >= 0 else alpha*x",
+       .dtypes = dtypes::kFloat,
+       .attrs = {kAlpha001},
+       .floatFn = [](const OpCall& call) -> FloatFn1 {
          double alpha = call.getFloat("alpha");
          return [alpha](double x) { return x >= 0 ? x : alpha * x; };
-       }},
-      {"elu", "x if x > 0 else alpha*(e^x-1)", dtypes::kFloat, {kAlpha1},
-       [](const OpCall& call) -> FloatFn1 {
+       },
+       // dy where x > 0, else alpha*dy: at 0 the negative slope (PyTorch).
+       .grad = [](Builder& b, V x, V, V dy, Ctx c) {
+         return b.where(b.op("gt", {x, b.scalarLike(0.0, x)}), dy, b.scale(dy, c.getFloat("alpha")));
+       },
+       .example = twoSettingsExample("leaky_relu", "alpha = 0.5")},
+      {.name = "elu",
+       .summary = "x if x > 0 else alpha*(e^x-1)",
+       .dtypes = dtypes::kFloat,
+       .attrs = {kAlpha1},
+       .floatFn = [](const OpCall& call) -> FloatFn1 {
          double alpha = call.getFloat("alpha");
          return [alpha](double x) { return eluOf(x, alpha); };
-       }},
-      {"selu", "gamma*elu(x, alpha)", dtypes::kFloat,
-       {{"alpha", AttrKind::Float, 1.6732632423543772}, {"gamma", AttrKind::Float, 1.0507009873554805}},
-       [](const OpCall& call) -> FloatFn1 {
+       },
+       // At 0 the negative branch, alpha (PyTorch).
+       .grad = [](Builder& b, V x, V, V dy, Ctx c) { return eluGrad(b, x, dy, c.getFloat("alpha"), 1.0); },
+       .example = twoSettingsExample("elu", "alpha = 0.5")},
+      {.name = "selu",
+       .summary = "gamma*elu(x, alpha)",
+       .dtypes = dtypes::kFloat,
+       .attrs = {{"alpha", AttrKind::Float, 1.6732632423543772}, {"gamma", AttrKind::Float, 1.0507009873554805}},
+       .floatFn = [](const OpCall& call) -> FloatFn1 {
          double alpha = call.getFloat("alpha");
          double gamma = call.getFloat("gamma");
          return [alpha, gamma](double x) { return gamma * eluOf(x, alpha); };
-       }},
+       },
+       // At 0 the negative branch, gamma*alpha (PyTorch).
+       .grad = [](Builder& b, V x, V, V dy, Ctx c) {
+         return eluGrad(b, x, dy, c.getFloat("alpha"), c.getFloat("gamma"));
+       },
+       .example = twoSettingsExample("selu", "alpha = 0.5, gamma = 2")},
       {.name = "gelu",
        .summary = "x*Phi(x), exact (\"none\") or the tanh approximation",
        .dtypes = dtypes::kFloat,
@@ -103,9 +262,26 @@ void registerUnaryOps(OpRegistry& registry) {
        .floatFn = [](const OpCall& call) -> FloatFn1 {
          return call.getString("approximate") == "tanh" ? geluTanh : geluErf;
        },
-       .validate = validateGelu},
-      {"silu", "x*sigmoid(x)", dtypes::kFloat, {}, plain([](double x) { return x * stableSigmoid(x); })},
-      {"softplus", "log(1+e^x)", dtypes::kFloat, {}, plain(stableSoftplus)},
+       .validate = validateGelu,
+       .grad = [](Builder& b, V x, V, V dy, Ctx c) {
+         return c.getString("approximate") == "tanh" ? geluTanhGrad(b, x, dy) : geluErfGrad(b, x, dy);
+       },
+       .example = twoSettingsExample("gelu", "approximate = \"tanh\"")},
+      {.name = "silu",
+       .summary = "x*sigmoid(x)",
+       .dtypes = dtypes::kFloat,
+       .floatFn = plain([](double x) { return x * stableSigmoid(x); }),
+       // s*(1 + x*(1-s)) with s = sigmoid(x).
+       .grad = [](Builder& b, V x, V, V dy, Ctx) {
+         V s = b.op("sigmoid", {x});
+         V one = b.scalarLike(1.0, x);
+         return b.mul(dy, b.mul(s, b.add(one, b.mul(x, b.sub(one, s)))));
+       }},
+      {.name = "softplus",
+       .summary = "log(1+e^x)",
+       .dtypes = dtypes::kFloat,
+       .floatFn = plain(stableSoftplus),
+       .grad = [](Builder& b, V x, V, V dy, Ctx) { return b.mul(dy, b.op("sigmoid", {x})); }},
       {.name = "not",
        .summary = "logical not",
        .dtypes = dtypes::kBool,
