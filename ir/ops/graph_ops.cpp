@@ -2,6 +2,7 @@
 // (a graph convolution layer over a dense adjacency matrix, optionally symmetrically normalized).
 //   %k = rbf_kernel(%x, %y) {gamma = 0.5} : f32[8,6]
 //   %h = graph_conv(%x, %adj, %w, %b) {normalize = "symmetric"} : f32[8,16]
+#include "ir/builder.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/register_ops.h"
 
@@ -118,6 +119,37 @@ Expected<std::vector<Tensor>> referenceGraphConv(const OpCall& call, std::span<c
   return std::vector<Tensor>{Tensor::fromDoubles(call.results()[0], out)};
 }
 
+// exp(-gamma * sum_k (x[:,None,k] - y[None,:,k])^2): the direct difference, as the reference computes
+// it, so gradients see no cancellation either.
+std::vector<Value*> decomposeRbfKernel(Builder& b, const Node& node) {
+  double gamma = std::get<double>(node.attrs().find("gamma")->second);
+  Value* x = b.op("unsqueeze", {node.operand(0)}, {{"axes", std::vector<int64_t>{1}}});  // [N,1,D]
+  Value* y = b.op("unsqueeze", {node.operand(1)}, {{"axes", std::vector<int64_t>{0}}});  // [1,M,D]
+  Value* diff = b.sub(x, y);
+  Value* dist2 = b.reduceSum(b.mul(diff, diff), {2}, false);
+  return {b.exp(b.mul(b.scalarLike(-gamma, dist2), dist2))};
+}
+
+// adj' @ (x @ w) + b, with adj' = adj * s[:,None] * s[None,:] and s = rsqrt(row sums) (0 for a zero row)
+// when normalize is "symmetric". The rsqrt reads 1 on zero rows so no inf meets the where's zero
+// gradient (0 * inf would make the adjacency's gradient NaN); the mask then gives those rows 0.
+std::vector<Value*> decomposeGraphConv(Builder& b, const Node& node) {
+  Value* adj = node.operand(1);
+  Value* xw = b.op("matmul", {node.operand(0), node.operand(2)});
+  if (std::get<std::string>(node.attrs().find("normalize")->second) == "symmetric") {
+    Value* degree = b.reduceSum(adj, {1}, false);
+    Value* isolated = b.op("eq", {degree, b.scalarLike(0.0, adj)});
+    Value* safe = b.where(isolated, b.scalarLike(1.0, adj), degree);
+    Value* scale = b.where(isolated, b.scalarLike(0.0, adj), b.rsqrt(safe));
+    Value* outer = b.mul(b.op("unsqueeze", {scale}, {{"axes", std::vector<int64_t>{1}}}),
+                         b.op("unsqueeze", {scale}, {{"axes", std::vector<int64_t>{0}}}));
+    adj = b.mul(adj, outer);
+  }
+  Value* out = b.op("matmul", {adj, xw});
+  if (node.numOperands() == 4) out = b.add(out, node.operand(3));
+  return {out};
+}
+
 }  // namespace
 
 void registerGraphOps(OpRegistry& registry) {
@@ -134,6 +166,7 @@ void registerGraphOps(OpRegistry& registry) {
   %0 = rbf_kernel(%x, %y) {gamma = 0.5} : $T[4,5]
   return r = %0
 })",
+      .decompose = decomposeRbfKernel,
   });
   registry.add(OpDef{
       .name = "graph_conv",
@@ -144,13 +177,20 @@ void registerGraphOps(OpRegistry& registry) {
       .dtypes = dtypes::kFloat,
       .infer = inferGraphConv,
       .reference = referenceGraphConv,
-      // A 0/1 adjacency with a self-loop and an isolated node, so the normalized form is finite.
-      .example = R"(graph @t(%x: $T[4,3], %w: $T[3,2], %b: $T[2]) {
+      // A 0/1 adjacency with a self-loop and an isolated node, so the normalized form is finite; %q
+      // weights its edges by m^2, so the normalization is differentiated with respect to the adjacency
+      // too (isolated node included), and %3 takes a signed adjacency unnormalized.
+      .example = R"(graph @t(%x: $T[4,3], %w: $T[3,2], %b: $T[2], %m: $T[4,4]) {
   %a = constant() {value = dense<$T[4,4]> [0, 1, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0]} : $T[4,4]
   %0 = graph_conv(%x, %a, %w, %b) {normalize = "symmetric"} : $T[4,2]
   %1 = graph_conv(%x, %a, %w) : $T[4,2]
-  return r = %0, s = %1
+  %p = mul(%m, %m) : $T[4,4]
+  %q = mul(%p, %a) : $T[4,4]
+  %2 = graph_conv(%x, %q, %w, %b) {normalize = "symmetric"} : $T[4,2]
+  %3 = graph_conv(%x, %m, %w) : $T[4,2]
+  return r = %0, s = %1, t = %2, u = %3
 })",
+      .decompose = decomposeGraphConv,
   });
 }
 

@@ -1,6 +1,7 @@
 // Random ops: dropout, drawing its mask from a counter-based stream (splitmix64 of seed and element
 // index) so every backend, and every run, draws the same mask for the same seed.
 //   %y, %mask = dropout(%x) {ratio = 0.1, seed = 42} : f32[8,16], bool[8,16]
+#include "ir/builder.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/register_ops.h"
 
@@ -58,6 +59,17 @@ Expected<std::vector<Tensor>> referenceDropout(const OpCall& call, std::span<con
   return std::vector<Tensor>{std::move(y), std::move(mask)};
 }
 
+// dx = where(mask, dy / (1 - ratio), 0): the forward's scale on the kept elements. Inference passes dy
+// through; ratio = 1 keeps nothing, so the gradient is zero (not 0 * inf). The mask takes no gradient.
+std::vector<Value*> gradientDropout(Builder& b, const GradientContext& c) {
+  Value* dy = c.dy(0);
+  if (!dy) return {nullptr};
+  if (c.getInt("training") != 1) return {dy};
+  double ratio = c.getFloat("ratio");
+  if (ratio == 1) return {b.zerosLike(dy)};
+  return {b.where(c.y(1), b.div(dy, b.scalarLike(1 - ratio, dy)), b.scalarLike(0.0, dy))};
+}
+
 }  // namespace
 
 void registerRandomOps(OpRegistry& registry) {
@@ -75,8 +87,10 @@ void registerRandomOps(OpRegistry& registry) {
       .example = R"(graph @t(%x: $T[4,8]) {
   %0, %1 = dropout(%x) {ratio = 0.25, seed = 7} : $T[4,8], bool[4,8]
   %2, %3 = dropout(%x) {training = 0} : $T[4,8], bool[4,8]
-  return y = %0, mask = %1, z = %2, all = %3
+  %4, %5 = dropout(%x) {ratio = 1, seed = 3} : $T[4,8], bool[4,8]
+  return y = %0, mask = %1, z = %2, all = %3, none = %4
 })",
+      .gradient = gradientDropout,
   });
 }
 
