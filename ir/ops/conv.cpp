@@ -412,19 +412,7 @@ std::vector<Value*> decomposeLocallyConnected2d(Builder& b, const Node& node) {
   const Shape& ws = w->shape();  // [OH, OW, O, C, KH, KW]
   int64_t n = xs[0], ch = xs[1], oh = ws[0], ow = ws[1], o = ws[2], kh = ws[4], kw = ws[5];
   Value* padded = b.op("pad", {x}, {{"pads", Ints{0, 0, win.padding[0], win.padding[1], 0, 0, win.padding[2], win.padding[3]}}});
-  std::vector<Value*> taps;
-  for (int64_t i = 0; i < kh; ++i) {
-    for (int64_t j = 0; j < kw; ++j) {
-      int64_t h0 = i * win.dilation[0], w0 = j * win.dilation[1];
-      Value* tap = b.op("slice", {padded},
-                        {{"starts", Ints{h0, w0}},
-                         {"ends", Ints{h0 + (oh - 1) * win.stride[0] + 1, w0 + (ow - 1) * win.stride[1] + 1}},
-                         {"axes", Ints{2, 3}},
-                         {"steps", Ints{win.stride[0], win.stride[1]}}});
-      taps.push_back(b.reshape(tap, {n, ch, 1, oh, ow}));
-    }
-  }
-  Value* stacked = taps.size() == 1 ? taps[0] : b.op("concat", taps, {{"axis", int64_t{2}}});  // [N, C, KH*KW, OH, OW]
+  Value* stacked = stackWindowTaps(b, padded, kh, kw, win.stride.data(), win.dilation.data(), oh, ow);  // [N, C, KH*KW, OH, OW]
   Value* patches = b.reshape(b.transpose(stacked, {0, 3, 4, 1, 2}), {n, oh, ow, 1, ch * kh * kw});
   Value* kernels = b.reshape(w, {oh, ow, o, ch * kh * kw});
   Value* sums = b.reduceSum(b.mul(patches, kernels), {4}, false);  // [N, OH, OW, O]

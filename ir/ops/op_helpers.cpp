@@ -1,6 +1,7 @@
 // Shared helpers for op declarations.
 #include "ir/ops/op_helpers.h"
 
+#include "ir/builder.h"
 #include "ir/graph.h"
 
 #include <algorithm>
@@ -63,6 +64,25 @@ Status expectFlag(const OpCall& call, std::string_view attr) {
   int64_t v = call.getInt(attr);
   if (v == 0 || v == 1) return Status::success();
   return call.error("attribute '{}' must be 0 or 1, got {}", attr, v);
+}
+
+Value* stackWindowTaps(Builder& b, Value* padded, int64_t kh, int64_t kw, const int64_t stride[2],
+                       const int64_t dilation[2], int64_t oh, int64_t ow) {
+  if (!padded) return nullptr;
+  int64_t n = padded->shape()[0], ch = padded->shape()[1];
+  std::vector<Value*> taps;
+  for (int64_t i = 0; i < kh; ++i) {
+    for (int64_t j = 0; j < kw; ++j) {
+      int64_t h0 = i * dilation[0], w0 = j * dilation[1];
+      Value* tap = b.op("slice", {padded},
+                        {{"starts", std::vector<int64_t>{h0, w0}},
+                         {"ends", std::vector<int64_t>{h0 + (oh - 1) * stride[0] + 1, w0 + (ow - 1) * stride[1] + 1}},
+                         {"axes", std::vector<int64_t>{2, 3}},
+                         {"steps", std::vector<int64_t>{stride[0], stride[1]}}});
+      taps.push_back(b.reshape(tap, {n, ch, 1, oh, ow}));
+    }
+  }
+  return taps.size() == 1 ? taps[0] : b.op("concat", taps, {{"axis", int64_t{2}}});
 }
 
 std::vector<int64_t> broadcastIndexMap(std::span<const int64_t> in, std::span<const int64_t> out) {

@@ -6,6 +6,11 @@
 
 #include <vector>
 
+namespace smelt {
+class Builder;
+class Value;
+}  // namespace smelt
+
 namespace smelt::ops {
 
 /// One result type.
@@ -28,6 +33,12 @@ Status expectSaneShape(const OpCall& call, const Shape& shape);
 Status expectIntsInRange(const OpCall& call, std::string_view attr, size_t size, int64_t min);
 /// Fails unless an int attribute is 0 or 1.
 Status expectFlag(const OpCall& call, std::string_view attr);
+
+/// The KH*KW strided window taps of an already padded NCHW image, stacked as [N, C, KH*KW, OH, OW]
+/// (tap t = kh * KW + kw): tap t holds, for every output position, the input element that window tap
+/// reads. Used by the decompositions and gradients of windowed ops (locally_connected2d, max_pool2d).
+Value* stackWindowTaps(Builder& b, Value* padded, int64_t kh, int64_t kw, const int64_t stride[2],
+                       const int64_t dilation[2], int64_t oh, int64_t ow);
 
 /// For every element of a tensor of shape `out` (row-major), the flat index of the element of a
 /// tensor of shape `in` that numpy broadcasting reads. `in` must broadcast to `out`.

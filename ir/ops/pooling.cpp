@@ -290,19 +290,7 @@ std::vector<Value*> gradMaxPool2d(Builder& b, const GradientContext& c) {
   Value* padded = b.op("pad", {x},
                        {{"pads", Ints{0, 0, win.padding[0], win.padding[1], 0, 0, padEnd[0], padEnd[1]}},
                         {"value", -std::numeric_limits<double>::infinity()}});
-  std::vector<Value*> slices;
-  for (int64_t i = 0; i < kh; ++i) {
-    for (int64_t j = 0; j < kw; ++j) {
-      int64_t h0 = i * win.dilation[0], w0 = j * win.dilation[1];
-      Value* tap = b.op("slice", {padded},
-                        {{"starts", Ints{h0, w0}},
-                         {"ends", Ints{h0 + (oh - 1) * win.stride[0] + 1, w0 + (ow - 1) * win.stride[1] + 1}},
-                         {"axes", Ints{2, 3}},
-                         {"steps", Ints{win.stride[0], win.stride[1]}}});
-      slices.push_back(b.reshape(tap, {n, ch, 1, oh, ow}));
-    }
-  }
-  Value* stacked = slices.size() == 1 ? slices[0] : b.op("concat", slices, {{"axis", int64_t{2}}});  // [N,C,T,OH,OW]
+  Value* stacked = stackWindowTaps(b, padded, kh, kw, win.stride.data(), win.dilation.data(), oh, ow);  // [N,C,T,OH,OW]
   std::vector<double> indices(static_cast<size_t>(taps));
   for (int64_t t = 0; t < taps; ++t) indices[static_cast<size_t>(t)] = static_cast<double>(t);
   Value* tapIndex = constantTensor(b, {DType::i64, {taps, 1, 1}}, indices);

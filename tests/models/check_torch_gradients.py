@@ -5,48 +5,14 @@ a CNN with batch norm, an attention block with layer norm, and torchvision's res
 Usage: check_torch_gradients.py PATH/TO/smelt [BACKEND]   (Debian's python3 with torch, torchvision)."""
 import os, subprocess, sys, tempfile
 import numpy as np
-import torch, torch.nn as nn, torch.nn.functional as F
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_models import all_models  # noqa: E402
 
 SMELT = sys.argv[1]
 BACKEND = sys.argv[2] if len(sys.argv) > 2 else "reference"
 TOLERANCE = 1e-4
-
-
-class Attention(nn.Module):
-    """One pre-norm transformer block: layer norm, single-head attention, residual, layer norm, MLP."""
-
-    def __init__(self, d=16):
-        super().__init__()
-        self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
-        self.ff1, self.ff2 = nn.Linear(d, 2 * d), nn.Linear(2 * d, d)
-        self.scale = d ** -0.5
-
-    def forward(self, x):
-        h = self.norm1(x)
-        att = torch.softmax(self.q(h) @ self.k(h).transpose(1, 2) * self.scale, dim=-1)
-        x = x + self.o(att @ self.v(h))
-        return x + self.ff2(F.gelu(self.ff1(self.norm2(x))))
-
-
-def models():
-    torch.manual_seed(4321)
-    yield "mlp", nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Linear(32, 16), nn.Tanh(), nn.Linear(16, 5)), \
-        torch.randn(8, 20), 14
-    cnn = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
-                        nn.Conv2d(8, 16, 3, stride=2, padding=1, groups=2), nn.BatchNorm2d(16), nn.SiLU(),
-                        nn.AvgPool2d(2), nn.Flatten(), nn.Linear(16 * 2 * 2, 10), nn.LogSoftmax(dim=1))
-    with torch.no_grad():
-        for m in cnn.modules():
-            if isinstance(m, nn.BatchNorm2d):
-                m.running_mean.uniform_(-0.5, 0.5)
-                m.running_var.uniform_(0.5, 2.0)
-                m.weight.uniform_(0.5, 1.5)
-                m.bias.uniform_(-0.2, 0.2)
-    yield "cnn", cnn, torch.randn(4, 3, 16, 16), 14
-    yield "attention", Attention(), torch.randn(2, 6, 16), 17
-    import torchvision
-    yield "resnet18", torchvision.models.resnet18(weights=None), torch.randn(2, 3, 64, 64), 14
 
 
 def relative_error(got, want, model_scale):
@@ -60,7 +26,7 @@ def relative_error(got, want, model_scale):
 def main():
     failures = checked = 0
     with tempfile.TemporaryDirectory() as tmp:
-        for name, model, x, opset in models():
+        for name, model, x, opset in all_models(4321):
             model.eval()
             # The exporter merges initializers with equal values (freshly initialized norm weights are
             # all ones) behind Identity nodes; perturbing every parameter keeps each one its own.

@@ -1,0 +1,57 @@
+"""The PyTorch models the model checks export to ONNX (shared by check_torch_models.py and
+check_torch_gradients.py): an MLP, a small CNN with batch norm, a transformer block with layer norm,
+and torchvision's resnet18. Each builder returns (name, model, example input, ONNX opset)."""
+import torch, torch.nn as nn, torch.nn.functional as F
+
+
+def mlp():
+    return "mlp", nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Linear(64, 32), nn.Tanh(), nn.Linear(32, 5)), \
+        torch.randn(8, 20), 14
+
+
+def cnn():
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Conv2d(8, 16, 3, stride=2, padding=1, groups=2), nn.BatchNorm2d(16), nn.GELU(),
+                          nn.AvgPool2d(2), nn.Flatten(), nn.Linear(16 * 2 * 2, 10), nn.LogSoftmax(dim=1))
+    # Non-trivial running statistics and affine parameters, so batch norm's inference form is exercised.
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.5, 0.5)
+                m.running_var.uniform_(0.5, 2.0)
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(-0.2, 0.2)
+    return "cnn", model, torch.randn(4, 3, 16, 16), 14
+
+
+class Attention(nn.Module):
+    """One pre-norm transformer block: layer norm, single-head attention, residual, layer norm, MLP."""
+
+    def __init__(self, d=16):
+        super().__init__()
+        self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+        self.ff1, self.ff2 = nn.Linear(d, 2 * d), nn.Linear(2 * d, d)
+        self.scale = d ** -0.5
+
+    def forward(self, x):
+        h = self.norm1(x)
+        att = torch.softmax(self.q(h) @ self.k(h).transpose(1, 2) * self.scale, dim=-1)
+        x = x + self.o(att @ self.v(h))
+        return x + self.ff2(F.gelu(self.ff1(self.norm2(x))))
+
+
+def attention():
+    # Opset 17 exports nn.LayerNorm as LayerNormalization.
+    return "attention", Attention(), torch.randn(2, 6, 16), 17
+
+
+def resnet18():
+    import torchvision  # Debian's python3-torchvision
+    return "resnet18", torchvision.models.resnet18(weights=None), torch.randn(2, 3, 64, 64), 14
+
+
+def all_models(seed):
+    torch.manual_seed(seed)
+    for build in (mlp, cnn, attention, resnet18):
+        yield build()
