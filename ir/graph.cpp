@@ -54,14 +54,19 @@ Value* Graph::addParameter(std::string name, Tensor initial, bool trainable) {
 }
 
 namespace {
-size_t countResults(const std::vector<std::unique_ptr<Node>>& nodes) {
+// Results of the nodes before `stop` (all nodes when null): the printed number of the next result.
+size_t countResults(const std::vector<std::unique_ptr<Node>>& nodes, const Node* stop) {
   size_t n = 0;
-  for (const auto& node : nodes) n += node->results().size();
+  for (const auto& node : nodes) {
+    if (node.get() == stop) break;
+    n += node->results().size();
+  }
   return n;
 }
 }  // namespace
 
 std::string Graph::labelOf(const Node& node) const {
+  // Nodes inserted mid-graph (setInsertionPoint) are numbered by position like every other node.
   size_t number = 0;
   for (const auto& n : nodes_) {
     if (n.get() == &node) break;
@@ -74,7 +79,7 @@ std::string Graph::labelOf(const Node& node) const {
 
 Expected<Node*> Graph::addNode(std::string_view opName, std::vector<Value*> operands, AttrMap attrs,
                                std::string sourceName) {
-  std::string label = fmt::format("{} %{}", opName, countResults(nodes_));
+  std::string label = fmt::format("{} %{}", opName, countResults(nodes_, insertBefore_));
   if (!sourceName.empty()) label += fmt::format(" (\"{}\")", sourceName);
   const OpDef* op = OpRegistry::global().find(opName);
   if (!op) return makeError("{}: unknown op '{}'", label, opName);
@@ -101,8 +106,12 @@ Expected<Node*> Graph::addNode(std::string_view opName, std::vector<Value*> oper
     node->results_.push_back(v);
   }
   for (Value* v : node->operands_) v->users_.push_back(node.get());
-  nodes_.push_back(std::move(node));
-  Node* added = nodes_.back().get();
+  Node* added = node.get();
+  auto at = nodes_.end();
+  if (insertBefore_) {
+    at = std::find_if(nodes_.begin(), nodes_.end(), [&](const auto& n) { return n.get() == insertBefore_; });
+  }
+  nodes_.insert(at, std::move(node));
   for (GraphObserver* o : observers_) o->onNodeAdded(added);
   return added;
 }

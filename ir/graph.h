@@ -140,6 +140,11 @@ class Graph {
   /// followed by its source name when it has one.
   std::string labelOf(const Node& node) const;
 
+  /// New nodes go right before `node` (keeping the execution order valid for rewrites that replace
+  /// `node`'s results) until clearInsertionPoint(); by default they go after all existing nodes.
+  void setInsertionPoint(const Node* node) { insertBefore_ = node; }
+  void clearInsertionPoint() { insertBefore_ = nullptr; }
+
   void addObserver(GraphObserver* observer) { observers_.push_back(observer); }
   void removeObserver(GraphObserver* observer);
 
@@ -153,6 +158,7 @@ class Graph {
   std::vector<GraphOutput> outputs_;
   std::vector<GraphObserver*> observers_;
   std::vector<std::unique_ptr<Node>> garbage_;  // removed nodes, kept so stale pointers never dangle
+  const Node* insertBefore_ = nullptr;
 };
 
 }  // namespace smelt
