@@ -10,8 +10,10 @@ export POCL_CACHE_DIR=${POCL_CACHE_DIR:-$PWD/build/pocl-cache}
 echo "== build (RelWithDebInfo) and test"
 bash scripts/build.sh build
 # The suites that need Debian's python3-onnx/python3-torch must be registered, never silently absent.
+# (The list is read whole first: grep -q closing a pipe early would fail the pipeline under pipefail.)
+registered=$(cd build && ctest -N)
 for required in onnx/conformance models/pytorch_exports models/pytorch_gradients cli/smelt; do
-  (cd build && ctest -N | grep -q ": $required\$") || { echo "test $required is not registered"; exit 1; }
+  grep -q ": $required\$" <<<"$registered" || { echo "test $required is not registered"; exit 1; }
 done
 (cd build && ctest --output-on-failure -j "$jobs")
 
