@@ -1,7 +1,9 @@
-// `smelt dump FILE [--format text|dot]`: the graph as IR text or Graphviz DOT.
+// `smelt dump FILE [--format text|dot] [--after PASS]`: the graph as IR text or Graphviz DOT, optionally
+// as it is right after PASS in the default optimizing pipeline.
 #include "frontend/model_loader.h"
 #include "ir/dot.h"
 #include "ir/printer.h"
+#include "passes/pass_manager.h"
 #include "tools/smelt/commands.h"
 #include "tools/smelt/tensor_summary.h"
 
@@ -14,6 +16,7 @@ Action addDumpCommand(CLI::App& app) {
     std::string file;
     std::string format = "text";
     std::string grad;
+    std::string after;
   };
   auto options = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("dump", "Print a model (.onnx or IR text; - for stdin) as IR text or DOT");
@@ -21,6 +24,9 @@ Action addDumpCommand(CLI::App& app) {
   cmd->add_option("--format", options->format, "text or dot")->check(CLI::IsMember({"text", "dot"}));
   cmd->add_option("--grad", options->grad,
                   "NAME[,NAME...]: also build the backward graph (gradient of the sum of all outputs)");
+  cmd->add_option("--after", options->after,
+                  fmt::format("PASS: print the graph right after PASS in the default pipeline ({})",
+                              kDefaultPipeline));
   return [options]() {
     auto graph = loadModel(options->file);
     if (!graph) return fail(graph.error().message());
@@ -28,6 +34,13 @@ Action addDumpCommand(CLI::App& app) {
       SMELT_TRY_CLI(std::vector<std::string> names, splitNames(options->grad));
       Status added = addGradientOutputs(*graph, names, true);
       if (!added) return fail(added.error().message());
+    }
+    if (!options->after.empty()) {
+      SMELT_TRY_CLI(PassManager manager, PassManager::defaultPipeline());
+      Status found = manager.stopAfterPass(options->after);
+      if (!found) return fail(found.error().message());
+      SMELT_TRY_CLI(bool changed, manager.run(*graph));
+      (void)changed;
     }
     if (options->format == "dot") {
       fmt::print("{}", toDot(*graph));

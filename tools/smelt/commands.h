@@ -18,6 +18,7 @@ Action addOpsCommand(CLI::App& app);
 Action addDumpCommand(CLI::App& app);
 Action addRunCommand(CLI::App& app);
 Action addGradCommand(CLI::App& app);
+Action addOptCommand(CLI::App& app);
 
 /// Splits "a,b,c" (the --wrt and --grad lists); empty names are errors.
 Expected<std::vector<std::string>> splitNames(const std::string& list);

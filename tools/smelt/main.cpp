@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   add(addDumpCommand);
   add(addRunCommand);
   add(addGradCommand);
+  add(addOptCommand);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
