@@ -24,7 +24,8 @@ struct PassInfo {
   std::function<std::unique_ptr<Pass>()> create;
 };
 
-/// Every pass smelt knows, by pipeline name (mirrors passes.h; a new pass adds a row here too).
+/// Every pass smelt knows, by pipeline name: the one list (a new pass adds its factory to passes.h
+/// and its row here).
 const std::vector<PassInfo>& registeredPasses();
 
 /// How a PassManager runs its pipeline.

@@ -1,0 +1,16 @@
+// Every pass smelt has, by factory. registeredPasses() (pass_manager.h) maps pipeline names to these;
+// a new pass adds its factory here and its row there.
+#pragma once
+
+#include "passes/pass.h"
+
+#include <memory>
+
+namespace smelt {
+
+std::unique_ptr<Pass> createDeadCodeElimination();          // "dce"
+std::unique_ptr<Pass> createCommonSubexpressionElimination(); // "cse"
+std::unique_ptr<Pass> createConstantFolding();               // "fold"
+std::unique_ptr<Pass> createCanonicalize();                  // "canonicalize": algebraic rewrites
+
+}  // namespace smelt
