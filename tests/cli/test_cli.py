@@ -166,6 +166,26 @@ class Cli(unittest.TestCase):
         self.assertEqual(again.returncode, 0, again.stderr)
         self.assertEqual(again.stdout, r.stdout)
 
+    def test_opt_runs_a_pipeline_and_dumps_each_pass(self):
+        path = os.path.join(self.dir, "opt.ir")
+        with open(path, "w") as f:
+            f.write("graph @g(%x: i32[4]) {\n  %0 = neg(%x) : i32[4]\n  %1 = neg(%0) : i32[4]\n"
+                    "  %2 = neg(%x) : i32[4]\n  %3 = add(%1, %2) : i32[4]\n  return y = %3\n}\n")
+        r = smelt("opt", path, "--passes=canonicalize,cse,dce")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "graph @g(%x: i32[4]) {\n  %0 = neg(%x) : i32[4]\n"
+                                   "  %1 = add(%x, %0) : i32[4]\n  return y = %1\n}\n")
+        dumps = os.path.join(self.dir, "dumps")
+        env = dict(os.environ, SMELT_DUMP_DIR=dumps)
+        r = subprocess.run([SMELT, "opt", path], capture_output=True, text=True, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("01-canonicalize.ir", os.listdir(dumps))
+        after = smelt("dump", path, "--after", "cse")
+        self.assertEqual(after.returncode, 0, after.stderr)
+        bad = smelt("opt", path, "--passes=nope")
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertIn("nope", bad.stderr)
+
     def test_unknown_backend(self):
         r = smelt("run", self.write_ir(), "--backend", "tpu")
         self.assertNotEqual(r.returncode, 0)
