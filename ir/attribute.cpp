@@ -1,6 +1,10 @@
 // Attribute helpers.
 #include "ir/attribute.h"
 
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+
 namespace smelt {
 
 std::string_view attrKindName(AttrKind kind) {
@@ -15,20 +19,19 @@ std::string_view attrKindName(AttrKind kind) {
   return "?";
 }
 
+namespace {
+// Floats compare bit for bit: -0.0 and 0.0 differ (clip {min = -0.0} keeps a negative zero's sign),
+// and a NaN equals the same NaN.
+bool sameBits(double a, double b) { return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b); }
+}  // namespace
+
 bool attrEquals(const Attribute& a, const Attribute& b) {
   if (a.index() != b.index()) return false;
   if (const Tensor* ta = std::get_if<Tensor>(&a)) return ta->bitwiseEqual(std::get<Tensor>(b));
-  if (const double* da = std::get_if<double>(&a)) {
-    double db = std::get<double>(b);
-    return *da == db || (*da != *da && db != db);
-  }
+  if (const double* da = std::get_if<double>(&a)) return sameBits(*da, std::get<double>(b));
   if (const auto* fa = std::get_if<std::vector<double>>(&a)) {
     const auto& fb = std::get<std::vector<double>>(b);
-    if (fa->size() != fb.size()) return false;
-    for (size_t i = 0; i < fa->size(); ++i) {
-      if (!((*fa)[i] == fb[i] || ((*fa)[i] != (*fa)[i] && fb[i] != fb[i]))) return false;
-    }
-    return true;
+    return fa->size() == fb.size() && std::equal(fa->begin(), fa->end(), fb.begin(), sameBits);
   }
   return a == b;
 }

@@ -22,7 +22,7 @@ using AttrMap = std::map<std::string, Attribute, std::less<>>;
 inline AttrKind attrKind(const Attribute& a) { return static_cast<AttrKind>(a.index()); }
 /// "int", "float", "string", "int[]", "float[]", "tensor".
 std::string_view attrKindName(AttrKind kind);
-/// Equality with tensors compared bit for bit.
+/// Equality with floats and tensors compared bit for bit (-0.0 differs from 0.0; a NaN equals itself).
 bool attrEquals(const Attribute& a, const Attribute& b);
 
 }  // namespace smelt

@@ -1,5 +1,5 @@
 // cse: merges nodes that compute the same thing: same op, same operands in the same order, equal
-// attributes (tensors and floats compared bit for bit). The first node stays; uses of a later twin move to it.
+// attributes (attrEquals: floats and tensors compared bit for bit). The first node stays; uses of a later twin move to it.
 // The twin is left in place, unused, for dce to remove (so `--passes=cse` alone shows what merged).
 //   %0 = exp(%x) : f32[4]               %0 = exp(%x) : f32[4]
 //   %1 = exp(%x) : f32[4]        ->     %1 = exp(%x) : f32[4]      // dead now
@@ -61,26 +61,12 @@ size_t hashNode(const Node& node) {
   return h;
 }
 
-// Float attributes compare bit for bit, like tensors: attrEquals treats 0.0 and -0.0 as equal, but
-// clip {min = -0.0} and clip {min = 0.0} give differently signed zeros (found by the random-graph test).
-bool sameBits(double a, double b) { return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b); }
-
-bool sameAttribute(const Attribute& a, const Attribute& b) {
-  if (a.index() != b.index()) return false;
-  if (const double* da = std::get_if<double>(&a)) return sameBits(*da, std::get<double>(b));
-  if (const auto* fa = std::get_if<std::vector<double>>(&a)) {
-    const auto& fb = std::get<std::vector<double>>(b);
-    return fa->size() == fb.size() && std::equal(fa->begin(), fa->end(), fb.begin(), sameBits);
-  }
-  return attrEquals(a, b);
-}
-
 bool sameComputation(const Node& a, const Node& b) {
   if (&a.op() != &b.op() || a.operands() != b.operands() || a.attrs().size() != b.attrs().size()) return false;
   // Attributes are complete (defaults filled in) and sorted, so they pair up by position.
   auto ia = a.attrs().begin();
   for (auto ib = b.attrs().begin(); ib != b.attrs().end(); ++ia, ++ib) {
-    if (ia->first != ib->first || !sameAttribute(ia->second, ib->second)) return false;
+    if (ia->first != ib->first || !attrEquals(ia->second, ib->second)) return false;
   }
   // Same op, operands and attributes give the same result types; checked anyway (replaceAllUsesWith
   // requires it) so a surprising op cannot produce an ill-typed graph.

@@ -159,3 +159,16 @@ TEST_CASE("truncated and garbled IR text never crashes") {
     if (r.ok()) CHECK(!toText(*r).empty());
   }
 }
+
+TEST_CASE("a negative-zero float attribute survives printing (it is not the default 0.0)") {
+  Graph g = testing::parseOrFail(R"(graph @g(%x: f64[2]) {
+  %0 = pad(%x) {pads = [1, 0], value = -0.0} : f64[3]
+  return y = %0
+})");
+  std::string printed = toText(g);
+  CHECK(printed.find("value = -0.0") != std::string::npos);
+  Graph again = testing::parseOrFail(printed);
+  auto out = interpret(again, {{"x", Tensor::fromDoubles({DType::f64, {2}}, std::vector<double>{1, 2})}});
+  REQUIRE(out.ok());
+  CHECK(std::signbit((*out)[0].getDouble(0)));
+}
