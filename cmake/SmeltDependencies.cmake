@@ -5,6 +5,8 @@
 find_package(fmt 9 REQUIRED CONFIG)
 find_package(spdlog 1.10 REQUIRED CONFIG)
 find_package(Threads REQUIRED)
+# JSON output of `smelt inspect` (header only; Debian nlohmann-json3-dev).
+find_package(nlohmann_json 3 REQUIRED CONFIG)
 
 set(SMELT_HAVE_LLVM OFF)
 if(SMELT_WITH_LLVM)

@@ -135,6 +135,9 @@ struct OpDef {
   GradientFn gradient;
   /// The op in primitives: composite ops inherit their gradient (and gradients of gradients) from it.
   DecomposeFn decompose;
+  /// Rough arithmetic operations of one application (`smelt inspect`, cost models); the OpCall has
+  /// operand and result types. Null: defaultFlops() by fusion kind.
+  std::function<int64_t(const OpCall&)> flops;
 
   /// True when gradients flow through the op (it has a rule or a decomposition).
   bool differentiable() const { return gradient != nullptr || decompose != nullptr; }
@@ -144,6 +147,27 @@ struct OpDef {
   size_t minOperands() const;
   size_t maxOperands() const;
 };
+
+/// The FLOPs of an op without a `flops` facet: elementwise ops one per result element, reductions one
+/// per input element, data movement (broadcast, injective) none, opaque ops one per result element.
+inline int64_t defaultFlops(const OpCall& call) {
+  int64_t results = 0;
+  for (const TensorType& t : call.results()) results += t.numel();
+  switch (call.op().fusion) {
+    case FusionKind::Broadcast:
+    case FusionKind::Injective:
+      return 0;
+    case FusionKind::Reduction:
+      return call.numOperands() ? call.operand(0).numel() : 0;
+    case FusionKind::Elementwise:
+    case FusionKind::Opaque:
+      break;
+  }
+  return results;
+}
+
+/// The op's `flops` facet when it has one, else defaultFlops().
+inline int64_t flopsOf(const OpCall& call) { return call.op().flops ? call.op().flops(call) : defaultFlops(call); }
 
 /// All ops, by name. Built once on first use; read-only and thread-safe after that.
 class OpRegistry {

@@ -33,6 +33,7 @@ const std::vector<PassInfo>& registeredPasses() {
       {"cse", createCommonSubexpressionElimination},
       {"dce", createDeadCodeElimination},
       {"fold", createConstantFolding},
+      {"plan-memory", createPlanMemory},
   };
   return passes;
 }

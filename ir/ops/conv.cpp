@@ -443,6 +443,11 @@ void registerConvOps(OpRegistry& registry) {
   return r = %0, d = %1, s = %2
 })",
       .gradient = gradConv2d,
+      // 2 per multiply-add: each output element reads C/groups * KH * KW taps (weight [O, C/g, KH, KW]).
+      .flops = [](const OpCall& c) {
+        const Shape& w = c.operand(1).shape;
+        return 2 * c.results()[0].numel() * w[1] * w[2] * w[3];
+      },
   });
 
   std::vector<AttrSpec> transposeAttrs = convAttrs;
@@ -462,6 +467,11 @@ void registerConvOps(OpRegistry& registry) {
   return r = %0, d = %1
 })",
       .gradient = gradConvTranspose2d,
+      // 2 per multiply-add: each input element scatters into O/groups * KH * KW outputs.
+      .flops = [](const OpCall& c) {
+        const Shape& w = c.operand(1).shape;
+        return 2 * c.operand(0).numel() * w[1] * w[2] * w[3];
+      },
   });
 
   registry.add(OpDef{
@@ -480,6 +490,8 @@ void registerConvOps(OpRegistry& registry) {
   return r = %0, d = %1
 })",
       .decompose = decomposeLocallyConnected2d,
+      // 2 per multiply-add: every weight element [OH, OW, O, C, KH, KW] is used once per image.
+      .flops = [](const OpCall& c) { return 2 * c.operand(0).shape[0] * c.operand(1).numel(); },
   });
 }
 

@@ -298,6 +298,8 @@ void registerLinalgOps(OpRegistry& registry) {
   return r = %0, vb = %1, av = %2, vv = %3, ma = %4
 })",
       .gradient = matmulGradient,
+      // 2 per multiply-add: each result element is a K-long dot product (K = a's last dim).
+      .flops = [](const OpCall& c) { return 2 * c.results()[0].numel() * c.operand(0).shape.back(); },
   });
   registry.add(OpDef{
       .name = "gemm",
@@ -319,6 +321,11 @@ void registerLinalgOps(OpRegistry& registry) {
   return r = %0, pq = %1, aq = %2, pb = %3
 })",
       .gradient = gemmGradient,
+      // 2*M*N*K for the product, plus 3*M*N for alpha, beta and the add.
+      .flops = [](const OpCall& c) {
+        int64_t k = c.operand(0).shape[c.getInt("trans_a") ? 0 : 1];
+        return c.results()[0].numel() * (2 * k + 3);
+      },
   });
 }
 

@@ -262,6 +262,8 @@ void registerNormalizationOps(OpRegistry& registry) {
   return r = %0
 })",
       .decompose = decomposeBatchNorm,
+      // 4 per element: subtract mean, multiply by rsqrt(var) * scale, add bias (+ per-channel prep).
+      .flops = [](const OpCall& c) { return 4 * c.operand(0).numel(); },
   });
 
   registry.add(OpDef{
@@ -280,6 +282,8 @@ void registerNormalizationOps(OpRegistry& registry) {
   return y = %y, mean = %nm, var = %nv
 })",
       .decompose = decomposeBatchNormTrain,
+      // 8 per element: mean and variance sums (3), then normalize, scale and shift (4), running stats.
+      .flops = [](const OpCall& c) { return 8 * c.operand(0).numel(); },
   });
 
   registry.add(OpDef{
@@ -297,6 +301,8 @@ void registerNormalizationOps(OpRegistry& registry) {
   return r = %0, p = %1
 })",
       .decompose = decomposeLayerNorm,
+      // 8 per element: mean and variance sums (3), then normalize, scale and shift (5).
+      .flops = [](const OpCall& c) { return 8 * c.operand(0).numel(); },
   });
 }
 

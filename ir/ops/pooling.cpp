@@ -376,6 +376,11 @@ void registerPoolingOps(OpRegistry& registry) {
   return r = %0, d = %1, c = %2
 })",
       .gradient = gradMaxPool2d,
+      // One compare per window tap and output element.
+      .flops = [](const OpCall& c) {
+        const auto& k = c.getInts("kernel");
+        return c.results()[0].numel() * k[0] * k[1];
+      },
   });
 
   std::vector<AttrSpec> avgAttrs = poolAttrs();
@@ -399,6 +404,11 @@ void registerPoolingOps(OpRegistry& registry) {
   return r = %0, e = %1, o = %2
 })",
       .gradient = gradAvgPool2d,
+      // One add per window tap and output element (the divide is noise).
+      .flops = [](const OpCall& c) {
+        const auto& k = c.getInts("kernel");
+        return c.results()[0].numel() * k[0] * k[1];
+      },
   });
 
   registry.add(OpDef{

@@ -414,12 +414,16 @@ void registerReductionOps(OpRegistry& registry) {
     Value* y = c.y();
     return {b.mul(y, b.sub(c.dy(), b.reduceSum(b.mul(c.dy(), y), {softmaxAxis(c)}, true)))};
   };
+  // 5 per element: max, subtract, exp, sum, divide.
+  softmax.flops = [](const OpCall& c) { return 5 * c.operand(0).numel(); };
   registry.add(std::move(softmax));
   OpDef logSoftmax = makeSoftmaxOp("log_softmax", "x - logsumexp(x) along axis, stable", referenceSoftmax<true>);
   // dx = dy - exp(y) * sum(dy, axis)
   logSoftmax.gradient = [](Builder& b, const GradientContext& c) -> std::vector<Value*> {
     return {b.sub(c.dy(), b.mul(b.exp(c.y()), b.reduceSum(c.dy(), {softmaxAxis(c)}, true)))};
   };
+  // 5 per element: max, subtract, exp, sum, subtract the log.
+  logSoftmax.flops = [](const OpCall& c) { return 5 * c.operand(0).numel(); };
   registry.add(std::move(logSoftmax));
 }
 

@@ -490,6 +490,12 @@ void registerSamplingOps(OpRegistry& registry) {
   return r = %0, s = %1, t = %2, u = %3, v = %4, w = %5, a = %6, b = %7, c = %8, d = %9, e = %10
 })",
       .decompose = decomposeGridSample,
+      // Per output element: 2 per tap (nearest 1 tap, bilinear 4, bicubic 16) plus ~10 for coordinates.
+      .flops = [](const OpCall& c) {
+        const std::string& mode = c.getString("mode");
+        int64_t taps = mode == "nearest" ? 1 : mode == "bicubic" ? 16 : 4;
+        return c.results()[0].numel() * (2 * taps + 10);
+      },
   });
   registry.add(OpDef{
       .name = "affine_grid",

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """End-to-end tests of the `smelt` CLI: ops, dump (text and dot), run (outputs, errors).
 Usage: test_cli.py PATH/TO/smelt SOURCE_DIR   (run by ctest with Debian's python3 and numpy)."""
-import os, subprocess, sys, tempfile, unittest
+import json, os, subprocess, sys, tempfile, unittest
 import numpy as np
 
 SMELT = sys.argv[1] if len(sys.argv) > 1 else "build/bin/smelt"
@@ -185,6 +185,22 @@ class Cli(unittest.TestCase):
         bad = smelt("opt", path, "--passes=nope")
         self.assertNotEqual(bad.returncode, 0)
         self.assertIn("nope", bad.stderr)
+
+    def test_inspect_json_reports_kernels_flops_and_the_arena(self):
+        r = smelt("inspect", self.write_ir(), "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        info = json.loads(r.stdout)
+        for key in ("nodes", "kernels", "flops", "bytes_moved", "peak_bytes", "lower_bound_bytes", "kernels_list"):
+            self.assertIn(key, info)
+        self.assertEqual((info["nodes"], info["kernels"], info["flops"]), (2, 2, 12))
+        self.assertEqual([k["op"] for k in info["kernels_list"]], ["mul", "add"])
+        self.assertGreaterEqual(info["peak_bytes"], info["lower_bound_bytes"])
+        grad = json.loads(smelt("inspect", self.write_ir(), "--grad", "x,k", "--json").stdout)
+        self.assertGreater(grad["kernels"], info["kernels"])
+        self.assertGreaterEqual(grad["peak_bytes"], grad["lower_bound_bytes"])
+        text = smelt("inspect", MODEL)
+        self.assertEqual(text.returncode, 0, text.stderr)
+        self.assertIn("lower bound", text.stdout)
 
     def test_unknown_backend(self):
         r = smelt("run", self.write_ir(), "--backend", "tpu")

@@ -19,6 +19,7 @@ Action addDumpCommand(CLI::App& app);
 Action addRunCommand(CLI::App& app);
 Action addGradCommand(CLI::App& app);
 Action addOptCommand(CLI::App& app);
+Action addInspectCommand(CLI::App& app);
 
 /// Splits "a,b,c" (the --wrt and --grad lists); empty names are errors.
 Expected<std::vector<std::string>> splitNames(const std::string& list);

@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   add(addRunCommand);
   add(addGradCommand);
   add(addOptCommand);
+  add(addInspectCommand);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,63 @@
+// Memory planning: places every intermediate result of a graph in one arena, in the graph's node order
+// (the schedule), so buffers whose lifetimes do not intersect share bytes.
+//   MemoryPlan plan = planMemory(graph);
+//   fmt::print("{} bytes (lower bound {})\n", plan.peakBytes, plan.lowerBoundBytes);
+// Today every non-constant node is one kernel; after fusion, values inside a fused kernel get none.
+#pragma once
+
+#include "ir/graph.h"
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+namespace smelt {
+
+/// Offsets in the arena are multiples of this, and each buffer reserves its size rounded up to it.
+inline constexpr int64_t kArenaAlignment = 64;
+
+/// Where one node result lives in the arena, and when.
+struct BufferAssignment {
+  const Value* value = nullptr;
+  int64_t offset = 0;
+  /// type().byteSize(); the arena reserves it rounded up to kArenaAlignment.
+  int64_t size = 0;
+  /// Live from the producing node's index to the last user's index (inclusive); graph outputs to
+  /// numNodes() (past the last node).
+  int64_t begin = 0;
+  int64_t end = 0;
+  /// Set when this result is written in place over an operand that dies at its producer.
+  const Value* inPlaceOf = nullptr;
+};
+
+/// The arena layout of a graph: one assignment per node result in the arena. Graph inputs, parameters,
+/// constants and empty results are kept apart and have none.
+struct MemoryPlan {
+  std::vector<BufferAssignment> buffers;
+  /// Bytes the arena needs: the largest offset + aligned size.
+  int64_t peakBytes = 0;
+  /// The largest total of aligned bytes live at once over the schedule (after in-place sharing): no
+  /// offset assignment of these buffers needs less.
+  int64_t lowerBoundBytes = 0;
+  /// Distinct arena buffers (results written in place share their operand's).
+  int64_t numBuffers = 0;
+  int64_t inPlaceReuses = 0;
+
+  /// The assignment of `value`, or null when it is not in the arena.
+  const BufferAssignment* find(const Value* value) const;
+
+ private:
+  friend MemoryPlan planMemory(const Graph& graph);
+  std::unordered_map<const Value*, size_t> index_;
+};
+
+/// Plans the arena for `graph` in its node order: liveness, in-place reuse for elementwise nodes, and
+/// offsets by the best of a few greedy orders (largest first, then longest-lived first, ...).
+MemoryPlan planMemory(const Graph& graph);
+
+/// Checks `plan` against `graph` from scratch: every non-constant result with bytes has a 64-aligned
+/// buffer of its size, and no two buffers live at the same time overlap in the arena, except a
+/// result written in place over an operand that dies at its producer.
+Status checkMemoryPlan(const Graph& graph, const MemoryPlan& plan);
+
+}  // namespace smelt

@@ -1,0 +1,132 @@
+// plan-memory: in-place reuse and offsets on a small chain, the pass leaving the graph unchanged, and
+// the arena of an MLP and a CNN, forward and forward + backward, within 1.1x of the lower bound with
+// no two live buffers overlapping (checkMemoryPlan). resnet18 is checked by
+// tests/models/check_memory_plan.py through `smelt inspect`.
+#include "autodiff/gradient_tape.h"
+#include "ir/printer.h"
+#include "passes/pass_manager.h"
+#include "passes/plan_memory.h"
+#include "tests/support/random_tensors.h"
+
+#include <doctest/doctest.h>
+
+using namespace smelt;
+
+namespace {
+
+// Weights are graph inputs so the text needs no values; gradients are taken with respect to them.
+constexpr const char* kMlp = R"(graph @mlp(%x: f32[64,784], %w1: f32[784,256], %b1: f32[256], %w2: f32[256,128], %b2: f32[128], %w3: f32[128,10], %b3: f32[10]) {
+  %h1 = matmul(%x, %w1) : f32[64,256]
+  %a1 = add(%h1, %b1) : f32[64,256]
+  %r1 = relu(%a1) : f32[64,256]
+  %h2 = matmul(%r1, %w2) : f32[64,128]
+  %a2 = add(%h2, %b2) : f32[64,128]
+  %r2 = tanh(%a2) : f32[64,128]
+  %h3 = matmul(%r2, %w3) : f32[64,10]
+  %a3 = add(%h3, %b3) : f32[64,10]
+  %lp = log_softmax(%a3) {axis = 1} : f32[64,10]
+  %loss = reduce_mean(%lp) : f32[]
+  return loss = %loss
+})";
+
+constexpr const char* kCnn = R"(graph @cnn(%x: f32[8,3,32,32], %c1: f32[16,3,3,3], %c1b: f32[16], %s: f32[16], %bb: f32[16], %rm: f32[16], %rv: f32[16], %c2: f32[32,16,3,3], %fc: f32[10,32], %fcb: f32[10]) {
+  %0 = conv2d(%x, %c1, %c1b) {padding = [1, 1, 1, 1]} : f32[8,16,32,32]
+  %1, %2, %3 = batch_norm_train(%0, %s, %bb, %rm, %rv) : f32[8,16,32,32], f32[16], f32[16]
+  %4 = relu(%1) : f32[8,16,32,32]
+  %5 = max_pool2d(%4) {kernel = [2, 2], stride = [2, 2]} : f32[8,16,16,16]
+  %6 = conv2d(%5, %c2) {padding = [1, 1, 1, 1], stride = [2, 2]} : f32[8,32,8,8]
+  %7 = relu(%6) : f32[8,32,8,8]
+  %8 = global_avg_pool2d(%7) : f32[8,32,1,1]
+  %9 = flatten(%8) : f32[8,32]
+  %10 = gemm(%9, %fc, %fcb) {trans_b = 1} : f32[8,10]
+  %11 = log_softmax(%10) {axis = 1} : f32[8,10]
+  %12 = reduce_mean(%11) : f32[]
+  return loss = %12
+})";
+
+// Plans `graph`, checks the plan, and checks the 1.1x target.
+void checkPlan(const Graph& graph, const std::string& what) {
+  MemoryPlan plan = planMemory(graph);
+  Status valid = checkMemoryPlan(graph, plan);
+  CHECK_MESSAGE(valid.ok(), what, ": ", (valid.ok() ? "" : valid.error().message()));
+  double ratio = static_cast<double>(plan.peakBytes) / static_cast<double>(plan.lowerBoundBytes);
+  MESSAGE(what, ": ", graph.numNodes(), " nodes, ", plan.numBuffers, " buffers, ", plan.inPlaceReuses,
+          " in place, peak ", plan.peakBytes, " bytes, lower bound ", plan.lowerBoundBytes, ", ratio ", ratio);
+  CHECK(plan.peakBytes >= plan.lowerBoundBytes);
+  CHECK_MESSAGE(ratio <= 1.1, what, ": peak ", plan.peakBytes, " > 1.1 x lower bound ", plan.lowerBoundBytes);
+}
+
+void checkForwardAndBackward(const char* text, std::vector<std::string> weights, const char* name) {
+  Graph forward = testing::parseOrFail(text);
+  checkPlan(forward, name);
+  Graph training = testing::parseOrFail(text);
+  Expected<std::vector<Value*>> grads = gradientOfOutputs(training, weights);
+  REQUIRE_MESSAGE(grads.ok(), (grads.ok() ? "" : grads.error().message()));
+  for (size_t i = 0; i < weights.size(); ++i) training.addOutput(weights[i] + ".grad", (*grads)[i]);
+  checkPlan(training, std::string(name) + " forward+backward");
+}
+
+}  // namespace
+
+TEST_CASE("plan-memory: an elementwise chain runs in place in one buffer") {
+  Graph g = testing::parseOrFail(R"(graph @g(%x: f32[256]) {
+  %0 = exp(%x) : f32[256]
+  %1 = neg(%0) : f32[256]
+  %2 = mul(%1, %x) : f32[256]
+  return y = %2
+})");
+  MemoryPlan plan = planMemory(g);
+  REQUIRE(checkMemoryPlan(g, plan).ok());
+  CHECK(plan.peakBytes == 1024);
+  CHECK(plan.lowerBoundBytes == 1024);
+  CHECK(plan.numBuffers == 1);
+  CHECK(plan.inPlaceReuses == 2);
+  // The input %x is the caller's: never in the arena, never written over.
+  CHECK(plan.find(g.inputs()[0]) == nullptr);
+}
+
+TEST_CASE("plan-memory: keeps live buffers apart, sizes aligned to 64 bytes") {
+  Graph g = testing::parseOrFail(R"(graph @g(%x: f32[16]) {
+  %0 = exp(%x) : f32[16]
+  %1 = neg(%0) : f32[16]
+  %2 = add(%1, %0) : f32[16]
+  %3 = reduce_sum(%2) : f32[]
+  return y = %3, z = %1
+})");
+  MemoryPlan plan = planMemory(g);
+  REQUIRE(checkMemoryPlan(g, plan).ok());
+  const auto& nodes = g.nodes();
+  // %0 is still read by %2, so %1 gets its own buffer; %2 takes %0's place (%0 dies at %2, %1 is an
+  // output and lives on), and the scalar %3 reserves 64 bytes: three buffers live at %3.
+  CHECK(plan.find(nodes[1]->result())->offset != plan.find(nodes[0]->result())->offset);
+  CHECK(plan.find(nodes[2]->result())->inPlaceOf == nodes[0]->result());
+  CHECK(plan.peakBytes == 192);
+  CHECK(plan.lowerBoundBytes == 192);
+}
+
+TEST_CASE("plan-memory: the pass records the plan and does not change the graph") {
+  Graph g = testing::parseOrFail(kMlp);
+  std::string before = toText(g);
+  PassManagerOptions options;
+  options.verify = true;
+  Expected<PassManager> manager = PassManager::fromPipeline("plan-memory", options);
+  REQUIRE(manager.ok());
+  Expected<bool> changed = manager->run(g);
+  REQUIRE(changed.ok());
+  CHECK_FALSE(*changed);
+  CHECK(toText(g) == before);
+  MemoryPlan plan = planMemory(g);
+  const auto& stats = manager->context().statistics();
+  CHECK(stats.at("plan-memory.peak bytes") == plan.peakBytes);
+  CHECK(stats.at("plan-memory.lower bound bytes") == plan.lowerBoundBytes);
+  CHECK(stats.at("plan-memory.buffers") == plan.numBuffers);
+  CHECK(stats.at("plan-memory.in-place reuses") == plan.inPlaceReuses);
+}
+
+TEST_CASE("plan-memory: an MLP forward and forward+backward within 1.1x of the lower bound") {
+  checkForwardAndBackward(kMlp, {"w1", "b1", "w2", "b2", "w3", "b3"}, "mlp");
+}
+
+TEST_CASE("plan-memory: a CNN forward and forward+backward within 1.1x of the lower bound") {
+  checkForwardAndBackward(kCnn, {"x", "c1", "c1b", "s", "bb", "c2", "fc", "fcb"}, "cnn");
+}
