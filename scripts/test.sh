@@ -12,7 +12,7 @@ bash scripts/build.sh build
 # The suites that need Debian's python3-onnx/python3-torch must be registered, never silently absent.
 # (The list is read whole first: grep -q closing a pipe early would fail the pipeline under pipefail.)
 registered=$(cd build && ctest -N)
-for required in onnx/conformance models/pytorch_exports models/pytorch_gradients cli/smelt; do
+for required in onnx/conformance models/pytorch_exports models/pytorch_gradients models/memory_plan cli/smelt; do
   grep -q ": $required\$" <<<"$registered" || { echo "test $required is not registered"; exit 1; }
 done
 (cd build && ctest --output-on-failure -j "$jobs")
