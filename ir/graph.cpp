@@ -53,34 +53,29 @@ Value* Graph::addParameter(std::string name, Tensor initial, bool trainable) {
   return v;
 }
 
-namespace {
-// Results of the nodes before `stop` (all nodes when null): the printed number of the next result.
-size_t countResults(const std::vector<std::unique_ptr<Node>>& nodes, const Node* stop) {
-  size_t n = 0;
-  for (const auto& node : nodes) {
-    if (node.get() == stop) break;
-    n += node->results().size();
-  }
-  return n;
-}
-}  // namespace
-
-std::string Graph::labelOf(const Node& node) const {
-  // Nodes inserted mid-graph (setInsertionPoint) are numbered by position like every other node.
-  size_t number = 0;
-  for (const auto& n : nodes_) {
-    if (n.get() == &node) break;
-    number += n->results().size();
-  }
-  std::string label = fmt::format("{} %{}", node.opName(), number);
-  if (!node.sourceName().empty()) label += fmt::format(" (\"{}\")", node.sourceName());
+std::string Graph::formatLabel(std::string_view opName, size_t number, std::string_view sourceName) {
+  std::string label = fmt::format("{} %{}", opName, number);
+  if (!sourceName.empty()) label += fmt::format(" (\"{}\")", sourceName);
   return label;
+}
+
+// Labels are built for every node the interpreter, verifier and autodiff visit, so the number is kept
+// on the node rather than counted here.
+std::string Graph::labelOf(const Node& node) const {
+  return formatLabel(node.opName(), node.number(), node.sourceName());
+}
+
+void Graph::renumber() {
+  resultCount_ = 0;
+  for (const auto& n : nodes_) {
+    n->number_ = resultCount_;
+    resultCount_ += n->results().size();
+  }
 }
 
 Expected<Node*> Graph::addNode(std::string_view opName, std::vector<Value*> operands, AttrMap attrs,
                                std::string sourceName) {
-  std::string label = fmt::format("{} %{}", opName, countResults(nodes_, insertBefore_));
-  if (!sourceName.empty()) label += fmt::format(" (\"{}\")", sourceName);
+  std::string label = formatLabel(opName, insertBefore_ ? insertBefore_->number() : resultCount_, sourceName);
   const OpDef* op = OpRegistry::global().find(opName);
   if (!op) return makeError("{}: unknown op '{}'", label, opName);
   for (size_t i = 0; i < operands.size(); ++i) {
@@ -107,11 +102,15 @@ Expected<Node*> Graph::addNode(std::string_view opName, std::vector<Value*> oper
   }
   for (Value* v : node->operands_) v->users_.push_back(node.get());
   Node* added = node.get();
-  auto at = nodes_.end();
   if (insertBefore_) {
-    at = std::find_if(nodes_.begin(), nodes_.end(), [&](const auto& n) { return n.get() == insertBefore_; });
+    auto at = std::find_if(nodes_.begin(), nodes_.end(), [&](const auto& n) { return n.get() == insertBefore_; });
+    nodes_.insert(at, std::move(node));
+    renumber();
+  } else {
+    node->number_ = resultCount_;
+    resultCount_ += node->results_.size();
+    nodes_.push_back(std::move(node));
   }
-  nodes_.insert(at, std::move(node));
   for (GraphObserver* o : observers_) o->onNodeAdded(added);
   return added;
 }
@@ -197,6 +196,7 @@ size_t Graph::removeDeadNodes() {
     if (!keep[i]) garbage_.push_back(std::move(nodes_[i]));
   }
   nodes_ = std::move(kept);
+  renumber();
   return removed;
 }
 
@@ -227,6 +227,7 @@ Graph Graph::clone() const {
     for (Value* operand : n->operands_) operand->users_.push_back(n.get());
     copy.nodes_.push_back(std::move(n));
   }
+  copy.renumber();
   for (const GraphOutput& out : outputs_) copy.addOutput(out.name, map.at(out.value));
   return copy;
 }

@@ -65,10 +65,13 @@ class Node {
   void setSourceName(std::string name) { sourceName_ = std::move(name); }
   /// The result types as inferred when the node was built.
   std::vector<TensorType> resultTypes() const;
+  /// The printed number of the node's first result (%N), kept current by the graph.
+  size_t number() const { return number_; }
 
  private:
   friend class Graph;
   const OpDef* op_ = nullptr;
+  size_t number_ = 0;
   std::vector<Value*> operands_;
   std::vector<Value*> results_;
   AttrMap attrs_;
@@ -139,6 +142,8 @@ class Graph {
   /// The label errors use for `node`: "conv2d %7" where %7 is its first result's printed number,
   /// followed by its source name when it has one.
   std::string labelOf(const Node& node) const;
+  /// The same label for a node about to be added as result number `number`.
+  static std::string formatLabel(std::string_view opName, size_t number, std::string_view sourceName);
 
   /// New nodes go right before `node` (keeping the execution order valid for rewrites that replace
   /// `node`'s results) until clearInsertionPoint(); by default they go after all existing nodes.
@@ -150,6 +155,8 @@ class Graph {
 
  private:
   Value* newValue();
+  /// Recomputes every node's printed number after an insertion or removal mid-graph.
+  void renumber();
   std::string name_;
   std::vector<std::unique_ptr<Value>> values_;
   std::vector<Value*> inputs_;
@@ -159,6 +166,7 @@ class Graph {
   std::vector<GraphObserver*> observers_;
   std::vector<std::unique_ptr<Node>> garbage_;  // removed nodes, kept so stale pointers never dangle
   const Node* insertBefore_ = nullptr;
+  size_t resultCount_ = 0;  // results of all nodes: the next appended node's number
 };
 
 }  // namespace smelt
