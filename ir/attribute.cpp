@@ -1,6 +1,8 @@
 // Attribute helpers.
 #include "ir/attribute.h"
 
+#include "ir/printer.h"
+
 #include <algorithm>
 #include <bit>
 #include <cstdint>
@@ -15,6 +17,7 @@ std::string_view attrKindName(AttrKind kind) {
     case AttrKind::Ints: return "int[]";
     case AttrKind::Floats: return "float[]";
     case AttrKind::Tensor: return "tensor";
+    case AttrKind::Graph: return "graph";
   }
   return "?";
 }
@@ -28,6 +31,11 @@ bool sameBits(double a, double b) { return std::bit_cast<uint64_t>(a) == std::bi
 bool attrEquals(const Attribute& a, const Attribute& b) {
   if (a.index() != b.index()) return false;
   if (const Tensor* ta = std::get_if<Tensor>(&a)) return ta->bitwiseEqual(std::get<Tensor>(b));
+  if (const GraphRef* ga = std::get_if<GraphRef>(&a)) {
+    const GraphRef& gb = std::get<GraphRef>(b);
+    if (*ga == gb) return true;
+    return *ga && gb && toText(**ga) == toText(*gb);
+  }
   if (const double* da = std::get_if<double>(&a)) return sameBits(*da, std::get<double>(b));
   if (const auto* fa = std::get_if<std::vector<double>>(&a)) {
     const auto& fb = std::get<std::vector<double>>(b);

@@ -3,7 +3,8 @@
 //   input    := VALUE ':' type
 //   param    := ('param' | 'state') VALUE ':' type '=' body
 //   node     := VALUE {',' VALUE} '=' OP '(' [VALUE {',' VALUE}] ')' ['{' attrs '}'] ':' type {',' type}
-//               ['loc' '(' STRING ')']
+//               ['loc' '(' STRING ')'] {NAME '=' graph}
+//   (a graph after a node is a graph-valued attribute, the body of a fused kernel: its own scope)
 //   return   := 'return' [NAME '=' VALUE {',' NAME '=' VALUE}]
 //   type     := DTYPE '[' [INT {',' INT}] ']'
 //   body     := '[' elements ']' | x"hex" | 'file' '(' STRING ',' INT ')'
@@ -28,6 +29,17 @@ class Parser {
       : source_(source), options_(options), tokens_(std::move(tokens)) {}
 
   Expected<Graph> parse() {
+    SMELT_TRY(Graph graph, parseGraphDef(0));
+    if (peek().kind != TokenKind::End) return fail(peek(), "unexpected text after the end of the graph");
+    return graph;
+  }
+
+ private:
+  // Nested graphs (fused kernel bodies) may not nest deeper than this: a bound on recursion, so
+  // hostile input cannot exhaust the stack.
+  static constexpr int kMaxNesting = 4;
+
+  Expected<Graph> parseGraphDef(int depth) {
     SMELT_CHECK_OK(expectKeyword("graph"));
     const Token& nameTok = peek();
     if (nameTok.kind != TokenKind::GraphRef) return fail(nameTok, "expected the graph name, like @main");
@@ -52,16 +64,33 @@ class Parser {
     while (isKeyword("param") || isKeyword("state")) SMELT_CHECK_OK(parseParameter(graph));
     while (!isKeyword("return")) {
       if (peek().kind == TokenKind::End) return fail(peek(), "expected 'return' before the end of the graph");
-      SMELT_CHECK_OK(parseNode(graph));
+      SMELT_CHECK_OK(parseNode(graph, depth));
     }
     next();
     SMELT_CHECK_OK(parseReturn(graph));
     SMELT_CHECK_OK(expectPunct("}"));
-    if (peek().kind != TokenKind::End) return fail(peek(), "unexpected text after the end of the graph");
     return graph;
   }
 
- private:
+  // `NAME = graph @k(...) { ... }` after a node: a nested graph in its own scope (it sees none of the
+  // enclosing graph's values).
+  Status parseRegions(AttrMap& attrs, int depth) {
+    while (peek().kind == TokenKind::Identifier && pos_ + 2 < tokens_.size() && tokens_[pos_ + 1].text == "=" &&
+           tokens_[pos_ + 2].text == "graph") {
+      const Token& nameTok = next();
+      std::string name = nameTok.text;
+      next();
+      if (depth + 1 > kMaxNesting) return fail(nameTok, fmt::format("graphs nest deeper than {} levels", kMaxNesting));
+      std::unordered_map<std::string, Value*> outer;
+      outer.swap(values_);
+      auto body = parseGraphDef(depth + 1);
+      values_.swap(outer);
+      if (!body) return body.error();
+      if (attrs.count(name)) return fail(nameTok, fmt::format("attribute '{}' is given twice", name));
+      attrs.emplace(std::move(name), std::make_shared<const Graph>(std::move(body.value())));
+    }
+    return Status::success();
+  }
   // --- token helpers -------------------------------------------------------------------------------
   const Token& peek() const { return tokens_[pos_]; }
   const Token& next() {
@@ -356,7 +385,7 @@ class Parser {
     return Status::success();
   }
 
-  Status parseNode(Graph& graph) {
+  Status parseNode(Graph& graph, int depth) {
     const Token& first = peek();
     std::vector<const Token*> resultToks;
     while (true) {
@@ -408,6 +437,7 @@ class Parser {
       source = next().text;
       SMELT_CHECK_OK(expectPunct(")"));
     }
+    SMELT_CHECK_OK(parseRegions(attrs, depth));
     auto node = graph.addNode(opName, std::move(operands), std::move(attrs), source);
     if (!node) return fail(opTok, node.error().message());
     Node* n = node.value();

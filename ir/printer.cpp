@@ -126,6 +126,10 @@ std::string printAttributeWith(const Attribute& attr, const PrintOptions& option
           std::vector<std::string> parts;
           for (double d : v) parts.push_back(printFloat(d));
           return fmt::format("[{}]", fmt::join(parts, ", "));
+        } else if constexpr (std::is_same_v<V, GraphRef>) {
+          // Graph bodies print as nested regions after the node (printGraphInto); this form is for
+          // messages only.
+          return v ? toText(*v) : std::string("<no graph>");
         } else {
           std::string body = external ? external->body(v) : printTensorBody(v, options);
           return fmt::format("dense<{}> {}", v.type().toString(), body);
@@ -183,11 +187,13 @@ std::string printAttribute(const Attribute& attr, const PrintOptions& options) {
   return printAttributeWith(attr, options, nullptr);
 }
 
-Expected<std::string> printGraph(const Graph& graph, const PrintOptions& options) {
-  ExternalData external(options);
-  SMELT_CHECK_OK(external.open());
+namespace {
+
+// Prints `graph` with every line after the first indented by `indent`; nested graphs (the bodies of
+// fused kernels) print the same way, two spaces deeper, with their own value numbering.
+void printGraphInto(std::string& out, const Graph& graph, const PrintOptions& options, ExternalData& external,
+                    const std::string& indent) {
   std::unordered_map<const Value*, std::string> names;
-  std::string out;
   std::vector<std::string> args;
   for (const Value* v : graph.inputs()) {
     names[v] = "%" + printName(v->name());
@@ -197,7 +203,8 @@ Expected<std::string> printGraph(const Graph& graph, const PrintOptions& options
   for (const Value* v : graph.parameters()) {
     names[v] = "%" + printName(v->name());
     std::string body = options.printParameterValues ? external.body(v->initialValue()) : "...";
-    out += fmt::format("  {} {}: {} = {}\n", v->trainable() ? "param" : "state", names[v], v->type().toString(), body);
+    out += fmt::format("{}  {} {}: {} = {}\n", indent, v->trainable() ? "param" : "state", names[v],
+                       v->type().toString(), body);
   }
   int number = 0;
   for (const auto& node : graph.nodes()) {
@@ -212,24 +219,44 @@ Expected<std::string> printGraph(const Graph& graph, const PrintOptions& options
       operands.push_back(it != names.end() ? it->second : "%<undefined>");
     }
     std::string attrs;
+    std::vector<std::pair<std::string, const Graph*>> regions;
     for (const auto& [name, value] : node->attrs()) {
+      if (const GraphRef* body = std::get_if<GraphRef>(&value)) {
+        if (*body) regions.emplace_back(name, body->get());
+        continue;
+      }
       const AttrSpec* spec = node->op().findAttr(name);
       if (spec && spec->defaultValue && attrEquals(*spec->defaultValue, value)) continue;
       if (!attrs.empty()) attrs += ", ";
       attrs += fmt::format("{} = {}", printName(name), printAttributeWith(value, options, &external));
     }
-    out += fmt::format("  {} = {}({})", fmt::join(results, ", "), node->opName(), fmt::join(operands, ", "));
+    out += fmt::format("{}  {} = {}({})", indent, fmt::join(results, ", "), node->opName(), fmt::join(operands, ", "));
     if (!attrs.empty()) out += fmt::format(" {{{}}}", attrs);
     out += fmt::format(" : {}", fmt::join(types, ", "));
     if (!node->sourceName().empty()) out += fmt::format(" loc({})", quoteString(node->sourceName()));
-    out += '\n';
+    // Graph-valued attributes follow as nested regions: `name = graph @k(...) { ... }`.
+    for (const auto& [name, body] : regions) {
+      out += fmt::format(" {} = ", printName(name));
+      printGraphInto(out, *body, options, external, indent + "  ");
+    }
+    if (regions.empty()) out += '\n';
   }
   std::vector<std::string> rets;
   for (const GraphOutput& o : graph.outputs()) {
     auto it = names.find(o.value);
     rets.push_back(fmt::format("{} = {}", printName(o.name), it != names.end() ? it->second : "%<undefined>"));
   }
-  out += rets.empty() ? std::string("  return\n}\n") : fmt::format("  return {}\n}}\n", fmt::join(rets, ", "));
+  out += rets.empty() ? fmt::format("{}  return\n", indent) : fmt::format("{}  return {}\n", indent, fmt::join(rets, ", "));
+  out += indent + "}\n";
+}
+
+}  // namespace
+
+Expected<std::string> printGraph(const Graph& graph, const PrintOptions& options) {
+  ExternalData external(options);
+  SMELT_CHECK_OK(external.open());
+  std::string out;
+  printGraphInto(out, graph, options, external, "");
   SMELT_CHECK_OK(external.close());
   return out;
 }

@@ -6,6 +6,7 @@
 //   %2 = add(%0, %1) : f32[4]           %2 = add(%0, %0) : f32[4]
 // Every smelt op is a pure function of its operands and attributes (dropout draws its mask from its
 // seed attribute), so any two such nodes may merge.
+#include "ir/printer.h"
 #include "passes/passes.h"
 
 #include <algorithm>
@@ -38,6 +39,9 @@ size_t hashAttribute(const Attribute& attr) {
           combine(h, std::hash<std::string>{}(v));
         } else if constexpr (std::is_same_v<T, std::vector<int64_t>> || std::is_same_v<T, std::vector<double>>) {
           for (auto x : v) combine(h, std::hash<decltype(x)>{}(x));
+        } else if constexpr (std::is_same_v<T, GraphRef>) {
+          // Bodies of fused kernels: equal bodies print the same (attrEquals compares the text).
+          if (v) combine(h, std::hash<std::string>{}(toText(*v)));
         } else {
           auto bytes = v.bytes();
           std::string_view prefix(reinterpret_cast<const char*>(bytes.data()),

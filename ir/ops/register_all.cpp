@@ -18,6 +18,7 @@ void registerAllOps(OpRegistry& registry) {
   registerSamplingOps(registry);
   registerGraphOps(registry);
   registerRandomOps(registry);
+  registerFusedOps(registry);
 }
 
 }  // namespace smelt

@@ -20,6 +20,7 @@ void registerNormalizationOps(OpRegistry& registry);  // batch_norm, batch_norm_
 void registerSamplingOps(OpRegistry& registry);       // grid_sample, affine_grid
 void registerGraphOps(OpRegistry& registry);          // rbf_kernel, graph_conv
 void registerRandomOps(OpRegistry& registry);         // dropout
+void registerFusedOps(OpRegistry& registry);          // fused (kernels made by the fusion pass)
 
 /// Registers every op above.
 void registerAllOps(OpRegistry& registry);

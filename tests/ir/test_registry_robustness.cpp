@@ -44,6 +44,7 @@ Attribute randomAttribute(const AttrSpec& spec, std::mt19937_64& rng) {
       return v;
     }
     case AttrKind::Tensor: return Tensor::scalar(DType::f32, pickFloat());
+    case AttrKind::Graph: return GraphRef{};  // a missing body: the op must refuse it, not crash
   }
   return int64_t{0};
 }
