@@ -32,7 +32,9 @@ const std::vector<PassInfo>& registeredPasses() {
       {"canonicalize", createCanonicalize},
       {"cse", createCommonSubexpressionElimination},
       {"dce", createDeadCodeElimination},
+      {"decompose", createDecompose},
       {"fold", createConstantFolding},
+      {"fuse", createFuse},
       {"plan-memory", createPlanMemory},
   };
   return passes;

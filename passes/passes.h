@@ -12,6 +12,8 @@ std::unique_ptr<Pass> createDeadCodeElimination();          // "dce"
 std::unique_ptr<Pass> createCommonSubexpressionElimination(); // "cse"
 std::unique_ptr<Pass> createConstantFolding();               // "fold"
 std::unique_ptr<Pass> createCanonicalize();                  // "canonicalize": algebraic rewrites
+std::unique_ptr<Pass> createDecompose();                     // "decompose": composites into primitives
+std::unique_ptr<Pass> createFuse();                          // "fuse": kernels (fusion_groups.h)
 std::unique_ptr<Pass> createPlanMemory();                    // "plan-memory": arena layout (plan_memory.h)
 
 }  // namespace smelt

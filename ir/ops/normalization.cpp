@@ -233,7 +233,11 @@ std::vector<Value*> decomposeLayerNorm(Builder& b, const Node& node) {
   for (int64_t d = axis; d < rank; ++d) axes.push_back(d);
   AttrMap reduce = {{"axes", axes}, {"keepdims", int64_t{1}}};
   Value* centered = b.sub(x, b.op("reduce_mean", {x}, reduce));
-  Value* var = b.op("reduce_mean", {b.square(centered)}, reduce);
+  // The variance reads x itself, not the centered values, so mean and variance are two reductions of
+  // one sweep over x (a fused kernel computes both at once) rather than one after the other.
+  AttrMap biased = reduce;
+  biased["correction"] = int64_t{0};
+  Value* var = b.op("reduce_variance", {x}, biased);
   Value* scale = node.numOperands() > 1 ? node.operand(1) : nullptr;
   Value* bias = node.numOperands() > 2 ? node.operand(2) : nullptr;
   return {normalize(b, centered, var, floatAttr(node, "epsilon"), scale, bias)};

@@ -369,6 +369,17 @@ OpDef makeSoftmaxOp(std::string name, std::string summary, ReferenceFn reference
   };
 }
 
+// reduce_logsumexp over a softmax node's axis, kept: the shared half of both decompositions. A row
+// holding +inf (or only -inf) has an infinite logsumexp, and x - lse would give 0s and one NaN where
+// softmax (PyTorch's, and the reference) gives NaN throughout; adding lse - lse (0, or NaN exactly when
+// lse is infinite) keeps that, at two ops per row.
+Value* logSumExpAlong(Builder& b, Value* x, const Node& node) {
+  int64_t axis = std::get<int64_t>(node.attrs().at("axis"));
+  if (axis < 0) axis += x->type().rank();
+  Value* lse = b.op("reduce_logsumexp", {x}, {{"axes", std::vector<int64_t>{axis}}, {"keepdims", int64_t{1}}});
+  return b.add(lse, b.sub(lse, lse));
+}
+
 int64_t softmaxAxis(const GradientContext& c) {
   int64_t axis = c.getInt("axis");
   return axis < 0 ? axis + c.x(0)->type().rank() : axis;
@@ -414,6 +425,12 @@ void registerReductionOps(OpRegistry& registry) {
     Value* y = c.y();
     return {b.mul(y, b.sub(c.dy(), b.reduceSum(b.mul(c.dy(), y), {softmaxAxis(c)}, true)))};
   };
+  // exp(x - logsumexp(x)): one reduction sweep (logsumexp keeps a running max and sum) and one
+  // elementwise sweep, where max-then-sum would take two reduction sweeps.
+  softmax.decompose = [](Builder& b, const Node& node) -> std::vector<Value*> {
+    Value* x = node.operand(0);
+    return {b.exp(b.sub(x, logSumExpAlong(b, x, node)))};
+  };
   // 5 per element: max, subtract, exp, sum, divide.
   softmax.flops = [](const OpCall& c) { return 5 * c.operand(0).numel(); };
   registry.add(std::move(softmax));
@@ -421,6 +438,10 @@ void registerReductionOps(OpRegistry& registry) {
   // dx = dy - exp(y) * sum(dy, axis)
   logSoftmax.gradient = [](Builder& b, const GradientContext& c) -> std::vector<Value*> {
     return {b.sub(c.dy(), b.mul(b.exp(c.y()), b.reduceSum(c.dy(), {softmaxAxis(c)}, true)))};
+  };
+  logSoftmax.decompose = [](Builder& b, const Node& node) -> std::vector<Value*> {
+    Value* x = node.operand(0);
+    return {b.sub(x, logSumExpAlong(b, x, node))};
   };
   // 5 per element: max, subtract, exp, sum, subtract the log.
   logSoftmax.flops = [](const OpCall& c) { return 5 * c.operand(0).numel(); };

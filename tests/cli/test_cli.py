@@ -179,7 +179,11 @@ class Cli(unittest.TestCase):
         env = dict(os.environ, SMELT_DUMP_DIR=dumps)
         r = subprocess.run([SMELT, "opt", path], capture_output=True, text=True, env=env)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("01-canonicalize.ir", os.listdir(dumps))
+        self.assertEqual(sorted(os.listdir(dumps)),
+                         ["00-input.ir", "01-decompose.ir", "02-canonicalize.ir", "03-fold.ir", "04-cse.ir",
+                          "05-dce.ir", "06-fuse.ir"])
+        with open(os.path.join(dumps, "06-fuse.ir")) as f:
+            self.assertIn('fused(%x) {kind = "loop"}', f.read())
         after = smelt("dump", path, "--after", "cse")
         self.assertEqual(after.returncode, 0, after.stderr)
         bad = smelt("opt", path, "--passes=nope")

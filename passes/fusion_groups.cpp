@@ -1,0 +1,385 @@
+// Fusion analysis (see fusion_groups.h): start with one group per fusible node, then merge groups along
+// producer-consumer edges while the merged group still has one domain, every op in it computes at the
+// full or reduced level of that domain, and no path leaves and re-enters it.
+#include "passes/fusion_groups.h"
+
+#include <algorithm>
+#include <numeric>
+#include <optional>
+#include <unordered_set>
+
+namespace smelt {
+
+std::string_view kernelKindName(KernelKind kind) {
+  switch (kind) {
+    case KernelKind::Loop: return "loop";
+    case KernelKind::Reduce: return "reduce";
+    case KernelKind::Epilogue: return "epilogue";
+  }
+  return "?";
+}
+
+namespace {
+
+/// What a node can be inside a kernel.
+enum class Role {
+  None,       // runs alone: constants, opaque ops, data movement that is not a view
+  Pointwise,  // elementwise ops: one result element from the operands' elements at the same index
+  Broadcast,  // expand
+  View,       // reshape, flatten, squeeze, unsqueeze, transpose, slice: an indexed load of an operand
+  Reduction,  // reduce_* and the global pools
+  Anchor,     // matmul, gemm, conv: the head of an epilogue kernel
+};
+
+bool isOneOf(std::string_view name, std::initializer_list<std::string_view> names) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+Role roleOf(const Node& node) {
+  const std::string& name = node.opName();
+  if (name == "constant" || name == "fused") return Role::None;
+  if (isOneOf(name, {"matmul", "gemm", "conv2d", "conv_transpose2d"})) return Role::Anchor;
+  if (isOneOf(name, {"reshape", "flatten", "squeeze", "unsqueeze", "transpose", "slice"})) return Role::View;
+  switch (node.op().fusion) {
+    case FusionKind::Elementwise: return Role::Pointwise;
+    case FusionKind::Broadcast: return Role::Broadcast;
+    case FusionKind::Reduction:
+      if (name.starts_with("reduce_") || name == "global_avg_pool2d" || name == "global_max_pool2d") {
+        return Role::Reduction;
+      }
+      return Role::None;
+    default: return Role::None;
+  }
+}
+
+/// The reduced axes of a Reduction node, sorted and non-negative (an empty `axes` reduces all).
+std::vector<int64_t> reducedAxes(const Node& node) {
+  int64_t rank = node.operand(0)->type().rank();
+  if (node.opName().starts_with("global_")) return {2, 3};
+  std::vector<int64_t> axes;
+  auto it = node.attrs().find("axes");
+  if (it != node.attrs().end()) {
+    for (int64_t a : std::get<std::vector<int64_t>>(it->second)) axes.push_back(a < 0 ? a + rank : a);
+  }
+  if (axes.empty()) {
+    axes.resize(static_cast<size_t>(rank));
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  std::sort(axes.begin(), axes.end());
+  return axes;
+}
+
+bool isReduced(const std::vector<int64_t>& axes, size_t d) {
+  return std::binary_search(axes.begin(), axes.end(), static_cast<int64_t>(d));
+}
+
+/// S with the reduced axes kept as 1s, and dropped.
+Shape keptShape(const KernelDomain& domain) {
+  Shape s = domain.shape;
+  for (int64_t a : domain.axes) s[static_cast<size_t>(a)] = 1;
+  return s;
+}
+Shape droppedShape(const KernelDomain& domain) {
+  Shape s;
+  for (size_t d = 0; d < domain.shape.size(); ++d) {
+    if (!isReduced(domain.axes, d)) s.push_back(domain.shape[d]);
+  }
+  return s;
+}
+
+bool isReducedLevel(const KernelDomain& domain, const Shape& shape) {
+  return !domain.axes.empty() && (shape == keptShape(domain) || shape == droppedShape(domain));
+}
+
+/// True when a value of `shape` read by a full-level op broadcasts along exactly the reduced axes
+/// (numpy rules, right-aligned): it is a reduced-level value read once per row, not a value that would
+/// have to be recomputed or gathered across rows.
+bool broadcastsAlongReducedAxes(const KernelDomain& domain, const Shape& shape) {
+  const Shape& s = domain.shape;
+  if (shape.size() > s.size()) return false;
+  size_t pad = s.size() - shape.size();
+  for (size_t d = 0; d < s.size(); ++d) {
+    int64_t extent = d < pad ? 1 : shape[d - pad];
+    if (extent == s[d]) continue;
+    if (extent != 1 || !isReduced(domain.axes, d)) return false;
+  }
+  return true;
+}
+
+struct Group {
+  KernelKind kind = KernelKind::Loop;
+  KernelDomain domain;
+  const Node* anchor = nullptr;
+  std::vector<const Node*> members;
+  bool alive = true;
+};
+
+/// The domain of two groups together, or none when they cannot share a kernel.
+std::optional<Group> mergedShape(const Group& a, const Group& b) {
+  Group g;
+  if (a.kind == KernelKind::Epilogue || b.kind == KernelKind::Epilogue) {
+    const Group& epi = a.kind == KernelKind::Epilogue ? a : b;
+    const Group& other = a.kind == KernelKind::Epilogue ? b : a;
+    if (other.kind != KernelKind::Loop || other.domain.shape != epi.domain.shape) return std::nullopt;
+    g.kind = KernelKind::Epilogue;
+    g.domain = epi.domain;
+    g.anchor = epi.anchor;
+    return g;
+  }
+  if (a.domain.shape == b.domain.shape) {
+    if (a.kind == KernelKind::Reduce && b.kind == KernelKind::Reduce && a.domain.axes != b.domain.axes) return std::nullopt;
+    g.kind = a.kind == KernelKind::Reduce || b.kind == KernelKind::Reduce ? KernelKind::Reduce : KernelKind::Loop;
+    g.domain = a.kind == KernelKind::Reduce ? a.domain : b.domain;
+    return g;
+  }
+  // A loop at the reduced level of a reduction joins it: its ops then run once per row.
+  const Group* reduce = a.kind == KernelKind::Reduce ? &a : b.kind == KernelKind::Reduce ? &b : nullptr;
+  const Group* loop = reduce == &a ? &b : &a;
+  if (!reduce || loop->kind != KernelKind::Loop || !isReducedLevel(reduce->domain, loop->domain.shape)) {
+    return std::nullopt;
+  }
+  g.kind = KernelKind::Reduce;
+  g.domain = reduce->domain;
+  return g;
+}
+
+class Planner {
+ public:
+  explicit Planner(const Graph& graph) : graph_(graph) {
+    for (size_t i = 0; i < graph.numNodes(); ++i) positions_[graph.nodes()[i].get()] = i;
+  }
+
+  FusionPlan run() {
+    for (const auto& node : graph_.nodes()) addSingleton(*node);
+    // Reductions take their elementwise producers first, so a sum of squares squares inside the
+    // reduction instead of in a matmul's epilogue that writes the squares out; epilogues take what is
+    // left. Within a phase, merging can enable more merges (a loop at the reduced level joins once its
+    // reduction is in), so sweep the edges until nothing changes (each change removes a group).
+    for (bool epilogues : {false, true}) {
+      bool changed = true;
+      while (changed) {
+        changed = false;
+        for (const auto& node : graph_.nodes()) {
+          for (const Value* operand : node->operands()) {
+            const Node* producer = operand->producer();
+            if (producer && tryMerge(*producer, *node, epilogues)) changed = true;
+          }
+        }
+      }
+    }
+    FusionPlan plan;
+    for (Group& g : groups_) {
+      if (!g.alive || g.members.size() < 2) continue;
+      std::sort(g.members.begin(), g.members.end(),
+                [](const Node* x, const Node* y) { return x->number() < y->number(); });
+      for (const Node* m : g.members) plan.groupOf[m] = plan.groups.size();
+      plan.groups.push_back({g.kind, g.domain, g.anchor, g.members});
+    }
+    return plan;
+  }
+
+ private:
+  void addSingleton(const Node& node) {
+    Role role = roleOf(node);
+    if (role == Role::None) return;
+    Group g;
+    g.members = {&node};
+    switch (role) {
+      case Role::Reduction:
+        g.kind = KernelKind::Reduce;
+        g.domain = {node.operand(0)->shape(), reducedAxes(node)};
+        break;
+      case Role::Anchor:
+        g.kind = KernelKind::Epilogue;
+        g.domain = {node.result(0)->shape(), {}};
+        g.anchor = &node;
+        break;
+      default:
+        g.kind = KernelKind::Loop;
+        g.domain = {node.result(0)->shape(), {}};
+        break;
+    }
+    groupOf_[&node] = groups_.size();
+    groups_.push_back(std::move(g));
+  }
+
+  bool tryMerge(const Node& producer, const Node& consumer, bool epilogues) {
+    auto pi = groupOf_.find(&producer);
+    auto ci = groupOf_.find(&consumer);
+    if (pi == groupOf_.end() || ci == groupOf_.end() || pi->second == ci->second) return false;
+    size_t a = pi->second, b = ci->second;
+    bool involvesEpilogue = groups_[a].kind == KernelKind::Epilogue || groups_[b].kind == KernelKind::Epilogue;
+    if (involvesEpilogue && !epilogues) return false;
+    std::optional<Group> merged = mergedShape(groups_[a], groups_[b]);
+    if (!merged) return false;
+    merged->members = groups_[a].members;
+    merged->members.insert(merged->members.end(), groups_[b].members.begin(), groups_[b].members.end());
+    if (!membersFit(*merged) || wouldCycle(a, b)) return false;
+    for (const Node* m : groups_[b].members) groupOf_[m] = a;
+    groups_[b].alive = false;
+    groups_[b].members.clear();
+    groups_[a] = std::move(*merged);
+    return true;
+  }
+
+  /// Every member computes at the full or reduced level of the merged domain and reads values of the
+  /// group only in ways that need no recomputation.
+  bool membersFit(const Group& g) const {
+    std::unordered_set<const Node*> inside(g.members.begin(), g.members.end());
+    auto internal = [&](const Value* v) { return v->producer() && inside.count(v->producer()); };
+    const Shape& full = g.domain.shape;
+    for (const Node* m : g.members) {
+      Role role = roleOf(*m);
+      if (role == Role::Anchor) {
+        if (m != g.anchor) return false;
+        for (const Value* o : m->operands()) {
+          if (internal(o)) return false;  // an epilogue kernel runs its anchor first
+        }
+        continue;
+      }
+      if (role == Role::Reduction) {
+        if (m->operand(0)->shape() != full || reducedAxes(*m) != g.domain.axes) return false;
+        continue;
+      }
+      bool fullLevel = true;
+      for (const Value* r : m->results()) {
+        if (r->shape() == full) continue;
+        if (!isReducedLevel(g.domain, r->shape())) return false;
+        fullLevel = false;
+      }
+      // An epilogue kernel applies its ops to the anchor's result: full level only.
+      if (!fullLevel && g.kind == KernelKind::Epilogue) return false;
+      for (const Value* o : m->operands()) {
+        if (!internal(o)) continue;
+        if (role == Role::View) {
+          // Views read the kernel's operands; inside, only the relabelings between the two
+          // reduced-level shapes (kept 1s or dropped) are free.
+          if (fullLevel || !isReducedLevel(g.domain, o->shape())) return false;
+          continue;
+        }
+        if (fullLevel) {
+          if (o->shape() != full && !broadcastsAlongReducedAxes(g.domain, o->shape())) return false;
+        } else if (o->shape() != m->result(0)->shape()) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  /// True when some path from group a or b leaves both and reaches a or b again: merging would then
+  /// make the kernel both feed and consume another kernel.
+  bool wouldCycle(size_t a, size_t b) const {
+    // Units are groups, then ungrouped nodes (slots past the groups).
+    std::vector<char> seen(groups_.size() + graph_.numNodes(), 0);
+    std::vector<size_t> stack;
+    auto forEachSuccessor = [&](size_t unit, auto&& visit) {
+      auto visitUsers = [&](const Node* m) {
+        for (const Value* r : m->results()) {
+          for (const Node* user : r->users()) {
+            size_t s = unitOf(user);
+            if (s != unit) visit(s);
+          }
+        }
+      };
+      if (unit < groups_.size()) {
+        for (const Node* m : groups_[unit].members) visitUsers(m);
+      } else {
+        visitUsers(graph_.nodes()[unit - groups_.size()].get());
+      }
+    };
+    // Direct edges between a and b are the merge itself; paths through other units are what count.
+    auto start = [&](size_t s) {
+      if (s == a || s == b || seen[s]) return;
+      seen[s] = 1;
+      stack.push_back(s);
+    };
+    forEachSuccessor(a, start);
+    forEachSuccessor(b, start);
+    bool cycle = false;
+    while (!stack.empty() && !cycle) {
+      size_t unit = stack.back();
+      stack.pop_back();
+      forEachSuccessor(unit, [&](size_t s) {
+        if (s == a || s == b) cycle = true;
+        else if (!seen[s]) {
+          seen[s] = 1;
+          stack.push_back(s);
+        }
+      });
+    }
+    return cycle;
+  }
+
+  /// The node's group, or a slot of its own past the groups for ungrouped nodes.
+  size_t unitOf(const Node* node) const {
+    auto it = groupOf_.find(node);
+    if (it != groupOf_.end()) return it->second;
+    return groups_.size() + positionOf(node);
+  }
+
+  size_t positionOf(const Node* node) const { return positions_.at(node); }
+
+  const Graph& graph_;
+  std::vector<Group> groups_;
+  std::unordered_map<const Node*, size_t> groupOf_;
+  std::unordered_map<const Node*, size_t> positions_;
+};
+
+}  // namespace
+
+FusionPlan planFusion(const Graph& graph) { return Planner(graph).run(); }
+
+KernelSummary describeKernel(const Node& fused) {
+  KernelSummary summary;
+  auto bodyIt = fused.attrs().find("body");
+  auto kindIt = fused.attrs().find("kind");
+  if (bodyIt == fused.attrs().end() || kindIt == fused.attrs().end()) return summary;
+  const GraphRef& body = std::get<GraphRef>(bodyIt->second);
+  const std::string& kind = std::get<std::string>(kindIt->second);
+  summary.kind = kind == "reduce" ? KernelKind::Reduce : kind == "epilogue" ? KernelKind::Epilogue : KernelKind::Loop;
+  if (!body) return summary;
+  for (const auto& node : body->nodes()) {
+    if (node->opName() == "constant") continue;
+    ++summary.ops;
+    Role role = roleOf(*node);
+    if (role == Role::Reduction && summary.domain.shape.empty() && summary.domain.axes.empty()) {
+      summary.domain = {node->operand(0)->shape(), reducedAxes(*node)};
+    } else if (role == Role::Anchor && summary.kind == KernelKind::Epilogue) {
+      summary.domain = {node->result(0)->shape(), {}};
+    }
+  }
+  if (summary.kind == KernelKind::Loop) {
+    // The shape every full-level result has: the largest output.
+    for (const GraphOutput& out : body->outputs()) {
+      if (out.value->type().numel() >= TensorType{DType::f32, summary.domain.shape}.numel()) {
+        summary.domain.shape = out.value->shape();
+      }
+    }
+  }
+  if (summary.kind != KernelKind::Reduce) return summary;
+  // Stage of a value: how many dependent reductions it comes after. A reduction over inputs of stage k
+  // runs in sweep k + 1; full-level results of stage k are written in sweep k + 1.
+  std::unordered_map<const Value*, int64_t> stage;
+  auto stageOf = [&](const Value* v) {
+    auto it = stage.find(v);
+    return it == stage.end() ? int64_t{0} : it->second;
+  };
+  int64_t sweeps = 0;
+  for (const auto& node : body->nodes()) {
+    int64_t s = 0;
+    for (const Value* o : node->operands()) s = std::max(s, stageOf(o));
+    if (roleOf(*node) == Role::Reduction) {
+      sweeps = std::max(sweeps, s + 1);
+      s += 1;
+    }
+    for (const Value* r : node->results()) stage[r] = s;
+  }
+  for (const GraphOutput& out : body->outputs()) {
+    if (out.value->shape() == summary.domain.shape) sweeps = std::max(sweeps, stageOf(out.value) + 1);
+  }
+  summary.sweeps = std::max<int64_t>(sweeps, 1);
+  return summary;
+}
+
+}  // namespace smelt
