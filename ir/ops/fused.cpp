@@ -107,13 +107,14 @@ void registerFusedOps(OpRegistry& registry) {
       .name = "fused",
       .summary = "One kernel made by fusion: runs its body graph (a graph-valued attribute) on its operands.",
       .operands = {{"inputs", Arity::Variadic}},
-      .attrs = {{"kind", AttrKind::String, Attribute{std::string("loop")}}, {"body", AttrKind::Graph, std::nullopt}},
+      // No default for kind, so every dump says how the kernel iterates.
+      .attrs = {{"kind", AttrKind::String, std::nullopt}, {"body", AttrKind::Graph, std::nullopt}},
       .fusion = FusionKind::Opaque,
       .dtypes = dtypes::kAll,
       .infer = inferFused,
       .reference = referenceFused,
       .example = R"(graph @t(%x: $T[2,3], %y: $T[3,2], %c: bool[3,2]) {
-  %0, %1 = fused(%x, %y, %c) : $T[3,2], $T[3,2] body = graph @fused(%p0: $T[2,3], %p1: $T[3,2], %p2: bool[3,2]) {
+  %0, %1 = fused(%x, %y, %c) {kind = "loop"} : $T[3,2], $T[3,2] body = graph @fused(%p0: $T[2,3], %p1: $T[3,2], %p2: bool[3,2]) {
     %0 = transpose(%p0) {perm = [1, 0]} : $T[3,2]
     %1 = where(%p2, %0, %p1) : $T[3,2]
     return r0 = %0, r1 = %1
