@@ -82,6 +82,33 @@ const BufferAssignment* MemoryPlan::find(const Value* value) const {
   return it == index_.end() ? nullptr : &buffers[it->second];
 }
 
+namespace {
+
+// True when `node` reads `operand` only at the index it writes each result element to, so a result may
+// overwrite it in place: elementwise ops, and fused loop/epilogue kernels whose body reads the operand
+// only through elementwise ops of its own shape (not through a view, a reduction or the matmul/conv of
+// an epilogue, which read other indices).
+bool readsOnlyAtWrittenIndex(const Node& node, const Value* operand) {
+  if (node.op().fusion == FusionKind::Elementwise) return true;
+  if (node.opName() != "fused") return false;
+  const std::string& kind = std::get<std::string>(node.attrs().at("kind"));
+  const GraphRef& body = std::get<GraphRef>(node.attrs().at("body"));
+  if ((kind != "loop" && kind != "epilogue") || !body) return false;
+  for (size_t i = 0; i < node.numOperands(); ++i) {
+    if (node.operand(i) != operand) continue;
+    const Value* input = body->inputs()[i];
+    for (const Node* user : input->users()) {
+      if (user->op().fusion != FusionKind::Elementwise) return false;
+      for (const Value* r : user->results()) {
+        if (r->shape() != input->shape()) return false;
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 MemoryPlan planMemory(const Graph& graph) {
   MemoryPlan plan;
   const int64_t numNodes = static_cast<int64_t>(graph.numNodes());
@@ -107,18 +134,19 @@ MemoryPlan planMemory(const Graph& graph) {
     if (auto it = plan.index_.find(output.value); it != plan.index_.end()) plan.buffers[it->second].end = numNodes;
   }
 
-  // In place: an elementwise result may take over the buffer of an operand of its size and dtype that
-  // dies at this node (elementwise kernels read element i before writing element i).
+  // In place: a result may take over the buffer of an operand of its size and dtype that dies at this
+  // node when the kernel reads that operand only at the index it writes (elementwise kernels and fused
+  // loop/epilogue kernels read element i before writing element i).
   std::vector<size_t> groupOf(plan.buffers.size());
   std::vector<Group> groups;
   std::unordered_set<const Value*> donated;
   for (size_t b = 0; b < plan.buffers.size(); ++b) {
     BufferAssignment& buffer = plan.buffers[b];
     const Node& node = *buffer.value->producer();
-    if (node.op().fusion == FusionKind::Elementwise) {
+    {
       for (const Value* operand : node.operands()) {
         auto it = plan.index_.find(operand);
-        if (it == plan.index_.end() || donated.count(operand)) continue;
+        if (it == plan.index_.end() || donated.count(operand) || !readsOnlyAtWrittenIndex(node, operand)) continue;
         const BufferAssignment& source = plan.buffers[it->second];
         if (source.end != buffer.begin || operand->dtype() != buffer.value->dtype() || source.size != buffer.size) {
           continue;
@@ -244,7 +272,7 @@ Status checkMemoryPlan(const Graph& graph, const MemoryPlan& plan) {
       // Allowed: b written in place over a, which dies at b's elementwise producer.
       const Node* producer = b.buffer->value->producer();
       bool inPlace = b.buffer->inPlaceOf == a.buffer->value && a.end == b.begin &&
-                     producer->op().fusion == FusionKind::Elementwise && aOff == bOff &&
+                     readsOnlyAtWrittenIndex(*producer, a.buffer->value) && aOff == bOff &&
                      std::find(producer->operands().begin(), producer->operands().end(), a.buffer->value) !=
                          producer->operands().end();
       if (!inPlace) {

@@ -2,7 +2,8 @@
 // (the schedule), so buffers whose lifetimes do not intersect share bytes.
 //   MemoryPlan plan = planMemory(graph);
 //   fmt::print("{} bytes (lower bound {})\n", plan.peakBytes, plan.lowerBoundBytes);
-// Today every non-constant node is one kernel; after fusion, values inside a fused kernel get none.
+// Every non-constant node is one kernel; after the fuse pass a `fused` node's results are its kernel's
+// buffers, and values inside its body live in registers and get none.
 #pragma once
 
 #include "ir/graph.h"

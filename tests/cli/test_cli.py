@@ -196,8 +196,12 @@ class Cli(unittest.TestCase):
         info = json.loads(r.stdout)
         for key in ("nodes", "kernels", "flops", "bytes_moved", "peak_bytes", "lower_bound_bytes", "kernels_list"):
             self.assertIn(key, info)
-        self.assertEqual((info["nodes"], info["kernels"], info["flops"]), (2, 2, 12))
-        self.assertEqual([k["op"] for k in info["kernels_list"]], ["mul", "add"])
+        # mul then add fuse into one loop kernel; --passes none shows the graph as written.
+        self.assertEqual((info["nodes"], info["kernels"], info["kernels_unfused"], info["flops"]), (2, 1, 2, 12))
+        self.assertEqual([(k["op"], k["kind"], k["ops"], k["sweeps"]) for k in info["kernels_list"]],
+                         [("fused", "loop", ["mul", "add"], 1)])
+        unfused = json.loads(smelt("inspect", self.write_ir(), "--passes", "none", "--json").stdout)
+        self.assertEqual([k["op"] for k in unfused["kernels_list"]], ["mul", "add"])
         self.assertGreaterEqual(info["peak_bytes"], info["lower_bound_bytes"])
         grad = json.loads(smelt("inspect", self.write_ir(), "--grad", "x,k", "--json").stdout)
         self.assertGreater(grad["kernels"], info["kernels"])

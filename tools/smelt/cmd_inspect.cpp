@@ -1,7 +1,9 @@
-// `smelt inspect FILE [--grad NAMES] [--json]`: what running a graph costs: kernels, FLOPs, bytes moved
-// and the planned arena (plan_memory.h), with a per-kernel listing. Until fusion lands every
-// non-constant node is one kernel.
+// `smelt inspect FILE [--grad NAMES] [--passes P] [--json]`: what running a graph costs once the
+// optimizing pipeline (fusion included) has run: kernels, FLOPs, bytes moved and the planned arena
+// (plan_memory.h), with a per-kernel listing (kind, ops, sweeps over the reduced axes).
 #include "frontend/model_loader.h"
+#include "passes/fusion_groups.h"
+#include "passes/pass_manager.h"
 #include "passes/plan_memory.h"
 #include "tools/smelt/commands.h"
 #include "tools/smelt/tensor_summary.h"
@@ -16,14 +18,36 @@ namespace {
 /// One kernel's cost: each kernel reads its operands and writes its results once.
 struct KernelCost {
   const Node* node;
+  std::string label;
   std::string types;
+  KernelSummary shape;
+  std::vector<std::string> ops;
   int64_t flops = 0;
   int64_t bytes = 0;
 };
 
+/// A lone node's kernel: a reduction sweeps once, a matmul/conv is an epilogue kernel with none.
+KernelSummary describeLone(const Node& node) {
+  KernelSummary s;
+  s.ops = 1;
+  if (node.op().fusion == FusionKind::Reduction) s.kind = KernelKind::Reduce;
+  else if (node.op().fusion == FusionKind::Opaque) s.kind = KernelKind::Epilogue;
+  if (!node.results().empty()) s.domain.shape = node.result(0)->shape();
+  return s;
+}
+
 KernelCost costOf(const Graph& graph, const Node& node) {
   std::vector<TensorType> operandTypes, resultTypes;
-  KernelCost cost{&node, "", 0, 0};
+  KernelCost cost{&node, graph.labelOf(node), "", {}, {}, 0, 0};
+  if (node.opName() == "fused") {
+    cost.shape = describeKernel(node);
+    for (const auto& inner : std::get<GraphRef>(node.attrs().at("body"))->nodes()) {
+      if (inner->opName() != "constant") cost.ops.push_back(inner->opName());
+    }
+  } else {
+    cost.shape = describeLone(node);
+    cost.ops = {node.opName()};
+  }
   for (const Value* operand : node.operands()) {
     operandTypes.push_back(operand->type());
     cost.bytes += static_cast<int64_t>(operand->type().byteSize());
@@ -44,6 +68,7 @@ Action addInspectCommand(CLI::App& app) {
   struct Options {
     std::string file;
     std::string grad;
+    std::string passes{kDefaultPipeline};
     bool json = false;
   };
   auto options = std::make_shared<Options>();
@@ -51,6 +76,8 @@ Action addInspectCommand(CLI::App& app) {
   cmd->add_option("file", options->file, "Model file (.onnx or IR text; - for stdin)")->required();
   cmd->add_option("--grad", options->grad,
                   "NAME[,NAME...]: cover forward + backward (gradient of the sum of all outputs)");
+  cmd->add_option("--passes", options->passes,
+                  fmt::format("Pipeline to run first (default: {}; 'none': the graph as written)", kDefaultPipeline));
   cmd->add_flag("--json", options->json, "Print one JSON object");
   return [options]() {
     SMELT_TRY_CLI(Graph graph, loadModel(options->file));
@@ -59,6 +86,14 @@ Action addInspectCommand(CLI::App& app) {
       Status added = addGradientOutputs(graph, names, true);
       if (!added) return fail(added.error().message());
     }
+    size_t nodesAsWritten = graph.numNodes();
+    int64_t unfusedKernels = 0;
+    for (const auto& node : graph.nodes()) unfusedKernels += node->opName() != "constant";
+    PassManagerOptions pmOptions = PassManagerOptions::fromEnvironment();
+    if (options->passes == "none") options->passes.clear();
+    SMELT_TRY_CLI(PassManager pm, PassManager::fromPipeline(options->passes, pmOptions));
+    auto ran = pm.run(graph);
+    if (!ran) return fail(ran.error().message());
     std::vector<KernelCost> kernels;
     int64_t flops = 0, bytes = 0;
     for (const auto& node : graph.nodes()) {
@@ -73,11 +108,21 @@ Action addInspectCommand(CLI::App& app) {
     if (options->json) {
       nlohmann::json list = nlohmann::json::array();
       for (const KernelCost& k : kernels) {
-        list.push_back({{"op", k.node->opName()}, {"type", k.types}, {"flops", k.flops}, {"bytes", k.bytes}});
+        list.push_back({{"label", k.label},
+                        {"op", k.node->opName()},
+                        {"kind", kernelKindName(k.shape.kind)},
+                        {"ops", k.ops},
+                        {"sweeps", k.shape.sweeps},
+                        {"type", k.types},
+                        {"flops", k.flops},
+                        {"bytes", k.bytes}});
       }
       nlohmann::json out = {{"graph", graph.name()},
-                            {"nodes", graph.numNodes()},
+                            {"pipeline", options->passes},
+                            {"nodes", nodesAsWritten},
+                            {"nodes_after_passes", graph.numNodes()},
                             {"kernels", kernels.size()},
+                            {"kernels_unfused", unfusedKernels},
                             {"flops", flops},
                             {"bytes_moved", bytes},
                             {"peak_bytes", plan.peakBytes},
@@ -89,15 +134,20 @@ Action addInspectCommand(CLI::App& app) {
       fmt::print("{}\n", out.dump(2));
       return 0;
     }
-    fmt::print("graph @{}: {} nodes, {} kernels (every non-constant node is one kernel until fusion)\n",
-               graph.name(), graph.numNodes(), kernels.size());
+    fmt::print("graph @{}: {} nodes; after {}: {} nodes, {} kernels ({} before fusion)\n", graph.name(),
+               nodesAsWritten, options->passes.empty() ? "no passes" : options->passes, graph.numNodes(),
+               kernels.size(), unfusedKernels);
     fmt::print("flops: {}\n", flops);
     fmt::print("bytes moved: {} (each kernel reads its operands and writes its results once)\n", bytes);
     fmt::print("arena: peak {} bytes, lower bound {} bytes (x{:.3f}), {} buffers, {} in place\n", plan.peakBytes,
                plan.lowerBoundBytes, ratio, plan.numBuffers, plan.inPlaceReuses);
-    fmt::print("{:<20} {:<28} {:>14} {:>12}\n", "kernel", "result", "flops", "bytes");
+    fmt::print("{:<14} {:<9} {:>6} {:<28} {:>14} {:>12}  {}\n", "kernel", "kind", "sweeps", "result", "flops", "bytes",
+               "ops");
     for (const KernelCost& k : kernels) {
-      fmt::print("{:<20} {:<28} {:>14} {:>12}\n", k.node->opName(), k.types, k.flops, k.bytes);
+      std::string ops = fmt::format("{}", fmt::join(k.ops, " "));
+      if (ops.size() > 80) ops = ops.substr(0, 77) + "...";
+      fmt::print("{:<14} {:<9} {:>6} {:<28} {:>14} {:>12}  {}\n", k.label.substr(0, k.label.find(' ', k.label.find('%'))),
+                 kernelKindName(k.shape.kind), k.shape.sweeps, k.types, k.flops, k.bytes, ops);
     }
     return 0;
   };
