@@ -31,6 +31,13 @@ bool isView(const Node* node) {
   return op == "reshape" || op == "flatten" || op == "squeeze" || op == "unsqueeze";
 }
 
+/// The transpose node producing `v` when it swaps the two dims of a 2-D tensor, else null.
+const Node* transposed2d(const Value* v) {
+  const Node* p = v->producer();
+  if (!p || p->opName() != "transpose" || v->type().rank() != 2) return nullptr;
+  return ints(*p, "perm") == std::vector<int64_t>{1, 0} ? p : nullptr;
+}
+
 /// The single value every element of `v` holds, when `v` is a constant (possibly broadcast or
 /// reshaped) whose elements are all bitwise equal. Signed zeros stay distinct (signbit).
 std::optional<double> splatValue(const Value* v) {
@@ -61,7 +68,8 @@ bool isNegativeZero(const Value* v) {
 struct Rewriter {
   Graph& graph;
   Node& node;
-  Builder b{graph, "canonicalize"};
+  // Replacements keep the replaced node's provenance ("grad of matmul %3", an ONNX node name).
+  Builder b{graph, node.sourceName().empty() ? std::string("canonicalize") : node.sourceName()};
 
   Value* x(size_t i = 0) const { return node.operand(i); }
   const TensorType& resultType() const { return node.result()->type(); }
@@ -146,6 +154,35 @@ const Pattern kPatterns[] = {
        for (int64_t j : q) composed.push_back(p[static_cast<size_t>(j)]);  // dim j reads x's p[q[j]]
        if (isIdentityPerm(composed)) return inner->operand(0);
        return r.b.transpose(inner->operand(0), composed);
+     }},
+    // matmul(transpose a, b) -> gemm(a, b) {trans_a = 1}, and likewise for b (2-D only): the backward
+    // of every linear layer transposes its operands, and gemm reads them transposed in place of a
+    // transpose kernel. Exact: gemm with alpha 1 and no c accumulates in the same order as matmul.
+    {"matmul", "matmul(transpose a, b) -> gemm(a, b) {trans}",
+     [](Rewriter& r) -> Value* {
+       const Node* ta = transposed2d(r.x(0));
+       const Node* tb = transposed2d(r.x(1));
+       if ((!ta && !tb) || r.x(0)->type().rank() != 2 || r.x(1)->type().rank() != 2) return nullptr;
+       return r.b.op("gemm", {ta ? ta->operand(0) : r.x(0), tb ? tb->operand(0) : r.x(1)},
+                     {{"trans_a", int64_t{ta != nullptr}}, {"trans_b", int64_t{tb != nullptr}}});
+     }},
+    // gemm(transpose a, b) {trans_a = t} -> gemm(a, b) {trans_a = 1 - t}, and likewise for b
+    {"gemm", "gemm(transpose a) -> gemm(a) {trans flipped}",
+     [](Rewriter& r) -> Value* {
+       const Node* ta = transposed2d(r.x(0));
+       const Node* tb = transposed2d(r.x(1));
+       if (!ta && !tb) return nullptr;
+       AttrMap attrs = r.node.attrs();
+       std::vector<Value*> operands = r.node.operands();
+       if (ta) {
+         operands[0] = ta->operand(0);
+         attrs["trans_a"] = 1 - std::get<int64_t>(attrs.at("trans_a"));
+       }
+       if (tb) {
+         operands[1] = tb->operand(0);
+         attrs["trans_b"] = 1 - std::get<int64_t>(attrs.at("trans_b"));
+       }
+       return r.b.op("gemm", std::move(operands), std::move(attrs));
      }},
     // reshape/flatten/squeeze/unsqueeze to x's own shape -> x (row-major: same bytes)
     {"reshape", "reshape(x) to x's shape -> x", [](Rewriter& r) { return r.ifSameType(r.x()); }},
