@@ -1,5 +1,6 @@
 // plan-memory: in-place reuse and offsets on a small chain, the pass leaving the graph unchanged, and
-// the arena of an MLP and a CNN, forward and forward + backward, within 1.1x of the lower bound with
+// the arena of an MLP and a CNN, forward and forward + backward, unfused and after the default
+// pipeline (fused kernels), within 1.1x of the lower bound with
 // no two live buffers overlapping (checkMemoryPlan). resnet18 is checked by
 // tests/models/check_memory_plan.py through `smelt inspect`.
 #include "autodiff/gradient_tape.h"
@@ -56,14 +57,28 @@ void checkPlan(const Graph& graph, const std::string& what) {
   CHECK_MESSAGE(ratio <= 1.1, what, ": peak ", plan.peakBytes, " > 1.1 x lower bound ", plan.lowerBoundBytes);
 }
 
+// The graph after the default pipeline (fusion included): the schedule the arena is planned for when
+// the graph runs.
+Graph optimized(const Graph& graph) {
+  Graph copy = graph.clone();
+  auto pm = PassManager::defaultPipeline(PassManagerOptions{});
+  REQUIRE(pm.ok());
+  auto ran = pm->run(copy);
+  REQUIRE_MESSAGE(ran.ok(), (ran.ok() ? "" : ran.error().message()));
+  return copy;
+}
+
+// Unfused (every node a kernel) and fused, forward and forward + backward.
 void checkForwardAndBackward(const char* text, std::vector<std::string> weights, const char* name) {
   Graph forward = testing::parseOrFail(text);
   checkPlan(forward, name);
+  checkPlan(optimized(forward), std::string(name) + " fused");
   Graph training = testing::parseOrFail(text);
   Expected<std::vector<Value*>> grads = gradientOfOutputs(training, weights);
   REQUIRE_MESSAGE(grads.ok(), (grads.ok() ? "" : grads.error().message()));
   for (size_t i = 0; i < weights.size(); ++i) training.addOutput(weights[i] + ".grad", (*grads)[i]);
   checkPlan(training, std::string(name) + " forward+backward");
+  checkPlan(optimized(training), std::string(name) + " forward+backward fused");
 }
 
 }  // namespace
