@@ -113,8 +113,14 @@ class Outliner {
       for (const Value* o : m->operands()) {
         auto it = inner.find(o);
         if (it == inner.end()) {
-          Value* v = isScalarConstant(o) ? body->constant(std::get<Tensor>(o->producer()->attrs().at("value")))
-                                         : body->addInput(fmt::format("p{}", operands.size()), o->type());
+          Value* v = nullptr;
+          if (isScalarConstant(o)) {
+            const Node& c = *o->producer();
+            SMELT_TRY(Node * copy, body->addNode("constant", {}, c.attrs(), c.sourceName()));
+            v = copy->result();
+          } else {
+            v = body->addInput(fmt::format("p{}", operands.size()), o->type());
+          }
           if (v->kind() == ValueKind::Input) operands.push_back(map_.at(o));
           it = inner.emplace(o, v).first;
         }
@@ -163,8 +169,10 @@ class Fuse final : public Pass {
            "epilogues into fused kernels";
   }
   Expected<bool> run(Graph& graph, PassContext& context) override {
+    // Dead ops would otherwise be grouped into kernel bodies, where nothing removes them.
+    bool removed = graph.removeDeadNodes() > 0;
     FusionPlan plan = planFusion(graph);
-    if (plan.groups.empty()) return false;
+    if (plan.groups.empty()) return removed;
     int64_t before = countKernelNodes(graph);
     SMELT_TRY(Graph fused, Outliner(graph, plan).run());
     graph = std::move(fused);

@@ -106,6 +106,21 @@ bool broadcastsAlongReducedAxes(const KernelDomain& domain, const Shape& shape) 
   return true;
 }
 
+/// True when `shape` broadcasts into `target` by numpy rules (right-aligned, each dim equal or 1).
+bool broadcastsInto(const Shape& shape, const Shape& target) {
+  if (shape.size() > target.size()) return false;
+  size_t pad = target.size() - shape.size();
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] != 1 && shape[d] != target[d + pad]) return false;
+  }
+  return true;
+}
+
+/// Views that keep elements in row-major order (they only relabel dims).
+bool preservesOrder(const Node& node) {
+  return isOneOf(node.opName(), {"reshape", "flatten", "squeeze", "unsqueeze"});
+}
+
 struct Group {
   KernelKind kind = KernelKind::Loop;
   KernelDomain domain;
@@ -114,9 +129,28 @@ struct Group {
   bool alive = true;
 };
 
+bool onlyViews(const Group& g) {
+  for (const Node* m : g.members) {
+    Role role = roleOf(*m);
+    if (role != Role::View && role != Role::Broadcast) return false;
+  }
+  return true;
+}
+
 /// The domain of two groups together, or none when they cannot share a kernel.
 std::optional<Group> mergedShape(const Group& a, const Group& b) {
   Group g;
+  // Views and expands alone are loads: they join any kernel whose domain their shape broadcasts into
+  // (membersFit then checks they read only the kernel's operands and nothing outside needs them).
+  for (auto [views, other] : {std::pair{&a, &b}, std::pair{&b, &a}}) {
+    if (views->kind == KernelKind::Loop && onlyViews(*views) && !onlyViews(*other) &&
+        broadcastsInto(views->domain.shape, other->domain.shape)) {
+      g.kind = other->kind;
+      g.domain = other->domain;
+      g.anchor = other->anchor;
+      return g;
+    }
+  }
   if (a.kind == KernelKind::Epilogue || b.kind == KernelKind::Epilogue) {
     const Group& epi = a.kind == KernelKind::Epilogue ? a : b;
     const Group& other = a.kind == KernelKind::Epilogue ? b : a;
@@ -147,6 +181,7 @@ class Planner {
  public:
   explicit Planner(const Graph& graph) : graph_(graph) {
     for (size_t i = 0; i < graph.numNodes(); ++i) positions_[graph.nodes()[i].get()] = i;
+    for (const GraphOutput& o : graph.outputs()) outputs_.insert(o.value);
   }
 
   FusionPlan run() {
@@ -227,6 +262,17 @@ class Planner {
   bool membersFit(const Group& g) const {
     std::unordered_set<const Node*> inside(g.members.begin(), g.members.end());
     auto internal = [&](const Value* v) { return v->producer() && inside.count(v->producer()); };
+    // A view or expand of the kernel's operands is an indexed load: free, at any shape that broadcasts
+    // into the domain, as long as nothing outside needs it stored.
+    auto isLoad = [&](const Node* n) {
+      Role role = roleOf(*n);
+      if (role != Role::View && role != Role::Broadcast) return false;
+      for (const Value* o : n->operands()) {
+        if (internal(o)) return false;
+      }
+      return true;
+    };
+    auto loaded = [&](const Value* v) { return internal(v) && isLoad(v->producer()); };
     const Shape& full = g.domain.shape;
     for (const Node* m : g.members) {
       Role role = roleOf(*m);
@@ -241,6 +287,13 @@ class Planner {
         if (m->operand(0)->shape() != full || reducedAxes(*m) != g.domain.axes) return false;
         continue;
       }
+      if (isLoad(m)) {
+        for (const Value* r : m->results()) {
+          if (r->shape() == full || isReducedLevel(g.domain, r->shape())) continue;
+          if (!broadcastsInto(r->shape(), full) || escapes(*r, inside)) return false;
+        }
+        continue;
+      }
       bool fullLevel = true;
       for (const Value* r : m->results()) {
         if (r->shape() == full) continue;
@@ -251,10 +304,15 @@ class Planner {
       if (!fullLevel && g.kind == KernelKind::Epilogue) return false;
       for (const Value* o : m->operands()) {
         if (!internal(o)) continue;
+        if (loaded(o)) {
+          if (!broadcastsInto(o->shape(), m->result(0)->shape())) return false;
+          continue;
+        }
         if (role == Role::View) {
-          // Views read the kernel's operands; inside, only the relabelings between the two
-          // reduced-level shapes (kept 1s or dropped) are free.
-          if (fullLevel || !isReducedLevel(g.domain, o->shape())) return false;
+          // Inside a kernel a view of computed values is free only when it relabels the dims of a
+          // row's values without moving them (kept 1s <-> dropped): transposes and slices would read
+          // other rows.
+          if (fullLevel || !isReducedLevel(g.domain, o->shape()) || !preservesOrder(*m)) return false;
           continue;
         }
         if (fullLevel) {
@@ -265,6 +323,15 @@ class Planner {
       }
     }
     return true;
+  }
+
+  /// True when something outside `inside` reads `v` or the graph returns it.
+  bool escapes(const Value& v, const std::unordered_set<const Node*>& inside) const {
+    if (outputs_.count(&v)) return true;
+    for (const Node* user : v.users()) {
+      if (!inside.count(user)) return true;
+    }
+    return false;
   }
 
   /// True when some path from group a or b leaves both and reaches a or b again: merging would then
@@ -324,6 +391,7 @@ class Planner {
   std::vector<Group> groups_;
   std::unordered_map<const Node*, size_t> groupOf_;
   std::unordered_map<const Node*, size_t> positions_;
+  std::unordered_set<const Value*> outputs_;
 };
 
 }  // namespace
