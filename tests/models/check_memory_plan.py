@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """resnet18's arena: `smelt inspect --json` of torchvision's resnet18 exported to ONNX, forward and
-forward + backward (gradients for the input and every parameter), peak within 1.1x of the lower bound.
+forward + backward (gradients for the input and every parameter), as written (every node a kernel) and
+after the default pipeline (fused kernels), peak within 1.1x of the lower bound.
 Usage: check_memory_plan.py PATH/TO/smelt   (Debian's python3 with torch and torchvision)."""
 import json, os, subprocess, sys, tempfile
 import torch
@@ -26,7 +27,10 @@ def main():
         torch.onnx.export(model, x, path, input_names=["input"], output_names=["output"], opset_version=opset,
                           do_constant_folding=False, training=torch.onnx.TrainingMode.PRESERVE)
         wrt = ["input"] + [k for k, _ in model.named_parameters()]
-        for label, extra in (("forward", []), ("forward+backward", ["--grad", ",".join(wrt)])):
+        runs = [(f"{what}{suffix}", grad + passes)
+                for what, grad in (("forward", []), ("forward+backward", ["--grad", ",".join(wrt)]))
+                for suffix, passes in ((" unfused", ["--passes", "none"]), (" fused", []))]
+        for label, extra in runs:
             r = subprocess.run([SMELT, "inspect", path, "--json", *extra], capture_output=True, text=True)
             if r.returncode != 0:
                 print(f"FAIL {name} {label}: smelt inspect failed: {r.stderr.strip()}")
@@ -36,7 +40,8 @@ def main():
             ratio = info["peak_bytes"] / info["lower_bound_bytes"]
             ok = info["lower_bound_bytes"] <= info["peak_bytes"] <= 1.1 * info["lower_bound_bytes"]
             failures += not ok
-            print(f"{'ok  ' if ok else 'FAIL'} {name} {label}: {info['kernels']} kernels, {info['buffers']} buffers, "
+            print(f"{'ok  ' if ok else 'FAIL'} {name} {label}: {info['nodes']} nodes, {info['kernels']} kernels "
+                  f"({info['kernels_unfused']} unfused), {info['buffers']} buffers, "
                   f"{info['in_place_reuses']} in place, peak {info['peak_bytes']} bytes, lower bound "
                   f"{info['lower_bound_bytes']}, ratio {ratio:.3f}")
     return 1 if failures else 0
