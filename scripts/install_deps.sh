@@ -5,6 +5,7 @@ packages=(
   build-essential cmake ninja-build git
   llvm-16-dev                              # CPU JIT backend (codegen issue)
   libfmt-dev libspdlog-dev doctest-dev libcli11-dev nlohmann-json3-dev
+  libxxhash-dev                            # kernel cache keys and entry checksums (codegen/cache)
   libonnx-dev libprotobuf-dev protobuf-compiler   # ONNX import
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo   # OpenCL backend on the CPU (PoCL)
   python3-numpy python3-onnx python3-torch python3-torchvision   # conformance data and PyTorch checks

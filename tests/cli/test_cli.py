@@ -210,6 +210,41 @@ class Cli(unittest.TestCase):
         self.assertEqual(text.returncode, 0, text.stderr)
         self.assertIn("lower bound", text.stdout)
 
+    def test_cache_stats_and_clear(self):
+        cache = os.path.join(self.dir, "cache")
+        env = dict(os.environ, SMELT_CACHE_DIR=cache)
+        cache_cmd = lambda *a: subprocess.run([SMELT, "cache", *a], capture_output=True, text=True, env=env)
+        r = cache_cmd("stats")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"dir: {cache}\n", r.stdout)
+        self.assertIn("entries: 0\n", r.stdout)
+        self.assertIn("misses: 0\n", r.stdout)
+        # Entries as the cache names them (<2 hex>/<32 hex>.kc); stats and clear go by name, not content.
+        for digest, size in (("ab" + "0" * 30, 100), ("cd" + "1" * 30, 28)):
+            os.makedirs(os.path.join(cache, digest[:2]), mode=0o700, exist_ok=True)
+            with open(os.path.join(cache, digest[:2], digest + ".kc"), "wb") as f:
+                f.write(b"x" * size)
+        os.chmod(cache, 0o700)
+        with open(os.path.join(cache, "keep.txt"), "w") as f:
+            f.write("not an entry")
+        r = cache_cmd("stats")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("disk: enabled\nentries: 2\nbytes: 128\n", r.stdout)
+        r = cache_cmd("clear")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, f"removed 2 entries from {cache}\n")
+        self.assertEqual(os.listdir(cache), ["keep.txt"])
+        self.assertIn("entries: 0\n", cache_cmd("stats").stdout)
+        # A folder others can write to is refused: stats says why, clear fails and touches nothing.
+        os.chmod(cache, 0o777)
+        r = cache_cmd("stats")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("disk: disabled", r.stdout)
+        self.assertIn("writable by group or others", r.stdout)
+        r = cache_cmd("clear")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("smelt: error: kernel cache disk layer is disabled", r.stderr)
+
     def test_unknown_backend(self):
         r = smelt("run", self.write_ir(), "--backend", "tpu")
         self.assertNotEqual(r.returncode, 0)

@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   add(addGradCommand);
   add(addOptCommand);
   add(addInspectCommand);
+  add(addCacheCommand);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
