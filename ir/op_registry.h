@@ -4,6 +4,7 @@
 #pragma once
 
 #include "ir/attribute.h"
+#include "ir/lowering.h"
 #include "ir/support/expected.h"
 #include "ir/tensor.h"
 
@@ -135,6 +136,9 @@ struct OpDef {
   GradientFn gradient;
   /// The op in primitives: composite ops inherit their gradient (and gradients of gradients) from it.
   DecomposeFn decompose;
+  /// How one element of the results is computed (codegen): see ir/lowering.h. Null: the op cannot be
+  /// compiled (composites are decomposed first).
+  LowerFn lower;
   /// Rough arithmetic operations of one application (`smelt inspect`, cost models); the OpCall has
   /// operand and result types. Null: defaultFlops() by fusion kind.
   std::function<int64_t(const OpCall&)> flops;

@@ -1,7 +1,10 @@
 // Turns elementwise table rows into OpDefs: inference (dtype check, broadcasting) and reference loops.
 #include "ir/ops/elementwise.h"
 
+#include "ir/ops/lower_helpers.h"
 #include "ir/ops/op_helpers.h"
+
+#include <optional>
 
 namespace smelt::ops {
 
@@ -67,9 +70,30 @@ OpDef makeUnaryOp(UnaryRow row) {
       return {grad(b, c.x(0), c.y(), c.dy(), c)};
     };
   }
+  if (row.lower) {
+    def.lower = elementwiseLowering([lower = row.lower](KernelEmitter& e, std::span<const KValue> x, const OpCall& call) {
+      return lower(e, x[0], call);
+    });
+  }
   def.example = row.example.empty() ? unaryExample(row.name) : row.example;
   return def;
 }
+
+namespace {
+
+std::optional<KBinary> kernelBinaryNamed(std::string_view name) {
+  static const std::pair<std::string_view, KBinary> table[] = {
+      {"add", KBinary::Add}, {"sub", KBinary::Sub}, {"mul", KBinary::Mul}, {"div", KBinary::Div},
+      {"pow", KBinary::Pow}, {"min", KBinary::Min}, {"max", KBinary::Max}, {"and", KBinary::And},
+      {"or", KBinary::Or},   {"xor", KBinary::Xor}, {"eq", KBinary::Eq},   {"ne", KBinary::Ne},
+      {"lt", KBinary::Lt},   {"le", KBinary::Le},   {"gt", KBinary::Gt},   {"ge", KBinary::Ge}};
+  for (const auto& [n, op] : table) {
+    if (n == name) return op;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
 
 OpDef makeBinaryOp(BinaryRow row) {
   OpDef def;
@@ -137,6 +161,11 @@ OpDef makeBinaryOp(BinaryRow row) {
     };
   }
   def.example = row.example.empty() ? binaryExample(row.name, row.predicate) : row.example;
+  if (auto op = kernelBinaryNamed(row.name)) {
+    def.lower = elementwiseLowering([op = *op](KernelEmitter& e, std::span<const KValue> x, const OpCall&) {
+      return e.binary(op, x[0], x[1]);
+    });
+  }
   return def;
 }
 

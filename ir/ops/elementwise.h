@@ -5,6 +5,7 @@
 #pragma once
 
 #include "ir/builder.h"
+#include "ir/lowering.h"
 #include "ir/op_registry.h"
 
 #include <functional>
@@ -42,9 +43,13 @@ struct UnaryRow {
   /// The IR example, where the generic one-application example exercises too little (attribute
   /// settings). Empty: the generic example.
   std::string example = {};
+  /// How the op computes one element in a kernel (ir/lowering.h), from the operand element; attributes
+  /// through the OpCall. Null: the op cannot be compiled.
+  std::function<KValue(KernelEmitter& e, KValue x, const OpCall& call)> lower = nullptr;
 };
 
-/// One binary elementwise op with numpy broadcasting. Both operands must have the same dtype.
+/// One binary elementwise op with numpy broadcasting. Both operands must have the same dtype. In kernels
+/// it is the KBinary of the same name (ir/lowering.h), whose integer semantics match the row's.
 struct BinaryRow {
   std::string name;
   std::string summary;

@@ -2,6 +2,7 @@
 // attributes, exact on integers) and cast (the result dtype comes from an attribute).
 #include "ir/ops/elementwise.h"
 #include "ir/builder.h"
+#include "ir/ops/lower_helpers.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/register_ops.h"
 
@@ -77,6 +78,29 @@ Expected<std::vector<Tensor>> referenceClip(const OpCall& call, std::span<const 
   return std::vector<Tensor>{std::move(out)};
 }
 
+// clip in a kernel, as the reference: floats compare and clamp in their dtype (NaN passes); integers
+// compare in f64 and clamp to the bound rounded toward zero and saturated to the dtype.
+KValue lowerClip(KernelEmitter& e, std::span<const KValue> operands, const OpCall& call) {
+  KValue x = operands[0];
+  double lo = call.getFloat("min"), hi = call.getFloat("max");
+  if (isFloat(x.dtype)) {
+    KValue low = e.constant(lo, x.dtype), high = e.constant(hi, x.dtype);
+    KValue v = e.select(e.lt(x, low), low, x);
+    return e.select(e.binary(KBinary::Gt, v, high), high, v);
+  }
+  auto bound = [&](double b) {
+    return dispatchDType(x.dtype, [&]<typename T>(TypeTag<T>) -> KValue {
+      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+        return e.intConstant(static_cast<int64_t>(integerBound<T>(b)), x.dtype);
+      } else {
+        return e.zero(x.dtype);
+      }
+    });
+  };
+  KValue v = e.select(e.lt(e.cast(x, DType::f64), e.constant(lo, DType::f64)), bound(lo), x);
+  return e.select(e.binary(KBinary::Gt, e.cast(v, DType::f64), e.constant(hi, DType::f64)), bound(hi), v);
+}
+
 Expected<std::vector<TensorType>> inferCast(const OpCall& call) {
   const std::string& to = call.getString("to");
   auto dtype = parseDType(to);
@@ -134,6 +158,9 @@ void registerElementwiseMiscOps(OpRegistry& registry) {
         Value* dyv = b.sumToShape(b.where(c.x(0), zero, c.dy()), c.x(2)->shape());
         return {nullptr, dx, dyv};
       },
+      .lower = elementwiseLowering([](KernelEmitter& e, std::span<const KValue> x, const OpCall&) {
+        return e.select(x[0], x[1], x[2]);
+      }),
   });
   registry.add(OpDef{
       .name = "clip",
@@ -160,6 +187,7 @@ void registerElementwiseMiscOps(OpRegistry& registry) {
                                      b.op("le", {x, b.scalarLike(c.getFloat("max"), x)})});
         return {b.where(inside, c.dy(), b.scalarLike(0.0, x))};
       },
+      .lower = elementwiseLowering(lowerClip),
   });
   registry.add(OpDef{
       .name = "cast",
@@ -183,6 +211,9 @@ void registerElementwiseMiscOps(OpRegistry& registry) {
         if (!isFloat(c.x(0)->dtype()) || !isFloat(c.y()->dtype())) return {nullptr};
         return {b.cast(c.dy(), c.x(0)->dtype())};
       },
+      .lower = elementwiseLowering([](KernelEmitter& e, std::span<const KValue> x, const OpCall& call) {
+        return e.cast(x[0], call.results()[0].dtype);
+      }),
   });
   registry.add(OpDef{
       .name = "stop_gradient",
@@ -200,6 +231,7 @@ void registerElementwiseMiscOps(OpRegistry& registry) {
   return r = %0
 })",
       .gradient = [](Builder&, const GradientContext&) -> std::vector<Value*> { return {nullptr}; },
+      .lower = elementwiseLowering([](KernelEmitter&, std::span<const KValue> x, const OpCall&) { return x[0]; }),
   });
 }
 

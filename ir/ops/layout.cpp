@@ -4,6 +4,7 @@
 //   %0 = transpose(%x) {perm = [0, 2, 1]} : f32[2,4,3]        x: f32[2,3,4]
 //   %1 = reshape(%x) {shape = [-1, 4]} : f32[6,4]
 #include "ir/builder.h"
+#include "ir/ops/lower_helpers.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/register_ops.h"
 
@@ -212,6 +213,31 @@ std::vector<Value*> reshapeGradient(Builder& b, const GradientContext& c) { retu
 // expand: dy summed over the broadcast dims.
 std::vector<Value*> expandGradient(Builder& b, const GradientContext& c) { return {b.sumToShape(c.dy(), c.x(0)->shape())}; }
 
+// --- kernel lowerings (ir/lowering.h): each result element reads one operand element ---
+
+// transpose: result dim i is x's dim perm[i], so x's index has out[i] at position perm[i].
+Expected<std::vector<KValue>> lowerTranspose(LoweringContext& ctx) {
+  const Shape& in = ctx.call().operand(0).shape;
+  std::vector<int64_t> perm = ctx.call().getInts("perm");
+  if (perm.empty())
+    for (int64_t d = static_cast<int64_t>(in.size()); d-- > 0;) perm.push_back(d);
+  std::vector<KValue> at(in.size());
+  for (size_t i = 0; i < perm.size(); ++i) at[static_cast<size_t>(perm[i])] = ctx.index()[i];
+  return std::vector<KValue>{ctx.operand(0, at)};
+}
+
+// reshape, flatten, squeeze, unsqueeze: the same row-major position in a differently shaped x.
+Expected<std::vector<KValue>> lowerSameBytes(LoweringContext& ctx) {
+  KernelEmitter& e = ctx.emit();
+  const Shape& in = ctx.call().operand(0).shape;
+  const Shape& out = ctx.call().results()[0].shape;
+  if (in == out) return std::vector<KValue>{ctx.operand(0, ctx.index())};
+  KValue offset = linearOffset(e, ctx.index(), out);
+  return std::vector<KValue>{ctx.operand(0, unravel(e, offset, in))};
+}
+
+Expected<std::vector<KValue>> lowerExpand(LoweringContext& ctx) { return std::vector<KValue>{ctx.operandAt(0)}; }
+
 }  // namespace
 
 void registerLayoutOps(OpRegistry& registry) {
@@ -227,6 +253,7 @@ void registerLayoutOps(OpRegistry& registry) {
       .reference = referenceTranspose,
       .example = unaryExample("[2,3,4]", "transpose", "perm = [1, 2, 0]", "[3,4,2]"),
       .gradient = transposeGradient,
+      .lower = lowerTranspose,
   });
   registry.add(OpDef{
       .name = "reshape",
@@ -239,6 +266,7 @@ void registerLayoutOps(OpRegistry& registry) {
       .reference = referenceSameBytes,
       .example = unaryExample("[2,3,4]", "reshape", "shape = [4, -1]", "[4,6]"),
       .gradient = reshapeGradient,
+      .lower = lowerSameBytes,
   });
   registry.add(OpDef{
       .name = "flatten",
@@ -251,6 +279,7 @@ void registerLayoutOps(OpRegistry& registry) {
       .reference = referenceSameBytes,
       .example = unaryExample("[2,3,4]", "flatten", "axis = -1", "[6,4]"),
       .gradient = reshapeGradient,
+      .lower = lowerSameBytes,
   });
   registry.add(OpDef{
       .name = "squeeze",
@@ -263,6 +292,7 @@ void registerLayoutOps(OpRegistry& registry) {
       .reference = referenceSameBytes,
       .example = unaryExample("[2,1,3,1]", "squeeze", "axes = [-1]", "[2,1,3]"),
       .gradient = reshapeGradient,
+      .lower = lowerSameBytes,
   });
   registry.add(OpDef{
       .name = "unsqueeze",
@@ -275,6 +305,7 @@ void registerLayoutOps(OpRegistry& registry) {
       .reference = referenceSameBytes,
       .example = unaryExample("[2,3]", "unsqueeze", "axes = [0, -1]", "[1,2,3,1]"),
       .gradient = reshapeGradient,
+      .lower = lowerSameBytes,
   });
   registry.add(OpDef{
       .name = "expand",
@@ -287,6 +318,7 @@ void registerLayoutOps(OpRegistry& registry) {
       .reference = referenceExpand,
       .example = unaryExample("[3,1]", "expand", "shape = [2, 1, 4]", "[2,3,4]"),
       .gradient = expandGradient,
+      .lower = lowerExpand,
   });
 }
 

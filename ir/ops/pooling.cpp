@@ -7,6 +7,7 @@
 
 #include "ir/builder.h"
 #include "ir/graph.h"
+#include "ir/ops/lower_helpers.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/register_ops.h"
 
@@ -429,6 +430,7 @@ void registerPoolingOps(OpRegistry& registry) {
         const Shape& xs = c.x(0)->shape();
         return {b.expand(b.div(c.dy(), b.scalarLike(static_cast<double>(xs[2] * xs[3]), c.dy())), xs)};
       },
+      .lower = globalPoolLowering("global_avg_pool2d"),
   });
 
   registry.add(OpDef{
@@ -446,6 +448,7 @@ void registerPoolingOps(OpRegistry& registry) {
   return r = %0
 })",
       .gradient = gradGlobalMaxPool2d,
+      .lower = globalPoolLowering("global_max_pool2d"),
   });
 }
 

@@ -2,6 +2,7 @@
 // index) so every backend, and every run, draws the same mask for the same seed.
 //   %y, %mask = dropout(%x) {ratio = 0.1, seed = 42} : f32[8,16], bool[8,16]
 #include "ir/builder.h"
+#include "ir/ops/lower_helpers.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/register_ops.h"
 
@@ -70,6 +71,26 @@ std::vector<Value*> gradientDropout(Builder& b, const GradientContext& c) {
   return {b.where(c.y(1), b.div(dy, b.scalarLike(1 - ratio, dy)), b.scalarLike(0.0, dy))};
 }
 
+// The mask and scaling of referenceDropout, element by element: splitmix64 in u64 arithmetic on the
+// element's row-major index.
+Expected<std::vector<KValue>> lowerDropout(LoweringContext& ctx) {
+  KernelEmitter& e = ctx.emit();
+  KValue x = ctx.operandAt(0);
+  if (ctx.call().getInt("training") != 1) return std::vector<KValue>{x, e.one(DType::boolean)};
+  double ratio = ctx.call().getFloat("ratio");
+  auto u64 = [&](uint64_t v) { return e.intConstant(static_cast<int64_t>(v), DType::u64); };
+  KValue index = e.cast(linearOffset(e, ctx.index(), ctx.call().results()[0].shape), DType::u64);
+  KValue seed = u64(static_cast<uint64_t>(ctx.call().getInt("seed")));
+  KValue z = e.add(e.add(e.mul(seed, u64(kGolden)), index), u64(kGolden));
+  z = e.mul(e.binary(KBinary::Xor, z, e.binary(KBinary::Shr, z, u64(30))), u64(0xBF58476D1CE4E5B9ull));
+  z = e.mul(e.binary(KBinary::Xor, z, e.binary(KBinary::Shr, z, u64(27))), u64(0x94D049BB133111EBull));
+  z = e.binary(KBinary::Xor, z, e.binary(KBinary::Shr, z, u64(31)));
+  KValue u = e.mul(e.cast(e.binary(KBinary::Shr, z, u64(11)), DType::f64), e.constant(0x1p-53, DType::f64));
+  KValue keep = e.ge(u, e.constant(ratio, DType::f64));
+  KValue scaled = e.div(x, e.constant(1 - ratio, x.dtype));
+  return std::vector<KValue>{e.select(keep, scaled, e.zero(x.dtype)), keep};
+}
+
 }  // namespace
 
 void registerRandomOps(OpRegistry& registry) {
@@ -91,6 +112,7 @@ void registerRandomOps(OpRegistry& registry) {
   return y = %0, mask = %1, z = %2, all = %3, none = %4
 })",
       .gradient = gradientDropout,
+      .lower = lowerDropout,
   });
 }
 

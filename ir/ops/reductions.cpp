@@ -2,6 +2,7 @@
 // softmax / log_softmax along one axis. Floats accumulate in double; integers reduce exactly in 64 bits.
 // Gradient rules bring dy (and y) back to x's rank with the reduced dims as 1s, then broadcast.
 #include "ir/builder.h"
+#include "ir/ops/lower_helpers.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/register_ops.h"
 
@@ -138,6 +139,89 @@ Expected<std::vector<Tensor>> referenceReduce(const ReduceRow& row, const OpCall
   return std::vector<Tensor>{std::move(out)};
 }
 
+// --- kernel lowering (ir/lowering.h): one loop nest over the reduced dims per result element ---
+
+// The reduced axes of a reduction call, sorted (empty `axes`: all dims).
+std::vector<int64_t> loweredAxes(const OpCall& call) {
+  int64_t rank = call.operand(0).rank();
+  std::vector<int64_t> axes;
+  for (int64_t a : call.getInts("axes")) axes.push_back(a < 0 ? a + rank : a);
+  if (axes.empty())
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  std::sort(axes.begin(), axes.end());
+  return axes;
+}
+
+// Accumulates in f32 for f16/bf16 (the reference accumulates in double; f32 and f64 accumulate in
+// their own type here). Max/min propagate NaN; variance uses Welford's update in one sweep;
+// logsumexp keeps a running max m and sum s of e^(x - m).
+Expected<std::vector<KValue>> lowerReduction(const std::string& name, LoweringContext& ctx,
+                                             const std::vector<int64_t>& axes, bool keepdims) {
+  KernelEmitter& e = ctx.emit();
+  const Shape& in = ctx.call().operand(0).shape;
+  DType dtype = ctx.call().operand(0).dtype;
+  DType acc = accumulatorType(dtype);
+  int64_t count = 1;
+  for (int64_t a : axes) count *= in[static_cast<size_t>(a)];
+  auto element = [&](std::span<const KValue> at) { return e.cast(ctx.operand(0, at), acc); };
+  auto fold = [&](std::vector<KValue> init, auto step) {
+    return reduceOver(e, in, axes, ctx.index(), keepdims, std::move(init),
+                      [&](std::span<const KValue> at, std::span<const KValue> c) { return step(element(at), c); });
+  };
+  auto one = [&](KValue v) { return std::vector<KValue>{v}; };
+  if (name == "reduce_sum" || name == "reduce_mean") {
+    KValue sum = fold({e.zero(acc)}, [&](KValue x, std::span<const KValue> c) { return one(e.add(c[0], x)); })[0];
+    if (name == "reduce_sum") return one(sum);
+    return one(isFloat(acc) ? e.div(sum, e.constant(static_cast<double>(count), acc)) : e.div(sum, e.intConstant(count, acc)));
+  }
+  if (name == "reduce_prod") {
+    return fold({e.one(acc)}, [&](KValue x, std::span<const KValue> c) { return one(e.mul(c[0], x)); });
+  }
+  if (name == "reduce_max" || name == "reduce_min" || name == "global_max_pool2d") {
+    bool isMax = name != "reduce_min";
+    KValue init = dispatchDType(acc, [&]<typename T>(TypeTag<T>) -> KValue {
+      if constexpr (std::is_floating_point_v<T>) {
+        return e.constant(isMax ? -INFINITY : INFINITY, acc);
+      } else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+        T bound = isMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
+        return e.intConstant(static_cast<int64_t>(bound), acc);
+      } else {
+        return e.zero(acc);
+      }
+    });
+    KBinary op = isMax ? KBinary::Max : KBinary::Min;
+    return fold({init}, [&](KValue x, std::span<const KValue> c) { return one(e.binary(op, c[0], x)); });
+  }
+  if (name == "reduce_variance" || name == "reduce_stddev") {
+    // Welford: n += 1; d = x - mean; mean += d / n; m2 += d * (x - mean).
+    auto state = fold({e.zero(acc), e.zero(acc), e.zero(acc)}, [&](KValue x, std::span<const KValue> c) {
+      KValue n = e.add(c[0], e.one(acc));
+      KValue d = e.sub(x, c[1]);
+      KValue mean = e.add(c[1], e.div(d, n));
+      return std::vector<KValue>{n, mean, e.add(c[2], e.mul(d, e.sub(x, mean)))};
+    });
+    int64_t dof = std::max<int64_t>(0, count - ctx.call().getInt("correction"));
+    KValue var = e.div(state[2], e.constant(static_cast<double>(dof), acc));
+    return one(name == "reduce_variance" ? var : e.unary(KUnary::Sqrt, var));
+  }
+  if (name == "reduce_logsumexp") {
+    // The max steps only where it changes, so -inf - -inf (NaN) never enters the sum: an equal max
+    // scales by 1 and an element equal to the max adds 1.
+    auto state = fold({e.constant(-INFINITY, acc), e.zero(acc)}, [&](KValue x, std::span<const KValue> c) {
+      KValue m = e.binary(KBinary::Max, c[0], x);
+      KValue scale = e.select(e.binary(KBinary::Eq, c[0], m), e.one(acc), e.unary(KUnary::Exp, e.sub(c[0], m)));
+      KValue term = e.select(e.binary(KBinary::Eq, x, m), e.one(acc), e.unary(KUnary::Exp, e.sub(x, m)));
+      return std::vector<KValue>{m, e.add(e.mul(c[1], scale), term)};
+    });
+    return one(e.add(state[0], e.unary(KUnary::Log, state[1])));
+  }
+  if (name == "global_avg_pool2d") {
+    KValue sum = fold({e.zero(acc)}, [&](KValue x, std::span<const KValue> c) { return one(e.add(c[0], x)); })[0];
+    return one(e.div(sum, e.constant(static_cast<double>(count), acc)));
+  }
+  return makeError("{}: no kernel lowering", name);
+}
+
 OpDef makeReduceOp(ReduceRow row) {
   OpDef def;
   def.name = row.name;
@@ -159,6 +243,9 @@ OpDef makeReduceOp(ReduceRow row) {
 }})",
                             row.name, corrected ? fmt::format("\n  %3 = {}(%x) {{axes = [-2], correction = 0}} : $T[2,4]", row.name) : "",
                             corrected ? ", d = %3" : "");
+  def.lower = [name = row.name](LoweringContext& ctx) {
+    return lowerReduction(name, ctx, loweredAxes(ctx.call()), ctx.call().getInt("keepdims") == 1);
+  };
   if (row.grad) {
     ReduceGradFn grad = row.grad;
     def.gradient = [grad](Builder& b, const GradientContext& c) -> std::vector<Value*> {
@@ -379,6 +466,15 @@ Value* logSumExpAlong(Builder& b, Value* x, const Node& node) {
   Value* lse = b.op("reduce_logsumexp", {x}, {{"axes", std::vector<int64_t>{axis}}, {"keepdims", int64_t{1}}});
   return b.add(lse, b.sub(lse, lse));
 }
+
+}  // namespace
+
+/// The global pools' lowering (pooling.cpp): a reduction over H and W with the dims kept.
+LowerFn ops::globalPoolLowering(std::string name) {
+  return [name](LoweringContext& ctx) { return lowerReduction(name, ctx, {2, 3}, true); };
+}
+
+namespace {
 
 int64_t softmaxAxis(const GradientContext& c) {
   int64_t axis = c.getInt("axis");

@@ -48,6 +48,50 @@ Status validateGelu(const OpCall& call) {
   return call.error("attribute 'approximate' must be \"none\" or \"tanh\", got \"{}\"", mode);
 }
 
+
+// Kernel lowerings shared by several rows (ir/lowering.h), following each row's reference exactly.
+// sign: NaN and signed zeros pass through; unsigned is x != 0.
+KValue lowerSign(KernelEmitter& e, KValue x, const OpCall&) {
+  KValue zero = e.zero(x.dtype);
+  KValue one = e.one(x.dtype);
+  if (isUnsignedInt(x.dtype)) return e.select(e.binary(KBinary::Ne, x, zero), one, zero);
+  KValue minusOne = e.intConstant(-1, x.dtype);
+  KValue rest = isFloat(x.dtype) ? x : zero;
+  return e.select(e.binary(KBinary::Gt, x, zero), one, e.select(e.lt(x, zero), minusOne, rest));
+}
+
+// relu keeps NaN; -0 becomes +0 as in the reference (x > 0 fails, 0 is stored).
+KValue lowerRelu(KernelEmitter& e, KValue x, const OpCall&) {
+  KValue zero = e.zero(x.dtype);
+  KValue positive = e.binary(KBinary::Gt, x, zero);
+  if (isFloat(x.dtype)) positive = e.binary(KBinary::Or, positive, e.unary(KUnary::IsNan, x));
+  return e.select(positive, x, zero);
+}
+
+KValue lowerElu(KernelEmitter& e, KValue x, double alpha) {
+  KValue negative = e.mul(e.constant(alpha, x.dtype), e.unary(KUnary::Expm1, x));
+  return e.select(e.binary(KBinary::Gt, x, e.zero(x.dtype)), x, negative);
+}
+
+KValue lowerGelu(KernelEmitter& e, KValue x, const OpCall& call) {
+  DType t = x.dtype;
+  KValue half = e.constant(0.5, t);
+  KValue one = e.one(t);
+  if (call.getString("approximate") == "tanh") {
+    KValue cube = e.mul(e.mul(x, x), x);
+    KValue u = e.mul(e.constant(std::sqrt(2.0 / std::numbers::pi), t), e.add(x, e.mul(e.constant(0.044715, t), cube)));
+    return e.mul(e.mul(half, x), e.add(one, e.unary(KUnary::Tanh, u)));
+  }
+  KValue scaled = e.mul(x, e.constant(1.0 / std::numbers::sqrt2, t));
+  return e.mul(e.mul(half, x), e.add(one, e.unary(KUnary::Erf, scaled)));
+}
+
+// max(x, 0) + log1p(e^-|x|); NaN propagates through max.
+KValue lowerSoftplus(KernelEmitter& e, KValue x, const OpCall&) {
+  KValue tail = e.unary(KUnary::Log1p, e.unary(KUnary::Exp, e.unary(KUnary::Neg, e.unary(KUnary::Abs, x))));
+  return e.add(e.binary(KBinary::Max, x, e.zero(x.dtype)), tail);
+}
+
 const AttrSpec kAlpha001{"alpha", AttrKind::Float, 0.01};
 const AttrSpec kAlpha1{"alpha", AttrKind::Float, 1.0};
 
@@ -110,24 +154,28 @@ void registerUnaryOps(OpRegistry& registry) {
        .dtypes = dtypes::kSignedNumeric,
        .floatFn = plain([](double x) { return -x; }),
        .intFn = wrapNeg,
-       .grad = [](Builder& b, V, V, V dy, Ctx) { return b.neg(dy); }},
+       .grad = [](Builder& b, V, V, V dy, Ctx) { return b.neg(dy); },
+       .lower = [](KernelEmitter& e, KValue x, const OpCall&) { return e.unary(KUnary::Neg, x); }},
       {.name = "reciprocal",
        .summary = "1/x",
        .dtypes = dtypes::kFloat,
        .floatFn = plain([](double x) { return 1.0 / x; }),
-       .grad = [](Builder& b, V, V y, V dy, Ctx) { return b.neg(b.mul(dy, b.square(y))); }},  // -dy/x^2
+       .grad = [](Builder& b, V, V y, V dy, Ctx) { return b.neg(b.mul(dy, b.square(y))); },
+       .lower = [](KernelEmitter& e, KValue x, const OpCall&) { return e.div(e.one(x.dtype), x); }},  // -dy/x^2
       {.name = "sqrt",
        .summary = "sqrt(x)",
        .dtypes = dtypes::kFloat,
        .floatFn = plain([](double x) { return std::sqrt(x); }),
        // dy/(2 sqrt(x)); sqrt'(0) = inf (PyTorch).
-       .grad = [](Builder& b, V, V y, V dy, Ctx) { return b.div(dy, b.scale(y, 2.0)); }},
+       .grad = [](Builder& b, V, V y, V dy, Ctx) { return b.div(dy, b.scale(y, 2.0)); },
+       .lower = [](KernelEmitter& e, KValue x, const OpCall&) { return e.unary(KUnary::Sqrt, x); }},
       {.name = "rsqrt",
        .summary = "1/sqrt(x)",
        .dtypes = dtypes::kFloat,
        .floatFn = plain([](double x) { return 1.0 / std::sqrt(x); }),
        // -x^(-3/2)/2 = -y^3/2.
-       .grad = [](Builder& b, V, V y, V dy, Ctx) { return b.scale(b.mul(dy, b.mul(y, b.square(y))), -0.5); }},
+       .grad = [](Builder& b, V, V y, V dy, Ctx) { return b.scale(b.mul(dy, b.mul(y, b.square(y))), -0.5); },
+       .lower = [](KernelEmitter& e, KValue x, const OpCall&) { return e.unary(KUnary::Rsqrt, x); }},
       {.name = "abs",
        .summary = "|x|",
        .dtypes = dtypes::kNumeric,
@@ -135,7 +183,8 @@ void registerUnaryOps(OpRegistry& registry) {
        .intFn = [](int64_t x) { return x < 0 ? wrapNeg(x) : x; },
        .unsignedFn = [](uint64_t x) { return x; },
        // dy*sign(x): abs'(0) = 0 (PyTorch).
-       .grad = [](Builder& b, V x, V, V dy, Ctx) { return b.mul(dy, b.op("sign", {x})); }},
+       .grad = [](Builder& b, V x, V, V dy, Ctx) { return b.mul(dy, b.op("sign", {x})); },
+       .lower = [](KernelEmitter& e, KValue x, const OpCall&) { return e.unary(KUnary::Abs, x); }},
       // sign keeps NaN (numpy) and the sign of zero.
       {.name = "sign",
        .summary = "-1, 0 or 1",
@@ -144,39 +193,46 @@ void registerUnaryOps(OpRegistry& registry) {
        .intFn = [](int64_t x) { return int64_t{x > 0} - int64_t{x < 0}; },
        .unsignedFn = [](uint64_t x) { return uint64_t{x != 0}; },
        // Zero gradient everywhere, 0 included (PyTorch): nothing flows back.
-       .grad = [](Builder&, V, V, V, Ctx) -> V { return nullptr; }},
+       .grad = [](Builder&, V, V, V, Ctx) -> V { return nullptr; },
+       .lower = lowerSign},
       {.name = "floor",
        .summary = "floor(x)",
        .dtypes = dtypes::kFloat,
        .floatFn = plain([](double x) { return std::floor(x); }),
        // Zero gradient, at the integers too (PyTorch): nothing flows back.
-       .grad = [](Builder&, V, V, V, Ctx) -> V { return nullptr; }},
+       .grad = [](Builder&, V, V, V, Ctx) -> V { return nullptr; },
+       .lower = [](KernelEmitter& e, KValue x, const OpCall&) { return e.unary(KUnary::Floor, x); }},
       {.name = "ceil",
        .summary = "ceil(x)",
        .dtypes = dtypes::kFloat,
        .floatFn = plain([](double x) { return std::ceil(x); }),
        // Zero gradient, at the integers too (PyTorch): nothing flows back.
-       .grad = [](Builder&, V, V, V, Ctx) -> V { return nullptr; }},
+       .grad = [](Builder&, V, V, V, Ctx) -> V { return nullptr; },
+       .lower = [](KernelEmitter& e, KValue x, const OpCall&) { return e.unary(KUnary::Ceil, x); }},
       {.name = "exp",
        .summary = "e^x",
        .dtypes = dtypes::kFloat,
        .floatFn = plain([](double x) { return std::exp(x); }),
-       .grad = [](Builder& b, V, V y, V dy, Ctx) { return b.mul(dy, y); }},
+       .grad = [](Builder& b, V, V y, V dy, Ctx) { return b.mul(dy, y); },
+       .lower = [](KernelEmitter& e, KValue x, const OpCall&) { return e.unary(KUnary::Exp, x); }},
       {.name = "log",
        .summary = "natural log",
        .dtypes = dtypes::kFloat,
        .floatFn = plain([](double x) { return std::log(x); }),
-       .grad = [](Builder& b, V x, V, V dy, Ctx) { return b.div(dy, x); }},
+       .grad = [](Builder& b, V x, V, V dy, Ctx) { return b.div(dy, x); },
+       .lower = [](KernelEmitter& e, KValue x, const OpCall&) { return e.unary(KUnary::Log, x); }},
       {.name = "sin",
        .summary = "sin(x)",
        .dtypes = dtypes::kFloat,
        .floatFn = plain([](double x) { return std::sin(x); }),
-       .grad = [](Builder& b, V x, V, V dy, Ctx) { return b.mul(dy, b.op("cos", {x})); }},
+       .grad = [](Builder& b, V x, V, V dy, Ctx) { return b.mul(dy, b.op("cos", {x})); },
+       .lower = [](KernelEmitter& e, KValue x, const OpCall&) { return e.unary(KUnary::Sin, x); }},
       {.name = "cos",
        .summary = "cos(x)",
        .dtypes = dtypes::kFloat,
        .floatFn = plain([](double x) { return std::cos(x); }),
-       .grad = [](Builder& b, V x, V, V dy, Ctx) { return b.neg(b.mul(dy, b.op("sin", {x}))); }},
+       .grad = [](Builder& b, V x, V, V dy, Ctx) { return b.neg(b.mul(dy, b.op("sin", {x}))); },
+       .lower = [](KernelEmitter& e, KValue x, const OpCall&) { return e.unary(KUnary::Cos, x); }},
       {.name = "tan",
        .summary = "tan(x)",
        .dtypes = dtypes::kFloat,
@@ -190,12 +246,14 @@ void registerUnaryOps(OpRegistry& registry) {
   %1 = mul(%x, %0) : $T[2,3]
   %2 = tan(%1) : $T[2,3]
   return r = %2
-})"},
+})",
+       .lower = [](KernelEmitter& e, KValue x, const OpCall&) { return e.unary(KUnary::Tan, x); }},
       {.name = "tanh",
        .summary = "tanh(x)",
        .dtypes = dtypes::kFloat,
        .floatFn = plain([](double x) { return std::tanh(x); }),
-       .grad = [](Builder& b, V, V y, V dy, Ctx) { return b.mul(dy, b.sub(b.scalarLike(1.0, y), b.square(y))); }},
+       .grad = [](Builder& b, V, V y, V dy, Ctx) { return b.mul(dy, b.sub(b.scalarLike(1.0, y), b.square(y))); },
+       .lower = [](KernelEmitter& e, KValue x, const OpCall&) { return e.unary(KUnary::Tanh, x); }},
       {.name = "erf",
        .summary = "the error function",
        .dtypes = dtypes::kFloat,
@@ -203,12 +261,14 @@ void registerUnaryOps(OpRegistry& registry) {
        // 2/sqrt(pi) * e^(-x^2).
        .grad = [](Builder& b, V x, V, V dy, Ctx) {
          return b.mul(dy, b.scale(b.exp(b.neg(b.square(x))), 2.0 * std::numbers::inv_sqrtpi));
-       }},
+       },
+       .lower = [](KernelEmitter& e, KValue x, const OpCall&) { return e.unary(KUnary::Erf, x); }},
       {.name = "sigmoid",
        .summary = "1/(1+e^-x)",
        .dtypes = dtypes::kFloat,
        .floatFn = plain(stableSigmoid),
-       .grad = [](Builder& b, V, V y, V dy, Ctx) { return b.mul(dy, b.mul(y, b.sub(b.scalarLike(1.0, y), y))); }},
+       .grad = [](Builder& b, V, V y, V dy, Ctx) { return b.mul(dy, b.mul(y, b.sub(b.scalarLike(1.0, y), y))); },
+       .lower = [](KernelEmitter& e, KValue x, const OpCall&) { return e.unary(KUnary::Sigmoid, x); }},
       // relu keeps NaN (as PyTorch and numpy's maximum do) rather than mapping it to 0.
       {.name = "relu",
        .summary = "max(x, 0)",
@@ -216,7 +276,8 @@ void registerUnaryOps(OpRegistry& registry) {
        .floatFn = plain([](double x) { return std::isnan(x) || x > 0 ? x : 0.0; }),
        .intFn = [](int64_t x) { return x > 0 ? x : int64_t{0}; },
        // 0 where x <= 0: relu'(0) = 0 (PyTorch).
-       .grad = [](Builder& b, V x, V, V dy, Ctx) { return b.where(nonPositive(b, x), b.scalarLike(0.0, dy), dy); }},
+       .grad = [](Builder& b, V x, V, V dy, Ctx) { return b.where(nonPositive(b, x), b.scalarLike(0.0, dy), dy); },
+       .lower = lowerRelu},
       {.name = "leaky_relu",
        .summary = "x if x >= 0 else alpha*x",
        .dtypes = dtypes::kFloat,
@@ -229,7 +290,10 @@ void registerUnaryOps(OpRegistry& registry) {
        .grad = [](Builder& b, V x, V, V dy, Ctx c) {
          return b.where(b.op("gt", {x, b.scalarLike(0.0, x)}), dy, b.scale(dy, c.getFloat("alpha")));
        },
-       .example = twoSettingsExample("leaky_relu", "alpha = 0.5")},
+       .example = twoSettingsExample("leaky_relu", "alpha = 0.5"),
+       .lower = [](KernelEmitter& e, KValue x, const OpCall& c) {
+         return e.select(e.ge(x, e.zero(x.dtype)), x, e.mul(e.constant(c.getFloat("alpha"), x.dtype), x));
+       }},
       {.name = "elu",
        .summary = "x if x > 0 else alpha*(e^x-1)",
        .dtypes = dtypes::kFloat,
@@ -240,7 +304,8 @@ void registerUnaryOps(OpRegistry& registry) {
        },
        // At 0 the negative branch, alpha (PyTorch).
        .grad = [](Builder& b, V x, V, V dy, Ctx c) { return eluGrad(b, x, dy, c.getFloat("alpha"), 1.0); },
-       .example = twoSettingsExample("elu", "alpha = 0.5")},
+       .example = twoSettingsExample("elu", "alpha = 0.5"),
+       .lower = [](KernelEmitter& e, KValue x, const OpCall& c) { return lowerElu(e, x, c.getFloat("alpha")); }},
       {.name = "selu",
        .summary = "gamma*elu(x, alpha)",
        .dtypes = dtypes::kFloat,
@@ -254,7 +319,10 @@ void registerUnaryOps(OpRegistry& registry) {
        .grad = [](Builder& b, V x, V, V dy, Ctx c) {
          return eluGrad(b, x, dy, c.getFloat("alpha"), c.getFloat("gamma"));
        },
-       .example = twoSettingsExample("selu", "alpha = 0.5, gamma = 2")},
+       .example = twoSettingsExample("selu", "alpha = 0.5, gamma = 2"),
+       .lower = [](KernelEmitter& e, KValue x, const OpCall& c) {
+         return e.mul(e.constant(c.getFloat("gamma"), x.dtype), lowerElu(e, x, c.getFloat("alpha")));
+       }},
       {.name = "gelu",
        .summary = "x*Phi(x), exact (\"none\") or the tanh approximation",
        .dtypes = dtypes::kFloat,
@@ -266,7 +334,8 @@ void registerUnaryOps(OpRegistry& registry) {
        .grad = [](Builder& b, V x, V, V dy, Ctx c) {
          return c.getString("approximate") == "tanh" ? geluTanhGrad(b, x, dy) : geluErfGrad(b, x, dy);
        },
-       .example = twoSettingsExample("gelu", "approximate = \"tanh\"")},
+       .example = twoSettingsExample("gelu", "approximate = \"tanh\""),
+       .lower = lowerGelu},
       {.name = "silu",
        .summary = "x*sigmoid(x)",
        .dtypes = dtypes::kFloat,
@@ -276,17 +345,20 @@ void registerUnaryOps(OpRegistry& registry) {
          V s = b.op("sigmoid", {x});
          V one = b.scalarLike(1.0, x);
          return b.mul(dy, b.mul(s, b.add(one, b.mul(x, b.sub(one, s)))));
-       }},
+       },
+       .lower = [](KernelEmitter& e, KValue x, const OpCall&) { return e.mul(x, e.unary(KUnary::Sigmoid, x)); }},
       {.name = "softplus",
        .summary = "log(1+e^x)",
        .dtypes = dtypes::kFloat,
        .floatFn = plain(stableSoftplus),
-       .grad = [](Builder& b, V x, V, V dy, Ctx) { return b.mul(dy, b.op("sigmoid", {x})); }},
+       .grad = [](Builder& b, V x, V, V dy, Ctx) { return b.mul(dy, b.op("sigmoid", {x})); },
+       .lower = lowerSoftplus},
       {.name = "not",
        .summary = "logical not",
        .dtypes = dtypes::kBool,
        .floatFn = plain([](double x) { return x == 0 ? 1.0 : 0.0; }),
-       .unsignedFn = [](uint64_t x) { return uint64_t{x == 0}; }},
+       .unsignedFn = [](uint64_t x) { return uint64_t{x == 0}; },
+       .lower = [](KernelEmitter& e, KValue x, const OpCall&) { return e.unary(KUnary::Not, x); }},
   };
   for (const UnaryRow& row : rows) registry.add(makeUnaryOp(row));
 }

@@ -21,6 +21,7 @@ Action addGradCommand(CLI::App& app);
 Action addOptCommand(CLI::App& app);
 Action addInspectCommand(CLI::App& app);
 Action addCacheCommand(CLI::App& app);
+Action addKernelsCommand(CLI::App& app);
 
 /// Splits "a,b,c" (the --wrt and --grad lists); empty names are errors.
 Expected<std::vector<std::string>> splitNames(const std::string& list);

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   add(addOptCommand);
   add(addInspectCommand);
   add(addCacheCommand);
+  add(addKernelsCommand);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,114 @@
+// Kernel description printing and counting.
+#include "codegen/kernel.h"
+
+#include "ir/printer.h"
+
+#include <fmt/format.h>
+
+namespace smelt::codegen {
+
+int64_t Kernel::domainSize() const {
+  int64_t n = 1;
+  for (int64_t d : domain) n *= d;
+  return n;
+}
+
+namespace {
+
+std::string v(int32_t id) { return fmt::format("%{}", id); }
+
+class Printer {
+ public:
+  explicit Printer(const Kernel& k) : k_(k) {}
+
+  std::string run() {
+    out_ += fmt::format("kernel @{} domain [{}]\n", k_.name, fmt::join(k_.domain, ", "));
+    for (const std::string& p : k_.provenance) out_ += fmt::format("  // from {}\n", p);
+    for (size_t i = 0; i < k_.buffers.size(); ++i) {
+      const KBuffer& b = k_.buffers[i];
+      out_ += fmt::format("  buffer %b{}: {}[{}] {} {}\n", i, dtypeName(b.dtype), b.numel, b.output ? "out" : "in",
+                          quoteString(b.name));
+    }
+    block(k_.body, "  ");
+    return out_;
+  }
+
+ private:
+  std::string type(int32_t id) const {
+    return id >= 0 && static_cast<size_t>(id) < k_.types.size() ? std::string(dtypeName(k_.types[id])) : "?";
+  }
+
+  void inst(const KInst& i, const std::string& indent) {
+    std::string rhs;
+    switch (i.kind) {
+      case KInstKind::Const:
+        rhs = isFloat(i.dtype) ? fmt::format("const {}", printFloat(i.fbits)) : fmt::format("const {}", i.ibits);
+        break;
+      case KInstKind::Outer: rhs = fmt::format("outer {}", i.ibits); break;
+      case KInstKind::Unary: rhs = fmt::format("{} {}", kUnaryName(i.unary), v(i.a)); break;
+      case KInstKind::Binary: rhs = fmt::format("{} {}, {}", kBinaryName(i.binary), v(i.a), v(i.b)); break;
+      case KInstKind::Select: rhs = fmt::format("select {}, {}, {}", v(i.a), v(i.b), v(i.c)); break;
+      case KInstKind::Cast: rhs = fmt::format("cast {}", v(i.a)); break;
+      case KInstKind::Load: rhs = fmt::format("load %b{}[{}]", i.ibits, v(i.a)); break;
+    }
+    out_ += fmt::format("{}{} = {} : {}\n", indent, v(i.result), rhs, dtypeName(i.dtype));
+  }
+
+  void block(const KBlock& b, const std::string& indent) {
+    for (const KStmt& s : b.stmts) {
+      if (const KInst* i = std::get_if<KInst>(&s)) {
+        inst(*i, indent);
+      } else if (const KStore* st = std::get_if<KStore>(&s)) {
+        out_ += fmt::format("{}store %b{}[{}] = {}\n", indent, st->buffer, v(st->offset), v(st->value));
+      } else {
+        const KLoop& l = *std::get<std::shared_ptr<KLoop>>(s);
+        std::vector<std::string> carried, results;
+        for (size_t k = 0; k < l.carried.size(); ++k) {
+          carried.push_back(fmt::format("{} = {} : {}", v(l.carried[k]), v(l.init[k]), type(l.carried[k])));
+          results.push_back(v(l.results[k]));
+        }
+        std::string head = results.empty() ? "" : fmt::format("{} = ", fmt::join(results, ", "));
+        out_ += fmt::format("{}{}loop {} < {}", indent, head, v(l.index), l.extent);
+        if (!carried.empty()) out_ += fmt::format(" carry({})", fmt::join(carried, ", "));
+        out_ += " {\n";
+        block(l.body, indent + "  ");
+        if (!l.next.empty()) {
+          std::vector<std::string> next;
+          for (int32_t n : l.next) next.push_back(v(n));
+          out_ += fmt::format("{}  yield {}\n", indent, fmt::join(next, ", "));
+        }
+        out_ += indent + "}\n";
+      }
+    }
+  }
+
+  const Kernel& k_;
+  std::string out_;
+};
+
+void countBlock(const KBlock& b, KernelCounts& c, int64_t depth) {
+  c.maxLoopDepth = std::max(c.maxLoopDepth, depth);
+  for (const KStmt& s : b.stmts) {
+    if (const KInst* i = std::get_if<KInst>(&s)) {
+      ++c.instructions;
+      c.loads += i->kind == KInstKind::Load;
+    } else if (std::holds_alternative<KStore>(s)) {
+      ++c.stores;
+    } else {
+      ++c.loops;
+      countBlock(std::get<std::shared_ptr<KLoop>>(s)->body, c, depth + 1);
+    }
+  }
+}
+
+}  // namespace
+
+std::string printKernel(const Kernel& kernel) { return Printer(kernel).run(); }
+
+KernelCounts countKernel(const Kernel& kernel) {
+  KernelCounts c;
+  countBlock(kernel.body, c, 0);
+  return c;
+}
+
+}  // namespace smelt::codegen

@@ -1,0 +1,106 @@
+// The backend-neutral kernel description: one per kernel (a `fused` node or a lone op). It holds the
+// buffers the kernel reads and writes (flat, row-major), the outer index space run in parallel, and a
+// small SSA body run once per outer point: scalar instructions, loads and stores at computed offsets,
+// and sequential loops carrying values (reductions). Renderers (LLVM IR, OpenCL C, CUDA C, HIP) read
+// this and differ only in syntax and launch geometry; its printed text is the kernel cache's key.
+//   kernel @fused_2 domain [32, 128]
+//     buffer %b0: f32[4096] in "p0"
+//     buffer %b1: f32[4096] out "r0"
+//     %0 = outer 0 : i64
+//     %1 = outer 1 : i64
+//     ...
+//     store %b1[%5] = %9
+#pragma once
+
+#include "ir/lowering.h"
+
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace smelt::codegen {
+
+/// What an instruction computes.
+enum class KInstKind {
+  Const,   // a constant: `fbits` for floats, `ibits` for integers and bool
+  Outer,   // the outer index along dim `ibits` (i64)
+  Unary,   // `unary` of a
+  Binary,  // `binary` of a and b
+  Select,  // a ? b : c
+  Cast,    // a converted to `dtype` (the `cast` op's semantics)
+  Load,    // buffer `ibits` at element offset a (i64)
+};
+
+/// One SSA instruction; its result is value `result` of type `dtype`.
+struct KInst {
+  KInstKind kind = KInstKind::Const;
+  DType dtype = DType::f32;
+  int32_t result = -1;
+  int32_t a = -1, b = -1, c = -1;
+  KUnary unary = KUnary::Neg;
+  KBinary binary = KBinary::Add;
+  int64_t ibits = 0;
+  double fbits = 0;
+};
+
+struct KLoop;
+
+/// Stores `value` to buffer `buffer` at element offset `offset`.
+struct KStore {
+  int32_t buffer = -1;
+  int32_t offset = -1;
+  int32_t value = -1;
+};
+
+/// A statement: an instruction, a store, or a loop (held by pointer: loops nest).
+using KStmt = std::variant<KInst, KStore, std::shared_ptr<KLoop>>;
+
+/// A straight-line sequence of statements.
+struct KBlock {
+  std::vector<KStmt> stmts;
+};
+
+/// A sequential loop over [0, extent): `index` is the loop variable; each carried value starts at
+/// `init[k]`, is `carried[k]` inside the body, becomes `next[k]` (defined in the body) for the next
+/// iteration, and is `results[k]` after the loop.
+struct KLoop {
+  int32_t index = -1;
+  int64_t extent = 0;
+  std::vector<int32_t> init, carried, next, results;
+  KBlock body;
+};
+
+/// A flat buffer the kernel reads or writes.
+struct KBuffer {
+  std::string name;  // the body input / output it stands for ("p0", "r1")
+  DType dtype = DType::f32;
+  int64_t numel = 0;
+  bool output = false;
+};
+
+/// One kernel.
+struct Kernel {
+  std::string name;
+  std::vector<KBuffer> buffers;
+  /// The outer index space, run in parallel: the body runs once per point.
+  std::vector<int64_t> domain;
+  KBlock body;
+  /// The dtype of every SSA value, by id.
+  std::vector<DType> types;
+  /// The IR nodes the kernel came from ("add %3 (Add_7)"), for comments and `smelt inspect`.
+  std::vector<std::string> provenance;
+
+  int64_t domainSize() const;
+};
+
+/// The kernel as text (deterministic; the cache key hashes it).
+std::string printKernel(const Kernel& kernel);
+
+/// Instruction and loop counts, for listings and tests.
+struct KernelCounts {
+  int64_t instructions = 0, loads = 0, stores = 0, loops = 0, maxLoopDepth = 0;
+};
+KernelCounts countKernel(const Kernel& kernel);
+
+}  // namespace smelt::codegen

@@ -1,0 +1,18 @@
+// Lowering from IR to kernel descriptions: one kernel per `fused` node (its body composed through each
+// op's lowering facet, ir/lowering.h) or per lone op. Buffers are numbered operands first (buffer i is
+// operand i), then results (buffer numOperands + r is result r).
+//   Expected<Kernel> k = lowerToKernel(graph, *node);   // fused or lone, never a constant
+#pragma once
+
+#include "codegen/kernel.h"
+#include "ir/graph.h"
+
+namespace smelt::codegen {
+
+/// The kernel computing `node` (a `fused` node or any op with a lowering facet; not a constant).
+Expected<Kernel> lowerToKernel(const Graph& graph, const Node& node);
+
+/// True when every op `node` runs (its body's, for a `fused` node) has a lowering facet.
+bool canLower(const Node& node);
+
+}  // namespace smelt::codegen

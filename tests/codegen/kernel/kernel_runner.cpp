@@ -1,0 +1,38 @@
+// Graph execution through lowered kernels on the kernel interpreter.
+#include "tests/codegen/kernel/kernel_runner.h"
+
+#include "codegen/kernel_interpreter.h"
+#include "codegen/lower_kernel.h"
+
+#include <unordered_map>
+
+namespace smelt::testing {
+
+Expected<std::vector<Tensor>> runWithKernels(const Graph& graph, const TensorMap& feeds) {
+  std::unordered_map<const Value*, Tensor> env;
+  for (const Value* v : graph.inputs()) {
+    auto it = feeds.find(v->name());
+    if (it == feeds.end()) return makeError("input '{}' was not fed", v->name());
+    env[v] = it->second;
+  }
+  for (const Value* v : graph.parameters()) env[v] = v->initialValue();
+  for (const auto& node : graph.nodes()) {
+    if (node->opName() == "constant") {
+      env[node->result()] = std::get<Tensor>(node->attrs().at("value"));
+      continue;
+    }
+    SMELT_TRY(codegen::Kernel kernel, codegen::lowerToKernel(graph, *node));
+    std::vector<Tensor> tensors;
+    for (const Value* o : node->operands()) tensors.push_back(env.at(o));
+    for (const Value* r : node->results()) tensors.emplace_back(r->type());
+    std::vector<Tensor*> buffers;
+    for (Tensor& t : tensors) buffers.push_back(&t);
+    SMELT_CHECK_OK(codegen::interpretKernel(kernel, buffers));
+    for (size_t r = 0; r < node->results().size(); ++r) env[node->result(r)] = tensors[node->numOperands() + r];
+  }
+  std::vector<Tensor> outputs;
+  for (const GraphOutput& o : graph.outputs()) outputs.push_back(env.at(o.value));
+  return outputs;
+}
+
+}  // namespace smelt::testing
