@@ -8,6 +8,7 @@ packages=(
   libxxhash-dev                            # kernel cache keys and entry checksums (codegen/cache)
   libonnx-dev libprotobuf-dev protobuf-compiler   # ONNX import
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo   # OpenCL backend on the CPU (PoCL)
+  libamdhip64-dev libamd-comgr2            # HIPRTC (hiprtc.h; comgr is dlopen'ed by libamdhip64) for the HIP backend
   python3-numpy python3-onnx python3-torch python3-torchvision   # conformance data and PyTorch checks
 )
 missing=()

@@ -1,0 +1,146 @@
+// The CUDA driver API through dlopen("libcuda.so.1"): devices, a context, PTX modules, launches and
+// device memory. Without a driver every call returns an Error and nothing crashes:
+//   auto ctx = smelt::cuda::Context::open(0);
+//   if (!ctx) -> "CUDA driver not found: libcuda.so.1: cannot open shared object file: ..."
+#pragma once
+
+#include "ir/support/expected.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace smelt::cuda {
+
+/// cuDriverGetVersion split in two: 13000 -> {13, 0}.
+struct DriverVersion {
+  int major = 0;
+  int minor = 0;
+};
+
+/// One CUDA device as the driver describes it.
+struct DeviceInfo {
+  int ordinal = 0;
+  std::string name;
+  int cc_major = 0;  ///< compute capability, e.g. 9.0 for H100
+  int cc_minor = 0;
+  std::size_t total_memory = 0;  ///< bytes
+  int multiprocessors = 0;
+};
+
+/// The driver's version (loads and cuInit's the driver on first use), or why there is none.
+Expected<DriverVersion> driverVersion();
+
+/// Number of CUDA devices; an error (not 0) when there is no usable driver.
+Expected<int> deviceCount();
+
+/// Name, compute capability and memory of device `ordinal`.
+Expected<DeviceInfo> deviceInfo(int ordinal);
+
+/// Checks that this driver can JIT PTX made by NVRTC `nvrtc_major`.x: drivers only accept PTX of
+/// their own CUDA major or older (CUDA 13 PTX needs a 13.x driver, >= 580).
+Status checkPtxCompatible(int nvrtc_major);
+
+/// Grid or block extents.
+struct Dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+class Context;
+
+/// Device memory owned by a Context; freed on destruction. Move-only.
+class DeviceMemory {
+ public:
+  DeviceMemory() = default;
+  DeviceMemory(DeviceMemory&& other) noexcept;
+  DeviceMemory& operator=(DeviceMemory&& other) noexcept;
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+  ~DeviceMemory();
+
+  /// The CUdeviceptr; pass its address as a kernel parameter.
+  std::uint64_t address() const { return address_; }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  friend class Context;
+  void* context_ = nullptr;  // CUcontext
+  std::uint64_t address_ = 0;
+  std::size_t bytes_ = 0;
+};
+
+/// A kernel in a loaded module. Valid while its Module lives.
+class Function {
+ public:
+  void* handle() const { return handle_; }  ///< CUfunction
+  const std::string& name() const { return name_; }
+
+ private:
+  friend class Module;
+  void* handle_ = nullptr;
+  std::string name_;
+};
+
+/// A module loaded from PTX or CUBIN; unloaded on destruction. Move-only.
+class Module {
+ public:
+  Module() = default;
+  Module(Module&& other) noexcept;
+  Module& operator=(Module&& other) noexcept;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+  ~Module();
+
+  /// The kernel `name` (an extern "C" name), or an error naming it.
+  Expected<Function> function(const std::string& name) const;
+
+ private:
+  friend class Context;
+  void* context_ = nullptr;  // CUcontext
+  void* handle_ = nullptr;   // CUmodule
+};
+
+/// The primary context of one device (the one cudart and cuBLAS share), retained for this object's
+/// life. Every call makes it current on the calling thread first, so any thread may use it.
+/// Move-only.
+class Context {
+ public:
+  /// Loads the driver, checks device `ordinal` exists and retains its primary context.
+  static Expected<Context> open(int ordinal = 0);
+
+  Context(Context&& other) noexcept;
+  Context& operator=(Context&& other) noexcept;
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+  ~Context();
+
+  const DeviceInfo& device() const { return info_; }
+
+  /// Loads a module from PTX text or a CUBIN image; a JIT failure carries the driver's error log.
+  Expected<Module> loadModule(std::string_view image);
+
+  /// Launches `kernel` on the default stream. `params` holds one pointer per kernel argument
+  /// (the address of the value, as cuLaunchKernel wants). Asynchronous: synchronize() to wait.
+  Status launch(const Function& kernel, Dim3 grid, Dim3 block, std::span<void* const> params,
+                unsigned shared_bytes = 0);
+
+  /// Blocks until all work in this context finished; reports a kernel's asynchronous failure.
+  Status synchronize();
+
+  /// Allocates `bytes` of device memory.
+  Expected<DeviceMemory> allocate(std::size_t bytes);
+  /// Copies `bytes` from host to device memory (synchronous).
+  Status copyToDevice(DeviceMemory& dst, const void* src, std::size_t bytes);
+  /// Copies `bytes` from device memory to the host (synchronous).
+  Status copyToHost(void* dst, const DeviceMemory& src, std::size_t bytes);
+
+ private:
+  Context() = default;
+  void* context_ = nullptr;  // CUcontext
+  int device_ = -1;          // CUdevice
+  DeviceInfo info_;
+};
+
+}  // namespace smelt::cuda
