@@ -1,0 +1,204 @@
+// Executable: compile = pipeline + plan + one kernel per node; run = bind feeds, call kernels in order
+// over the thread pool, copy the outputs out of the arena.
+#include "runtime/executable.h"
+
+#include "codegen/llvm/llvm_jit.h"
+#include "codegen/log.h"
+#include "codegen/lower_kernel.h"
+#include "passes/pass_manager.h"
+#include "passes/plan_memory.h"
+#include "runtime/thread_pool.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+namespace smelt {
+
+CompileOptions::CompileOptions() : pipeline(kDefaultPipeline) {}
+
+namespace {
+
+/// Where a kernel's buffer lives when it runs.
+struct Binding {
+  enum Kind { Input, Parameter, Constant, Arena } kind = Arena;
+  int64_t index = 0;  // input / parameter / constant index, or arena offset
+};
+
+struct Step {
+  /// Null for a node no kernel can compute yet: it runs on the reference interpreter (`node`).
+  codegen::KernelEntry entry = nullptr;
+  const Node* node = nullptr;
+  std::vector<Binding> buffers;
+  int64_t points = 0;
+  bool parallel = false;
+  std::string label;
+};
+
+/// Rough work per outer point: the product of nested loop extents, summed. Small kernels run inline:
+/// waking the pool costs more than they do.
+int64_t workPerPoint(const codegen::KBlock& block) {
+  int64_t work = 1;
+  for (const codegen::KStmt& s : block.stmts) {
+    if (const auto* l = std::get_if<std::shared_ptr<codegen::KLoop>>(&s)) work += (*l)->extent * workPerPoint((*l)->body);
+  }
+  return work;
+}
+
+}  // namespace
+
+struct Executable::Impl {
+  Graph graph;
+  std::vector<Step> steps;
+  std::vector<Tensor> constants;
+  std::vector<std::byte, std::allocator<std::byte>> arenaStorage;
+  std::byte* arena = nullptr;
+  std::vector<Binding> outputs;
+  CompileReport report;
+  std::vector<char*> pointers;  // reused per step
+
+  Binding bind(const Value* v, const MemoryPlan& plan, std::unordered_map<const Value*, int64_t>& constantIndex) {
+    if (v->kind() == ValueKind::Input) {
+      const auto& ins = graph.inputs();
+      return {Binding::Input, std::find(ins.begin(), ins.end(), v) - ins.begin()};
+    }
+    if (v->kind() == ValueKind::Parameter) {
+      const auto& ps = graph.parameters();
+      return {Binding::Parameter, std::find(ps.begin(), ps.end(), v) - ps.begin()};
+    }
+    if (v->producer()->opName() == "constant") {
+      auto [it, added] = constantIndex.emplace(v, static_cast<int64_t>(constants.size()));
+      if (added) constants.push_back(std::get<Tensor>(v->producer()->attrs().at("value")));
+      return {Binding::Constant, it->second};
+    }
+    const BufferAssignment* a = plan.find(v);
+    return {Binding::Arena, a ? a->offset : -1};
+  }
+};
+
+Executable::Executable() : impl_(std::make_unique<Impl>()) {}
+Executable::~Executable() = default;
+const Graph& Executable::graph() const { return impl_->graph; }
+const CompileReport& Executable::report() const { return impl_->report; }
+
+Expected<std::unique_ptr<Executable>> Executable::compile(const Graph& source, const CompileOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<Executable> exe(new Executable());
+  Impl& x = *exe->impl_;
+  x.graph = source.clone();
+  SMELT_TRY(PassManager pm, PassManager::fromPipeline(options.pipeline, PassManagerOptions::fromEnvironment()));
+  SMELT_TRY(bool changed, pm.run(x.graph));
+  (void)changed;
+  SMELT_TRY(codegen::LlvmJit * jit, codegen::LlvmJit::global());
+  MemoryPlan plan = planMemory(x.graph);
+  std::unordered_map<const Value*, int64_t> constantIndex;
+  for (const auto& node : x.graph.nodes()) {
+    if (node->opName() == "constant") continue;
+    Step step{nullptr, node.get(), {}, 0, false, x.graph.labelOf(*node)};
+    if (codegen::canLower(*node)) {
+      SMELT_TRY(codegen::Kernel kernel, codegen::lowerToKernel(x.graph, *node));
+      codegen::CompileInfo info;
+      SMELT_TRY(step.entry, jit->compile(kernel, &info));
+      step.points = kernel.domainSize();
+      step.parallel = options.parallel && kernel.domainSize() > 1 &&
+                      kernel.domainSize() * workPerPoint(kernel.body) >= 32768;
+      x.report.cacheHits += info.cacheHit;
+    } else {
+      // An op without a kernel lowering still runs, on the reference interpreter, with one warning.
+      logger().warn("{}: no kernel lowering yet; it runs on the reference interpreter", step.label);
+      ++x.report.interpreted;
+    }
+    for (const Value* o : node->operands()) step.buffers.push_back(x.bind(o, plan, constantIndex));
+    for (const Value* r : node->results()) step.buffers.push_back(x.bind(r, plan, constantIndex));
+    x.steps.push_back(std::move(step));
+    ++x.report.kernels;
+  }
+  for (const GraphOutput& o : x.graph.outputs()) x.outputs.push_back(x.bind(o.value, plan, constantIndex));
+  // The arena, 64-byte aligned, allocated once.
+  x.arenaStorage.resize(static_cast<size_t>(plan.peakBytes) + 64);
+  auto base = reinterpret_cast<uintptr_t>(x.arenaStorage.data());
+  x.arena = x.arenaStorage.data() + ((64 - base % 64) % 64);
+  x.report.arenaBytes = plan.peakBytes;
+  x.report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return exe;
+}
+
+// Runs a node without a kernel on the reference interpreter, through copies in and out of its buffers.
+Status Executable::interpretStep(const void* stepPtr, char** bufs) {
+  const Step& step = *static_cast<const Step*>(stepPtr);
+  const Node& node = *step.node;
+  std::vector<Tensor> operands;
+  for (size_t i = 0; i < node.numOperands(); ++i) {
+    Tensor t(node.operand(i)->type());
+    if (t.byteSize()) std::memcpy(t.raw(), bufs[i], t.byteSize());
+    operands.push_back(std::move(t));
+  }
+  SMELT_TRY(std::vector<Tensor> results, evaluateNode(impl_->graph, node, operands));
+  for (size_t r = 0; r < results.size(); ++r) {
+    if (results[r].byteSize()) std::memcpy(bufs[node.numOperands() + r], results[r].raw(), results[r].byteSize());
+  }
+  return Status::success();
+}
+
+Expected<std::vector<Tensor>> Executable::run(const TensorMap& feeds) {
+  Impl& x = *impl_;
+  const Graph& g = x.graph;
+  std::vector<const Tensor*> inputs(g.inputs().size(), nullptr), params(g.parameters().size(), nullptr);
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    const Value* v = g.inputs()[i];
+    auto it = feeds.find(v->name());
+    if (it == feeds.end()) return makeError("input '{}' ({}) was not fed", v->name(), v->type().toString());
+    if (!(it->second.type() == v->type())) {
+      return makeError("input '{}' expects {}, got {}", v->name(), v->type().toString(), it->second.type().toString());
+    }
+    inputs[i] = &it->second;
+  }
+  for (size_t i = 0; i < g.parameters().size(); ++i) {
+    const Value* v = g.parameters()[i];
+    auto it = feeds.find(v->name());
+    if (it != feeds.end() && !(it->second.type() == v->type())) {
+      return makeError("parameter '{}' expects {}, got {}", v->name(), v->type().toString(), it->second.type().toString());
+    }
+    params[i] = it != feeds.end() ? &it->second : &v->initialValue();
+  }
+  for (const auto& [name, tensor] : feeds) {
+    if (!g.findInput(name) && !g.findParameter(name)) {
+      return makeError("feed '{}' names no input or parameter of graph @{}", name, g.name());
+    }
+  }
+  auto pointerOf = [&](const Binding& b) -> char* {
+    switch (b.kind) {
+      case Binding::Input: return reinterpret_cast<char*>(const_cast<std::byte*>(inputs[b.index]->raw()));
+      case Binding::Parameter: return reinterpret_cast<char*>(const_cast<std::byte*>(params[b.index]->raw()));
+      case Binding::Constant: return reinterpret_cast<char*>(const_cast<std::byte*>(x.constants[b.index].raw()));
+      case Binding::Arena: return reinterpret_cast<char*>(x.arena + b.index);
+    }
+    return nullptr;
+  };
+  ThreadPool& pool = ThreadPool::global();
+  for (const Step& step : x.steps) {
+    x.pointers.clear();
+    for (const Binding& b : step.buffers) x.pointers.push_back(pointerOf(b));
+    char** bufs = x.pointers.data();
+    codegen::KernelEntry entry = step.entry;
+    if (!entry) {
+      SMELT_CHECK_OK(interpretStep(&step, bufs));
+      continue;
+    }
+    if (!step.parallel) {
+      entry(bufs, 0, step.points);
+    } else {
+      pool.parallelFor(step.points, [&](int64_t begin, int64_t end) { entry(bufs, begin, end); });
+    }
+  }
+  std::vector<Tensor> outputs;
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    Tensor t(g.outputs()[i].value->type());
+    const Binding& b = x.outputs[i];
+    if (t.byteSize() > 0) std::memcpy(t.raw(), pointerOf(b), t.byteSize());
+    outputs.push_back(std::move(t));
+  }
+  return outputs;
+}
+
+}  // namespace smelt

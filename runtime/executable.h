@@ -1,0 +1,55 @@
+// A graph compiled for the CPU: the default pipeline (fusion included), one JIT-compiled kernel per
+// remaining node in schedule order, and one arena laid out by the memory planner. Running it compiles
+// nothing and allocates nothing but the output tensors it returns.
+//   SMELT_TRY(auto exe, Executable::compile(graph));
+//   SMELT_TRY(std::vector<Tensor> outputs, exe->run(feeds));   // any number of times
+#pragma once
+
+#include "ir/interpreter.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace smelt {
+
+/// How to compile.
+struct CompileOptions {
+  /// Passes to run first (the default optimizing pipeline).
+  std::string pipeline;
+  /// Whether kernels may run on the thread pool (off: every kernel on the calling thread).
+  bool parallel = true;
+  CompileOptions();
+};
+
+/// What compiling did: kernels, cache hits, seconds.
+struct CompileReport {
+  int64_t kernels = 0;
+  int64_t cacheHits = 0;
+  /// Nodes without a kernel lowering, run on the reference interpreter.
+  int64_t interpreted = 0;
+  double seconds = 0;
+  int64_t arenaBytes = 0;
+};
+
+/// See the file comment. Not thread-safe per instance (one arena); compile one per thread.
+class Executable {
+ public:
+  static Expected<std::unique_ptr<Executable>> compile(const Graph& graph, const CompileOptions& options = {});
+  ~Executable();
+
+  /// Runs on `feeds` (every graph input, exactly its type; parameters by name override their
+  /// values); returns the outputs in graph order.
+  Expected<std::vector<Tensor>> run(const TensorMap& feeds);
+  /// The graph after the pipeline, as it runs.
+  const Graph& graph() const;
+  const CompileReport& report() const;
+
+ private:
+  Executable();
+  Status interpretStep(const void* step, char** buffers);
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace smelt
