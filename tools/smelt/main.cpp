@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   add(addInspectCommand);
   add(addCacheCommand);
   add(addKernelsCommand);
+  add(addBenchCommand);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -8,7 +8,7 @@
 
 namespace smelt::cli {
 
-Expected<TensorMap> readFeeds(const Graph& graph, const std::vector<std::string>& options) {
+Expected<TensorMap> readFeeds(const Graph& graph, const std::vector<std::string>& options, bool requireAll) {
   TensorMap feeds;
   for (const std::string& option : options) {
     size_t eq = option.find('=');
@@ -25,7 +25,7 @@ Expected<TensorMap> readFeeds(const Graph& graph, const std::vector<std::string>
     feeds[name] = std::move(t);
   }
   for (const Value* v : graph.inputs()) {
-    if (!feeds.count(v->name())) {
+    if (requireAll && !feeds.count(v->name())) {
       return makeError("input '{}' ({}) is missing: pass --input {}=PATH.npy", v->name(), v->type().toString(), v->name());
     }
   }

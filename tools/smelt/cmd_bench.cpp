@@ -1,0 +1,81 @@
+// `smelt bench FILE [--backend B] [--input NAME=PATH.npy ...] [--runs N] [--warmup N]`: compiles the
+// graph once, runs it many times (random inputs where none are given) and prints timing; the last line
+// is `median_ms X` for one run of the graph.
+#include "frontend/model_loader.h"
+#include "runtime/executable.h"
+#include "tools/smelt/commands.h"
+#include "tools/smelt/tensor_summary.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+namespace smelt::cli {
+
+namespace {
+
+// Uniform in +-[0.25, 2] for floats (never zero), small positive integers, random bools.
+Tensor randomInput(const TensorType& type, std::mt19937_64& rng) {
+  Tensor t(type);
+  std::uniform_real_distribution<double> mag(0.25, 2.0);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (isFloat(type.dtype)) t.setDouble(i, (rng() & 1 ? 1 : -1) * mag(rng));
+    else t.setInt(i, type.dtype == DType::boolean ? static_cast<int64_t>(rng() & 1) : static_cast<int64_t>(1 + rng() % 5));
+  }
+  return t;
+}
+
+}  // namespace
+
+Action addBenchCommand(CLI::App& app) {
+  struct Options {
+    std::string file;
+    std::string backend = "llvm";
+    std::vector<std::string> inputs;
+    int runs = 20;
+    int warmup = 3;
+  };
+  auto options = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand("bench", "Compile once, run many times, print the median time of one run");
+  cmd->add_option("file", options->file, "Model file (.onnx or IR text; - for stdin)")->required();
+  cmd->add_option("--backend", options->backend, "Backend (llvm)");
+  cmd->add_option("--input", options->inputs, "NAME=PATH.npy; inputs not given are random");
+  cmd->add_option("--runs", options->runs, "Timed runs (default 20)");
+  cmd->add_option("--warmup", options->warmup, "Untimed runs first (default 3)");
+  return [options]() {
+    SMELT_TRY_CLI(Graph graph, loadModel(options->file));
+    if (options->backend != "llvm") return fail(fmt::format("smelt bench: backend '{}' is not available (llvm)", options->backend));
+    TensorMap feeds;
+    std::mt19937_64 rng(1);
+    for (const Value* v : graph.inputs()) feeds[v->name()] = randomInput(v->type(), rng);
+    // Given inputs replace the random ones (readFeeds checks names, files and types).
+    if (!options->inputs.empty()) {
+      Graph partial = graph.clone();
+      SMELT_TRY_CLI(TensorMap given, readFeeds(partial, options->inputs, /*requireAll=*/false));
+      for (auto& [n, t] : given) feeds[n] = std::move(t);
+    }
+    auto start = std::chrono::steady_clock::now();
+    SMELT_TRY_CLI(std::unique_ptr<Executable> exe, Executable::compile(graph));
+    double compileMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    for (int i = 0; i < options->warmup; ++i) {
+      if (auto r = exe->run(feeds); !r) return fail(r.error().message());
+    }
+    std::vector<double> times;
+    for (int i = 0; i < std::max(options->runs, 1); ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      if (auto r = exe->run(feeds); !r) return fail(r.error().message());
+      times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(times.begin(), times.end());
+    const CompileReport& report = exe->report();
+    fmt::print("compile_ms {:.1f} ({} kernels, {} from the cache, {} on the interpreter)\n", compileMs, report.kernels,
+               report.cacheHits, report.interpreted);
+    fmt::print("min_ms {:.4f}\n", times.front());
+    fmt::print("median_ms {:.4f}\n", times[times.size() / 2]);
+    return 0;
+  };
+}
+
+}  // namespace smelt::cli
