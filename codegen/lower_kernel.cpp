@@ -5,6 +5,7 @@
 #include "codegen/lower_kernel.h"
 
 #include "codegen/kernel_builder.h"
+#include "codegen/kernel_opt.h"
 #include "passes/fusion_groups.h"
 
 #include <fmt/format.h>
@@ -47,6 +48,7 @@ class Lowerer {
       SMELT_CHECK_OK(storeOutput(outputs_[r], static_cast<int>(inputs_.size() + r)));
     }
     SMELT_CHECK_OK(b_.status());
+    optimizeKernel(kernel_);
     return std::move(kernel_);
   }
 
