@@ -21,8 +21,8 @@ namespace {
 
 /// Where a kernel's buffer lives when it runs.
 struct Binding {
-  enum Kind { Input, Parameter, Constant, Arena } kind = Arena;
-  int64_t index = 0;  // input / parameter / constant index, or arena offset
+  enum Kind { Input, Parameter, Constant, Arena, Output } kind = Arena;
+  int64_t index = 0;  // input / parameter / constant / output index, or arena offset
 };
 
 struct Step {
@@ -56,6 +56,7 @@ struct Executable::Impl {
   std::vector<Binding> outputs;
   CompileReport report;
   std::vector<char*> pointers;  // reused per step
+  std::unordered_map<const Value*, int64_t> outputIndex;  // kernel-computed outputs, first name each
 
   Binding bind(const Value* v, const MemoryPlan& plan, std::unordered_map<const Value*, int64_t>& constantIndex) {
     if (v->kind() == ValueKind::Input) {
@@ -71,6 +72,9 @@ struct Executable::Impl {
       if (added) constants.push_back(std::get<Tensor>(v->producer()->attrs().at("value")));
       return {Binding::Constant, it->second};
     }
+    // Graph outputs are written straight into the caller's output tensors: no copy out of the arena
+    // (the plan keeps them apart from every other buffer until the end anyway).
+    if (auto it = outputIndex.find(v); it != outputIndex.end()) return {Binding::Output, it->second};
     const BufferAssignment* a = plan.find(v);
     return {Binding::Arena, a ? a->offset : -1};
   }
@@ -92,6 +96,10 @@ Expected<std::unique_ptr<Executable>> Executable::compile(const Graph& source, c
   SMELT_TRY(codegen::LlvmJit * jit, codegen::LlvmJit::global());
   MemoryPlan plan = planMemory(x.graph);
   std::unordered_map<const Value*, int64_t> constantIndex;
+  for (size_t i = 0; i < x.graph.outputs().size(); ++i) {
+    const Value* v = x.graph.outputs()[i].value;
+    if (v->kind() == ValueKind::Result && v->producer()->opName() != "constant") x.outputIndex.emplace(v, static_cast<int64_t>(i));
+  }
   for (const auto& node : x.graph.nodes()) {
     if (node->opName() == "constant") continue;
     Step step{nullptr, node.get(), {}, 0, false, x.graph.labelOf(*node)};
@@ -110,6 +118,7 @@ Expected<std::unique_ptr<Executable>> Executable::compile(const Graph& source, c
     }
     for (const Value* o : node->operands()) step.buffers.push_back(x.bind(o, plan, constantIndex));
     for (const Value* r : node->results()) step.buffers.push_back(x.bind(r, plan, constantIndex));
+    logger().debug("{}: {} points{}", step.label, step.points, step.parallel ? ", parallel" : "");
     x.steps.push_back(std::move(step));
     ++x.report.kernels;
   }
@@ -141,6 +150,12 @@ Status Executable::interpretStep(const void* stepPtr, char** bufs) {
 }
 
 Expected<std::vector<Tensor>> Executable::run(const TensorMap& feeds) {
+  std::vector<Tensor> outputs;
+  SMELT_CHECK_OK(run(feeds, outputs));
+  return outputs;
+}
+
+Status Executable::run(const TensorMap& feeds, std::vector<Tensor>& outputs) {
   Impl& x = *impl_;
   const Graph& g = x.graph;
   std::vector<const Tensor*> inputs(g.inputs().size(), nullptr), params(g.parameters().size(), nullptr);
@@ -166,12 +181,18 @@ Expected<std::vector<Tensor>> Executable::run(const TensorMap& feeds) {
       return makeError("feed '{}' names no input or parameter of graph @{}", name, g.name());
     }
   }
+  // Output tensors of the right types, kept across runs when the caller passes the same vector.
+  outputs.resize(g.outputs().size());
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    if (!(outputs[i].type() == g.outputs()[i].value->type())) outputs[i] = Tensor(g.outputs()[i].value->type());
+  }
   auto pointerOf = [&](const Binding& b) -> char* {
     switch (b.kind) {
       case Binding::Input: return reinterpret_cast<char*>(const_cast<std::byte*>(inputs[b.index]->raw()));
       case Binding::Parameter: return reinterpret_cast<char*>(const_cast<std::byte*>(params[b.index]->raw()));
       case Binding::Constant: return reinterpret_cast<char*>(const_cast<std::byte*>(x.constants[b.index].raw()));
       case Binding::Arena: return reinterpret_cast<char*>(x.arena + b.index);
+      case Binding::Output: return reinterpret_cast<char*>(outputs[b.index].raw());
     }
     return nullptr;
   };
@@ -191,14 +212,15 @@ Expected<std::vector<Tensor>> Executable::run(const TensorMap& feeds) {
       pool.parallelFor(step.points, [&](int64_t begin, int64_t end) { entry(bufs, begin, end); });
     }
   }
-  std::vector<Tensor> outputs;
+  // Outputs not written in place: inputs, parameters and constants returned as they are, and a
+  // value returned under a second name.
   for (size_t i = 0; i < g.outputs().size(); ++i) {
-    Tensor t(g.outputs()[i].value->type());
     const Binding& b = x.outputs[i];
+    if (b.kind == Binding::Output && b.index == static_cast<int64_t>(i)) continue;
+    Tensor& t = outputs[i];
     if (t.byteSize() > 0) std::memcpy(t.raw(), pointerOf(b), t.byteSize());
-    outputs.push_back(std::move(t));
   }
-  return outputs;
+  return Status::success();
 }
 
 }  // namespace smelt

@@ -41,6 +41,9 @@ class Executable {
   /// Runs on `feeds` (every graph input, exactly its type; parameters by name override their
   /// values); returns the outputs in graph order.
   Expected<std::vector<Tensor>> run(const TensorMap& feeds);
+  /// The same into `outputs`, reusing its tensors when their types match (no allocation at all on
+  /// repeated runs; kernels write graph outputs straight into them).
+  Status run(const TensorMap& feeds, std::vector<Tensor>& outputs);
   /// The graph after the pipeline, as it runs.
   const Graph& graph() const;
   const CompileReport& report() const;
