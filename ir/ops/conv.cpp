@@ -5,6 +5,7 @@
 
 #include "ir/builder.h"
 #include "ir/graph.h"
+#include "ir/ops/lower_helpers.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/register_ops.h"
 
@@ -289,6 +290,82 @@ Expected<std::vector<Tensor>> referenceLocallyConnected2d(const OpCall& call, st
   return std::vector<Tensor>{Tensor::fromDoubles(call.results()[0], y)};
 }
 
+// --- kernel lowerings (ir/lowering.h): one dot product per output element -------------------------
+// Both sum, in the reference's order (input channel, then kernel row and column), the products of the
+// taps that land inside the image, starting from the bias (f32 for f16/bf16; the reference: double).
+// A tap outside reads a safe element and leaves the sum unchanged, so no read leaves the buffers.
+
+/// The bias of output channel `o` in the accumulation type, or 0 without one.
+KValue biasInit(LoweringContext& ctx, KValue o, DType acc) {
+  if (ctx.call().numOperands() < 3) return ctx.emit().zero(acc);
+  KValue at[1] = {o};
+  return ctx.emit().cast(ctx.operand(2, at), acc);
+}
+
+// conv2d: y[n, o, i, j] = b[o] + sum over c, kh, kw of x[n, g*C/G + c, i*s - p + kh*d, ...] * w[o, c, kh, kw]
+// with g = o / (O/G).
+Expected<std::vector<KValue>> lowerConv2d(LoweringContext& ctx) {
+  KernelEmitter& e = ctx.emit();
+  SMELT_TRY(ConvSizes s, readSizes(ctx.call(), 2));
+  const Window& win = s.win;
+  int64_t groups = ctx.call().getInt("groups");
+  int64_t cg = s.c / groups, og = s.o / groups;
+  DType acc = accumulatorType(ctx.call().operand(0).dtype);
+  std::span<const KValue> out = ctx.index();
+  KValue n = out[0], o = out[1];
+  KValue firstChannel = e.mul(e.div(o, e.index(og)), e.index(cg));
+  KValue origin[2];
+  for (int a = 0; a < 2; ++a) origin[a] = e.sub(e.mul(out[2 + a], e.index(win.stride[a])), e.index(win.padBegin[a]));
+  // An image with no pixels (H or W of 0, padded into an output) has no tap to read.
+  if (ctx.call().operand(0).numel() == 0) return std::vector<KValue>{biasInit(ctx, o, acc)};
+  int64_t extents[3] = {cg, s.kh, s.kw};
+  return loopBox(e, extents, {biasInit(ctx, o, acc)}, [&](std::span<const KValue> k, std::span<const KValue> sum) {
+    GuardedIndex h = guardIndex(e, e.add(origin[0], e.mul(k[1], e.index(win.dilation[0]))), s.h);
+    GuardedIndex v = guardIndex(e, e.add(origin[1], e.mul(k[2], e.index(win.dilation[1]))), s.w);
+    KValue xAt[4] = {n, e.add(firstChannel, k[0]), h.index, v.index};
+    KValue wAt[4] = {o, k[0], k[1], k[2]};
+    KValue product = e.mul(e.cast(ctx.operand(0, xAt), acc), e.cast(ctx.operand(1, wAt), acc));
+    return std::vector<KValue>{e.select(e.logicalAnd(h.inside, v.inside), e.add(sum[0], product), sum[0])};
+  });
+}
+
+// conv_transpose2d, gathered instead of scattered: output row r receives tap kh of input row ih when
+// r = ih*s - p + kh*d, so ih = (r + p - kh*d) / s where that divides exactly and lands in [0, H).
+// Rows no tap reaches (output_padding) keep the bias. y[n, g*O/G + oc, r, q] = b + sum over the input
+// channels c of group g, kh, kw of x[n, c, ih, iw] * w[c, oc, kh, kw].
+Expected<std::vector<KValue>> lowerConvTranspose2d(LoweringContext& ctx) {
+  KernelEmitter& e = ctx.emit();
+  SMELT_TRY(ConvSizes s, readSizes(ctx.call(), 2));
+  const Window& win = s.win;
+  int64_t groups = ctx.call().getInt("groups");
+  int64_t cg = s.c / groups, og = s.o / groups;
+  DType acc = accumulatorType(ctx.call().operand(0).dtype);
+  std::span<const KValue> out = ctx.index();
+  KValue n = out[0], o = out[1];
+  KValue firstChannel = e.mul(e.div(o, e.index(og)), e.index(cg));
+  KValue oc = e.rem(o, e.index(og));
+  int64_t size[2] = {s.h, s.w};
+  // The input row (column) that tap k along `axis` brings to this output element, guarded.
+  auto source = [&](int axis, KValue k) {
+    KValue t = e.sub(e.add(out[2 + axis], e.index(win.padBegin[axis])), e.mul(k, e.index(win.dilation[axis])));
+    KValue stride = e.index(win.stride[axis]);
+    GuardedIndex g = guardIndex(e, e.div(t, stride), size[axis]);
+    KValue exact = e.logicalAnd(e.ge(t, e.index(0)), e.binary(KBinary::Eq, e.rem(t, stride), e.index(0)));
+    return GuardedIndex{g.index, e.logicalAnd(exact, g.inside)};
+  };
+  // An image with no pixels (H or W of 0, padded into an output) has no tap to read.
+  if (ctx.call().operand(0).numel() == 0) return std::vector<KValue>{biasInit(ctx, o, acc)};
+  int64_t extents[3] = {cg, s.kh, s.kw};
+  return loopBox(e, extents, {biasInit(ctx, o, acc)}, [&](std::span<const KValue> k, std::span<const KValue> sum) {
+    GuardedIndex h = source(0, k[1]), v = source(1, k[2]);
+    KValue c = e.add(firstChannel, k[0]);
+    KValue xAt[4] = {n, c, h.index, v.index};
+    KValue wAt[4] = {c, oc, k[1], k[2]};
+    KValue product = e.mul(e.cast(ctx.operand(0, xAt), acc), e.cast(ctx.operand(1, wAt), acc));
+    return std::vector<KValue>{e.select(e.logicalAnd(h.inside, v.inside), e.add(sum[0], product), sum[0])};
+  });
+}
+
 std::vector<AttrSpec> windowAttrs() {
   return {{"stride", AttrKind::Ints, std::vector<int64_t>{1, 1}},
           {"padding", AttrKind::Ints, std::vector<int64_t>{0, 0, 0, 0}},
@@ -443,6 +520,7 @@ void registerConvOps(OpRegistry& registry) {
   return r = %0, d = %1, s = %2
 })",
       .gradient = gradConv2d,
+      .lower = lowerConv2d,
       // 2 per multiply-add: each output element reads C/groups * KH * KW taps (weight [O, C/g, KH, KW]).
       .flops = [](const OpCall& c) {
         const Shape& w = c.operand(1).shape;
@@ -467,6 +545,7 @@ void registerConvOps(OpRegistry& registry) {
   return r = %0, d = %1
 })",
       .gradient = gradConvTranspose2d,
+      .lower = lowerConvTranspose2d,
       // 2 per multiply-add: each input element scatters into O/groups * KH * KW outputs.
       .flops = [](const OpCall& c) {
         const Shape& w = c.operand(1).shape;

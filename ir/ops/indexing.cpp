@@ -8,6 +8,7 @@
 // Gradients are built from these same ops: slices of dy, pads of zeros, and scatter_add for gather.
 #include "ir/builder.h"
 #include "ir/ops/elementwise.h"
+#include "ir/ops/lower_helpers.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/register_ops.h"
 
@@ -350,6 +351,141 @@ Expected<std::vector<Tensor>> referenceScatterAdd(const OpCall& call, std::span<
   return std::vector<Tensor>{std::move(out)};
 }
 
+// --- kernel lowerings (ir/lowering.h): each result element reads operand elements at computed indices
+
+/// The kernel value of a scalar attribute converted to `dtype` as the references convert it.
+KValue scalarConstant(KernelEmitter& e, DType dtype, double value) {
+  Tensor t = Tensor::scalar(dtype, value);
+  return isFloat(dtype) ? e.constant(t.getDouble(0), dtype) : e.intConstant(t.getInt(0), dtype);
+}
+
+/// An index operand's element as a position along an axis of `dim` elements: negative ones wrap. The
+/// references reject positions still outside [0, dim); a kernel cannot fail, so it reads a clamped one.
+KValue wrappedIndex(KernelEmitter& e, KValue index, int64_t dim) {
+  KValue i = e.cast(index, DType::i64);
+  return e.select(e.lt(i, e.index(0)), e.add(i, e.index(dim)), i);
+}
+
+// concat: a select chain over the inputs by the position along the axis; each input is read at that
+// position made relative to it and clamped into it, so every read is in bounds (empty inputs are
+// never read).
+Expected<std::vector<KValue>> lowerConcat(LoweringContext& ctx) {
+  KernelEmitter& e = ctx.emit();
+  const OpCall& call = ctx.call();
+  SMELT_TRY(int64_t axis, normalizeAxis(call.getInt("axis"), call.results()[0].rank()));
+  auto a = static_cast<size_t>(axis);
+  KValue position = ctx.index()[a];
+  KValue result;
+  // From the last input back, so the first input whose range holds the position wins.
+  int64_t end = call.results()[0].shape[a];
+  for (size_t i = call.numOperands(); i-- > 0;) {
+    int64_t extent = call.operand(i).shape[a];
+    int64_t begin = end - extent;
+    if (extent > 0) {
+      std::vector<KValue> at(ctx.index().begin(), ctx.index().end());
+      at[a] = clampIndex(e, e.sub(position, e.index(begin)), 0, extent - 1);
+      KValue value = ctx.operand(i, at);
+      result = !result.valid() ? value : e.select(e.lt(position, e.index(end)), value, result);
+    }
+    end = begin;
+  }
+  // Every input empty along the axis: so is the result, and no element is ever computed.
+  return std::vector<KValue>{result.valid() ? result : e.zero(call.results()[0].dtype)};
+}
+
+// slice: result index j reads start + j * step along each dim (always in bounds by construction).
+Expected<std::vector<KValue>> lowerSlice(LoweringContext& ctx) {
+  KernelEmitter& e = ctx.emit();
+  SMELT_TRY(std::vector<SliceDim> dims, sliceDims(ctx.call()));
+  std::vector<KValue> at;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    at.push_back(e.add(e.index(dims[d].start), e.mul(ctx.index()[d], e.index(dims[d].step))));
+  }
+  return std::vector<KValue>{ctx.operand(0, at)};
+}
+
+// pad: per dim, the position within the kept range; edge clamps it, reflect mirrors it without
+// repeating the edge, constant mode reads a clamped position and selects the fill value outside.
+Expected<std::vector<KValue>> lowerPad(LoweringContext& ctx) {
+  KernelEmitter& e = ctx.emit();
+  const OpCall& call = ctx.call();
+  SMELT_TRY(PadPlan plan, padPlan(call));
+  DType dtype = call.operand(0).dtype;
+  KValue fill = scalarConstant(e, dtype, call.getFloat("value"));
+  // Nothing kept along some dim (x empty or cropped away): all fill, and nothing may be read. (The other
+  // modes reject padding such a dim, so their result is empty then.)
+  for (const PadDim& pd : plan.dims) {
+    if (pd.kept == 0) return std::vector<KValue>{fill};
+  }
+  std::vector<KValue> at;
+  KValue inside = e.one(DType::boolean);
+  for (size_t d = 0; d < plan.dims.size(); ++d) {
+    const PadDim& pd = plan.dims[d];
+    KValue j = e.sub(ctx.index()[d], e.index(pd.before));
+    if (pd.before > 0 || pd.after > 0) {
+      switch (plan.mode) {
+        case PadMode::Constant: {
+          GuardedIndex g = guardIndex(e, j, pd.kept);
+          inside = e.logicalAnd(inside, g.inside);
+          j = g.index;
+          break;
+        }
+        case PadMode::Edge: j = clampIndex(e, j, 0, pd.kept - 1); break;
+        case PadMode::Reflect: {
+          KValue below = e.lt(j, e.index(0)), above = e.ge(j, e.index(pd.kept));
+          j = e.select(below, e.unary(KUnary::Neg, j), e.select(above, e.sub(e.index(2 * (pd.kept - 1)), j), j));
+          break;
+        }
+      }
+    }
+    at.push_back(e.add(j, e.index(pd.lo)));
+  }
+  KValue value = ctx.operand(0, at);
+  return std::vector<KValue>{plan.mode == PadMode::Constant ? e.select(inside, value, fill) : value};
+}
+
+// gather: the result index is data's index with the axis dim replaced by indices' dims; the index
+// read there (wrapped, clamped: see wrappedIndex) picks the data element.
+Expected<std::vector<KValue>> lowerGather(LoweringContext& ctx) {
+  KernelEmitter& e = ctx.emit();
+  const OpCall& call = ctx.call();
+  const Shape& data = call.operand(0).shape;
+  SMELT_TRY(int64_t axis, normalizeAxis(call.getInt("axis"), static_cast<int64_t>(data.size())));
+  auto a = static_cast<size_t>(axis);
+  int64_t dim = data[a];
+  // Nonempty indices into an empty axis: the reference rejects every one, and there is nothing to read.
+  if (dim == 0) return std::vector<KValue>{e.zero(call.operand(0).dtype)};
+  std::span<const KValue> out = ctx.index();
+  size_t indexRank = call.operand(1).shape.size();
+  KValue row = clampIndex(e, wrappedIndex(e, ctx.operand(1, out.subspan(a, indexRank)), dim), 0, dim - 1);
+  std::vector<KValue> at(out.begin(), out.begin() + axis);
+  at.push_back(row);
+  at.insert(at.end(), out.begin() + axis + static_cast<std::ptrdiff_t>(indexRank), out.end());
+  return std::vector<KValue>{ctx.operand(0, at)};
+}
+
+// scatter_add, gathered: x's element plus, in updates' row-major order (the reference's order of
+// adds, rounding to the dtype at each as it does; integers wrap), every update whose wrapped index
+// is this element's position along the axis. Out-of-range indices (rejected by the reference) match
+// nothing. Quadratic: each result element loops over every index; a real scatter is later work.
+Expected<std::vector<KValue>> lowerScatterAdd(LoweringContext& ctx) {
+  KernelEmitter& e = ctx.emit();
+  const OpCall& call = ctx.call();
+  const Shape& x = call.operand(0).shape;
+  SMELT_TRY(int64_t axis, normalizeAxis(call.getInt("axis"), static_cast<int64_t>(x.size())));
+  auto a = static_cast<size_t>(axis);
+  std::span<const KValue> out = ctx.index();
+  KValue position = out[a];
+  const Shape& indices = call.operand(1).shape;
+  return loopBox(e, indices, {ctx.operand(0, out)}, [&](std::span<const KValue> i, std::span<const KValue> sum) {
+    KValue hit = e.binary(KBinary::Eq, wrappedIndex(e, ctx.operand(1, i), x[a]), position);
+    std::vector<KValue> at(out.begin(), out.begin() + axis);
+    at.insert(at.end(), i.begin(), i.end());
+    at.insert(at.end(), out.begin() + axis + 1, out.end());
+    return std::vector<KValue>{e.select(hit, e.add(sum[0], ctx.operand(2, at)), sum[0])};
+  });
+}
+
 // --- gradients ------------------------------------------------------------------------------------
 
 // Re-derives a node's plan with the function its inference ran (attributes were checked then).
@@ -501,6 +637,7 @@ void registerIndexingOps(OpRegistry& registry) {
   return r = %0
 })",
       .gradient = concatGradient,
+      .lower = lowerConcat,
   });
   registry.add(OpDef{
       .name = "slice",
@@ -522,6 +659,7 @@ void registerIndexingOps(OpRegistry& registry) {
   return r = %0, inner = %1, single = %2, odd = %3
 })",
       .gradient = sliceGradient,
+      .lower = lowerSlice,
   });
   registry.add(OpDef{
       .name = "pad",
@@ -542,6 +680,7 @@ void registerIndexingOps(OpRegistry& registry) {
   return r = %0, reflect = %1, edge = %2, constant = %3
 })",
       .gradient = padGradient,
+      .lower = lowerPad,
   });
   registry.add(OpDef{
       .name = "gather",
@@ -560,6 +699,7 @@ void registerIndexingOps(OpRegistry& registry) {
   return r = %0, repeated = %1
 })",
       .gradient = gatherGradient,
+      .lower = lowerGather,
   });
   registry.add(OpDef{
       .name = "scatter_add",
@@ -578,6 +718,7 @@ void registerIndexingOps(OpRegistry& registry) {
   return r = %0, scalar_index = %1
 })",
       .gradient = scatterAddGradient,
+      .lower = lowerScatterAdd,
   });
 }
 

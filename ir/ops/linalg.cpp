@@ -2,6 +2,7 @@
 //   %0 = matmul(%a, %b) : f32[2,5,3,2]                       a: f32[2,1,3,4], b: f32[5,4,2]
 //   %1 = gemm(%a, %b, %c) {alpha = 0.5, trans_b = 1} : f32[2,4]   a: f32[2,3], b: f32[4,3], c: f32[4]
 #include "ir/builder.h"
+#include "ir/ops/lower_helpers.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/register_ops.h"
 
@@ -218,6 +219,87 @@ Expected<std::vector<Tensor>> referenceGemm(const OpCall& call, std::span<const 
   return std::vector<Tensor>{std::move(out)};
 }
 
+// --- kernel lowerings (ir/lowering.h): one dot product per output element -------------------------
+
+/// The sum over p in [0, k) of a(p) * b(p) in `acc` (operands converted to it first), in the
+/// reference's order. Integers wrap at every step, which gives the reference's sum modulo 2^bits.
+KValue dotProduct(KernelEmitter& e, int64_t k, DType acc, const std::function<KValue(KValue)>& a,
+                  const std::function<KValue(KValue)>& b) {
+  return e.loop(k, {e.zero(acc)}, [&](KValue p, std::span<const KValue> sum) {
+    return std::vector<KValue>{e.add(sum[0], e.mul(e.cast(a(p), acc), e.cast(b(p), acc)))};
+  })[0];
+}
+
+// matmul: the result index is batch + [i if a is a matrix] + [j if b is a matrix]; each operand reads
+// its own broadcast batch index. Floats accumulate in f32 for f16/bf16, else in the dtype (the
+// reference: double); integers in the dtype, wrapping.
+Expected<std::vector<KValue>> lowerMatmul(LoweringContext& ctx) {
+  KernelEmitter& e = ctx.emit();
+  SMELT_TRY(MatmulDims d, matmulDims(ctx.call()));
+  bool aMatrix = ctx.call().operand(0).rank() >= 2, bMatrix = ctx.call().operand(1).rank() >= 2;
+  std::span<const KValue> out = ctx.index();
+  std::span<const KValue> batch = out.first(d.batch.size());
+  KValue i = aMatrix ? out[d.batch.size()] : e.index(0);
+  KValue j = bMatrix ? out.back() : e.index(0);
+  std::vector<KValue> aAt = broadcastIndex(e, batch, d.aBatch), bAt = broadcastIndex(e, batch, d.bBatch);
+  if (aMatrix) aAt.push_back(i);
+  aAt.push_back({});
+  bAt.push_back({});
+  if (bMatrix) bAt.push_back(j);
+  size_t aK = aAt.size() - 1, bK = d.bBatch.size();
+  DType acc = accumulatorType(ctx.call().operand(0).dtype);
+  return std::vector<KValue>{dotProduct(
+      e, d.k, acc,
+      [&](KValue p) {
+        aAt[aK] = p;
+        return ctx.operand(0, aAt);
+      },
+      [&](KValue p) {
+        bAt[bK] = p;
+        return ctx.operand(1, bAt);
+      })};
+}
+
+// gemm as the reference: floats compute alpha * (a @ b) + beta * c in f32 for f16/bf16/f32 and f64 for
+// f64 (alpha and beta of 1 are exact and skipped; without c, + 0 as the reference, so -0 becomes +0).
+// Integers with integral alpha and beta (beta only with c) stay in the dtype, wrapping. Otherwise the
+// reference's integer path goes through double from the *64-bit* sum (not wrapped to the dtype), so
+// the kernel sums in i64 (u64 for unsigned) too, scales in f64 and converts back as cast does.
+Expected<std::vector<KValue>> lowerGemm(LoweringContext& ctx) {
+  KernelEmitter& e = ctx.emit();
+  const OpCall& call = ctx.call();
+  SMELT_TRY(GemmDims d, gemmDims(call));
+  DType dtype = call.operand(0).dtype;
+  bool hasC = call.numOperands() == 3;
+  double alpha = call.getFloat("alpha"), beta = call.getFloat("beta");
+  KValue i = ctx.index()[0], j = ctx.index()[1];
+  auto a = [&](KValue p) {
+    KValue at[2] = {d.transA ? p : i, d.transA ? i : p};
+    return ctx.operand(0, at);
+  };
+  auto b = [&](KValue p) {
+    KValue at[2] = {d.transB ? j : p, d.transB ? p : j};
+    return ctx.operand(1, at);
+  };
+  auto c = [&] {
+    std::vector<KValue> at = broadcastIndex(e, ctx.index(), call.operand(2).shape);
+    return ctx.operand(2, at);
+  };
+  std::optional<int64_t> alphaInt = exactInt(alpha), betaInt = exactInt(beta);
+  if (!isFloat(dtype) && alphaInt && (!hasC || betaInt)) {
+    KValue v = e.mul(dotProduct(e, d.k, dtype, a, b), e.intConstant(*alphaInt, dtype));
+    if (hasC) v = e.add(v, e.mul(c(), e.intConstant(*betaInt, dtype)));
+    return std::vector<KValue>{v};
+  }
+  DType acc = isFloat(dtype) ? accumulatorType(dtype) : isUnsignedInt(dtype) ? DType::u64 : DType::i64;
+  DType scale = isFloat(dtype) ? acc : DType::f64;
+  KValue v = e.cast(dotProduct(e, d.k, acc, a, b), scale);
+  if (alpha != 1.0) v = e.mul(e.constant(alpha, scale), v);
+  KValue term = e.zero(scale);
+  if (hasC) term = beta == 1.0 ? e.cast(c(), scale) : e.mul(e.constant(beta, scale), e.cast(c(), scale));
+  return std::vector<KValue>{e.cast(e.add(v, term), dtype)};
+}
+
 // --- gradients ---------------------------------------------------------------------------------------
 
 // v with its last two dims swapped.
@@ -298,6 +380,7 @@ void registerLinalgOps(OpRegistry& registry) {
   return r = %0, vb = %1, av = %2, vv = %3, ma = %4
 })",
       .gradient = matmulGradient,
+      .lower = lowerMatmul,
       // 2 per multiply-add: each result element is a K-long dot product (K = a's last dim).
       .flops = [](const OpCall& c) { return 2 * c.results()[0].numel() * c.operand(0).shape.back(); },
   });
@@ -321,6 +404,7 @@ void registerLinalgOps(OpRegistry& registry) {
   return r = %0, pq = %1, aq = %2, pb = %3
 })",
       .gradient = gemmGradient,
+      .lower = lowerGemm,
       // 2*M*N*K for the product, plus 3*M*N for alpha, beta and the add.
       .flops = [](const OpCall& c) {
         int64_t k = c.operand(0).shape[c.getInt("trans_a") ? 0 : 1];

@@ -45,6 +45,16 @@ std::vector<KValue> reduceOver(KernelEmitter& e, const Shape& in, std::span<cons
   });
 }
 
+GuardedIndex guardIndex(KernelEmitter& e, KValue index, int64_t size) {
+  KValue inside = e.logicalAnd(e.ge(index, e.index(0)), e.lt(index, e.index(size)));
+  return {e.select(inside, index, e.index(0)), inside};
+}
+
+KValue clampIndex(KernelEmitter& e, KValue index, int64_t lo, int64_t hi) {
+  if (lo == hi) return e.index(lo);
+  return e.binary(KBinary::Max, e.binary(KBinary::Min, index, e.index(hi)), e.index(lo));
+}
+
 DType accumulatorType(DType dtype) { return dtype == DType::f16 || dtype == DType::bf16 ? DType::f32 : dtype; }
 
 LowerFn elementwiseLowering(std::function<KValue(KernelEmitter&, std::span<const KValue>, const OpCall&)> f) {

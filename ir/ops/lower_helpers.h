@@ -24,6 +24,18 @@ using BoxBody = std::function<std::vector<KValue>(std::span<const KValue> index,
 std::vector<KValue> loopBox(KernelEmitter& e, std::span<const int64_t> extents, std::vector<KValue> init,
                             const BoxBody& body);
 
+/// An index that may fall outside [0, size): whether it is inside, and an index safe to read at (the
+/// index itself when inside, else 0). Loads always execute, so a lowering reads at `index` and lets
+/// `inside` choose whether the value counts (window taps of pools and convolutions, padding).
+struct GuardedIndex {
+  KValue index;
+  KValue inside;
+};
+GuardedIndex guardIndex(KernelEmitter& e, KValue index, int64_t size);
+
+/// `index` clamped to [lo, hi] (i64).
+KValue clampIndex(KernelEmitter& e, KValue index, int64_t lo, int64_t hi);
+
 /// The accumulation type of a reduction or dot product over `dtype`: f32 for f16/bf16, else itself.
 DType accumulatorType(DType dtype);
 

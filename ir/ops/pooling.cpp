@@ -185,6 +185,84 @@ Expected<std::vector<Tensor>> referenceAvgPool(const OpCall& call, std::span<con
   return std::vector<Tensor>{Tensor::fromDoubles(type, y)};
 }
 
+// --- kernel lowerings (ir/lowering.h): a loop over the window's taps per output element ---------
+
+/// The window of output element `out` (n, c, i, j): its top-left corner per axis, and tap `k` along
+/// `axis` guarded against the input's extent (taps in the padding read a safe element and are skipped).
+struct LoweredWindow {
+  KernelEmitter& e;
+  const PoolWindow& win;
+  const Shape& x;
+  KValue origin[2];
+
+  LoweredWindow(KernelEmitter& emit, const PoolWindow& w, const Shape& in, std::span<const KValue> out)
+      : e(emit), win(w), x(in) {
+    for (int a = 0; a < 2; ++a) origin[a] = e.sub(e.mul(out[2 + a], e.index(win.stride[a])), e.index(win.padBegin[a]));
+  }
+  GuardedIndex tap(int axis, KValue k) const {
+    return guardIndex(e, e.add(origin[axis], e.mul(k, e.index(win.dilation[axis]))), x[2 + axis]);
+  }
+};
+
+// max_pool2d as the reference: the maximum over the taps inside the input, starting from the dtype's
+// lowest (-inf for floats: a window of padding only gives it); Max propagates NaN.
+Expected<std::vector<KValue>> lowerMaxPool(LoweringContext& ctx) {
+  KernelEmitter& e = ctx.emit();
+  SMELT_TRY(PoolWindow win, readPoolWindow(ctx.call(), true));
+  DType dtype = ctx.call().operand(0).dtype;
+  std::span<const KValue> out = ctx.index();
+  LoweredWindow w(e, win, ctx.call().operand(0).shape, out);
+  KValue lowest = dispatchDType(dtype, [&]<typename T>(TypeTag<T>) -> KValue {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      return e.intConstant(static_cast<int64_t>(std::numeric_limits<T>::lowest()), dtype);
+    } else {
+      return e.constant(-std::numeric_limits<double>::infinity(), dtype);
+    }
+  });
+  // An image with no pixels (H or W of 0, padded into an output) has no tap to read.
+  if (ctx.call().operand(0).numel() == 0) return std::vector<KValue>{lowest};
+  int64_t extents[2] = {win.kernel[0], win.kernel[1]};
+  return loopBox(e, extents, {lowest}, [&](std::span<const KValue> k, std::span<const KValue> best) {
+    GuardedIndex h = w.tap(0, k[0]), v = w.tap(1, k[1]);
+    KValue at[4] = {out[0], out[1], h.index, v.index};
+    KValue next = e.binary(KBinary::Max, best[0], ctx.operand(0, at));
+    return std::vector<KValue>{e.select(e.logicalAnd(h.inside, v.inside), next, best[0])};
+  });
+}
+
+// avg_pool2d as the reference: the sum of the taps inside the input (in f32 for f16/bf16) over the
+// window's size, clipped to the padded input (count_include_pad) or to the input itself (0 when the
+// window is all padding: 0/0 = NaN, as the reference).
+Expected<std::vector<KValue>> lowerAvgPool(LoweringContext& ctx) {
+  KernelEmitter& e = ctx.emit();
+  SMELT_TRY(PoolWindow win, readPoolWindow(ctx.call(), false));
+  bool countPad = ctx.call().getInt("count_include_pad") == 1;
+  const Shape& x = ctx.call().operand(0).shape;
+  DType acc = accumulatorType(ctx.call().operand(0).dtype);
+  std::span<const KValue> out = ctx.index();
+  LoweredWindow w(e, win, x, out);
+  KValue sum = e.zero(acc);
+  // An image with no pixels (H or W of 0, padded into an output) has no tap to read: the sum is 0.
+  if (ctx.call().operand(0).numel() != 0) {
+    int64_t extents[2] = {win.kernel[0], win.kernel[1]};
+    sum = loopBox(e, extents, {sum}, [&](std::span<const KValue> k, std::span<const KValue> s) {
+      GuardedIndex h = w.tap(0, k[0]), v = w.tap(1, k[1]);
+      KValue at[4] = {out[0], out[1], h.index, v.index};
+      KValue next = e.add(s[0], e.cast(ctx.operand(0, at), acc));
+      return std::vector<KValue>{e.select(e.logicalAnd(h.inside, v.inside), next, s[0])};
+    })[0];
+  }
+  KValue count = e.index(1);
+  for (int a = 0; a < 2; ++a) {
+    KValue lo = w.origin[a];
+    KValue hi = e.binary(KBinary::Min, e.add(lo, e.index(win.kernel[a])), e.index(x[2 + a] + win.padEnd[a]));
+    KValue inside = e.sub(e.binary(KBinary::Min, hi, e.index(x[2 + a])), e.binary(KBinary::Max, lo, e.index(0)));
+    KValue rows = countPad ? e.sub(hi, lo) : e.binary(KBinary::Max, inside, e.index(0));
+    count = e.mul(count, rows);
+  }
+  return std::vector<KValue>{e.div(sum, e.cast(count, acc))};
+}
+
 Expected<std::vector<TensorType>> inferGlobalPool(const OpCall& call) {
   SMELT_CHECK_OK(expectDType(call, 0, dtypes::kFloat));
   SMELT_CHECK_OK(expectRank(call, 0, 4));
@@ -377,6 +455,7 @@ void registerPoolingOps(OpRegistry& registry) {
   return r = %0, d = %1, c = %2
 })",
       .gradient = gradMaxPool2d,
+      .lower = lowerMaxPool,
       // One compare per window tap and output element.
       .flops = [](const OpCall& c) {
         const auto& k = c.getInts("kernel");
@@ -405,6 +484,7 @@ void registerPoolingOps(OpRegistry& registry) {
   return r = %0, e = %1, o = %2
 })",
       .gradient = gradAvgPool2d,
+      .lower = lowerAvgPool,
       // One add per window tap and output element (the divide is noise).
       .flops = [](const OpCall& c) {
         const auto& k = c.getInts("kernel");

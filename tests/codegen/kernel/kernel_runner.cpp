@@ -35,4 +35,14 @@ Expected<std::vector<Tensor>> runWithKernels(const Graph& graph, const TensorMap
   return outputs;
 }
 
+double kernelTolerance(DType dtype) {
+  switch (dtype) {
+    case DType::f16: return 2e-2;
+    case DType::bf16: return 8e-2;
+    case DType::f32: return 1e-5;
+    case DType::f64: return 1e-12;
+    default: return 0;
+  }
+}
+
 }  // namespace smelt::testing

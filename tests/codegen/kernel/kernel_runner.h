@@ -9,4 +9,10 @@ namespace smelt::testing {
 /// The graph's outputs computed through lowered kernels; constants are taken as they are.
 Expected<std::vector<Tensor>> runWithKernels(const Graph& graph, const TensorMap& feeds);
 
+/// How far kernel results may be from the reference's (relative, plus the same absolute): kernels
+/// compute f32 in f32 and accumulate reductions in f32 (the reference: double, rounded once), and
+/// f16/bf16 in f32 rounded per instruction, a few ulps more than the reference's own rounding.
+/// Integers and bool are exact.
+double kernelTolerance(DType dtype);
+
 }  // namespace smelt::testing
