@@ -184,7 +184,9 @@ Status Executable::run(const TensorMap& feeds, std::vector<Tensor>& outputs) {
   // Output tensors of the right types, kept across runs when the caller passes the same vector.
   outputs.resize(g.outputs().size());
   for (size_t i = 0; i < g.outputs().size(); ++i) {
-    if (!(outputs[i].type() == g.outputs()[i].value->type())) outputs[i] = Tensor(g.outputs()[i].value->type());
+    // (A default-constructed Tensor says f32[] but holds no bytes: check the storage too.)
+    const TensorType& type = g.outputs()[i].value->type();
+    if (!(outputs[i].type() == type) || outputs[i].bytes().size() != type.byteSize()) outputs[i] = Tensor(type);
   }
   auto pointerOf = [&](const Binding& b) -> char* {
     switch (b.kind) {

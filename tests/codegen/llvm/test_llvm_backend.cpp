@@ -9,6 +9,8 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <cstdlib>
+
 using namespace smelt;
 
 namespace {
@@ -41,6 +43,8 @@ TEST_CASE("llvm: every op's example matches the reference in every dtype") {
     if (op->name == "constant") continue;
     for (DType dtype : op->dtypes.list()) {
       std::string what = fmt::format("{} ({})", op->name, dtypeName(dtype));
+      CAPTURE(what);
+      if (std::getenv("SMELT_TEST_TRACE")) fmt::print(stderr, "{}\n", what);
       Graph graph = testing::parseOrFail(substitute(op->example, dtypeName(dtype)));
       TensorMap feeds = testing::randomFeeds(graph, seed);
       auto expected = interpret(graph, feeds);
