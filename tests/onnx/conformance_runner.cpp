@@ -1,5 +1,6 @@
 // ONNX backend node-test conformance: imports every DIR/test_*/model.onnx whose op types the importer
-// maps, runs each test_data_set_* on the reference interpreter and compares with ONNX's tolerances
+// maps, runs each test_data_set_* on a backend (--backend; the reference interpreter by default) and
+// compares with ONNX's tolerances
 // (rtol 1e-3, atol 1e-7; NaN equals NaN; integers and bools exact). Tests using an unmapped op are
 // skipped and counted; tests listed in known_unsupported.txt must fail (a passing one is an error, so
 // the list stays true).
@@ -7,6 +8,7 @@
 //   smelt_onnx_conformance DIR/node [--known FILE] [--filter SUBSTRING] [--verbose]
 #include "frontend/onnx/onnx_import.h"
 #include "ir/interpreter.h"
+#include "runtime/backend.h"
 
 #include <fmt/format.h>
 
@@ -90,7 +92,7 @@ Tensor asDeclared(Tensor t, const std::optional<DType>& declared) {
 }
 
 // Runs one test folder; empty on success, else the first error or mismatch.
-std::string runTest(const fs::path& dir, const OnnxModelInfo& info, const std::string& modelBytes) {
+std::string runTest(const fs::path& dir, const OnnxModelInfo& info, const std::string& modelBytes, Backend& backend) {
   auto dataSets = sortedDirs(dir, "test_data_set_");
   if (dataSets.empty()) return "no test_data_set_* folders";
   for (const fs::path& ds : dataSets) {
@@ -110,7 +112,7 @@ std::string runTest(const fs::path& dir, const OnnxModelInfo& info, const std::s
     }
     auto graph = importOnnxBytes(modelBytes, dir.string(), (dir / "model.onnx").string(), options);
     if (!graph.ok()) return graph.error().message();
-    auto outputs = interpret(*graph, feeds);
+    auto outputs = backend.run(*graph, feeds);
     if (!outputs.ok()) return outputs.error().message();
     for (size_t i = 0; i < graph->outputs().size(); ++i) {
       fs::path file = ds / fmt::format("output_{}.pb", i);
@@ -128,7 +130,7 @@ std::string runTest(const fs::path& dir, const OnnxModelInfo& info, const std::s
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string root, knownPath, filter;
+  std::string root, knownPath, filter, backendName = "reference";
   bool verbose = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -136,6 +138,8 @@ int main(int argc, char** argv) {
       knownPath = argv[++i];
     } else if (arg == "--filter" && i + 1 < argc) {
       filter = argv[++i];
+    } else if (arg == "--backend" && i + 1 < argc) {
+      backendName = argv[++i];
     } else if (arg == "--verbose" || arg == "-v") {
       verbose = true;
     } else {
@@ -143,7 +147,12 @@ int main(int argc, char** argv) {
     }
   }
   if (root.empty()) {
-    fmt::print(stderr, "usage: smelt_onnx_conformance DIR/node [--known FILE] [--filter SUBSTRING] [--verbose]\n");
+    fmt::print(stderr, "usage: smelt_onnx_conformance DIR/node [--backend NAME] [--known FILE] [--filter SUBSTRING] [--verbose]\n");
+    return 2;
+  }
+  auto backend = makeBackend(backendName);
+  if (!backend.ok()) {
+    fmt::print(stderr, "{}\n", backend.error().message());
     return 2;
   }
   std::map<std::string, std::string> known;
@@ -186,7 +195,7 @@ int main(int argc, char** argv) {
     }
     std::string error;
     try {
-      error = runTest(dir, *info, bytes);
+      error = runTest(dir, *info, bytes, **backend);
     } catch (const std::exception& e) {
       error = fmt::format("exception: {}", e.what());
     }
