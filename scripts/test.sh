@@ -6,13 +6,16 @@ cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh
 jobs=$(nproc)
 export POCL_CACHE_DIR=${POCL_CACHE_DIR:-$PWD/build/pocl-cache}
+# Compiled kernels go to a cache inside the checkout, not the user's ~/.cache/smelt.
+export SMELT_CACHE_DIR=${SMELT_CACHE_DIR:-$PWD/build/kernel-cache}
 
 echo "== build (RelWithDebInfo) and test"
 bash scripts/build.sh build
 # The suites that need Debian's python3-onnx/python3-torch must be registered, never silently absent.
 # (The list is read whole first: grep -q closing a pipe early would fail the pipeline under pipefail.)
 registered=$(cd build && ctest -N)
-for required in onnx/conformance models/pytorch_exports models/pytorch_gradients models/memory_plan cli/smelt; do
+for required in onnx/conformance onnx/conformance_llvm models/pytorch_exports models/pytorch_exports_llvm \
+    models/pytorch_gradients models/memory_plan cli/smelt; do
   grep -q ": $required\$" <<<"$registered" || { echo "test $required is not registered"; exit 1; }
 done
 (cd build && ctest --output-on-failure -j "$jobs")
