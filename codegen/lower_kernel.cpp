@@ -44,8 +44,22 @@ class Lowerer {
       kernel_.domain.push_back(full_[d]);
       outerIndex_.push_back(b_.outer(static_cast<int>(o++)));
     }
-    for (size_t r = 0; r < outputs_.size(); ++r) {
-      SMELT_CHECK_OK(storeOutput(outputs_[r], static_cast<int>(inputs_.size() + r)));
+    if (axes_.empty()) {
+      // Every result is computed before any is stored: a result may be written in place over an
+      // operand (the memory planner allows it when the kernel reads that operand only at the written
+      // index), and a later result must not read the overwritten element.
+      std::vector<std::pair<KValue, KValue>> pending;  // (offset, value)
+      for (const Value* out : outputs_) {
+        SMELT_TRY(std::vector<KValue> index, outputIndex(out));
+        pending.emplace_back(linearOffset(b_, index, out->shape()), valueAt(out, index));
+      }
+      for (size_t r = 0; r < pending.size(); ++r) {
+        b_.store(static_cast<int>(inputs_.size() + r), pending[r].first, pending[r].second);
+      }
+    } else {
+      for (size_t r = 0; r < outputs_.size(); ++r) {
+        SMELT_CHECK_OK(storeOutput(outputs_[r], static_cast<int>(inputs_.size() + r)));
+      }
     }
     SMELT_CHECK_OK(b_.status());
     optimizeKernel(kernel_);
@@ -206,6 +220,16 @@ class Lowerer {
       storeNest(v, buffer, index, 0);
       return b_.status();
     }
+    SMELT_TRY(std::vector<KValue> index, outputIndex(v));
+    KValue value = valueAt(v, index);
+    b_.store(buffer, linearOffset(b_, index, shape), value);
+    return b_.status();
+  }
+
+  /// The index of output `v` at the current outer point (loop kernels: the point itself; reduce
+  /// kernels: the row, in kept or dropped form).
+  Expected<std::vector<KValue>> outputIndex(const Value* v) {
+    const Shape& shape = v->shape();
     std::vector<KValue> index;
     if (axes_.empty() && shape == full_) {
       index = outerIndex_;
@@ -217,9 +241,7 @@ class Lowerer {
       return makeError("{}: result {} does not fit the kernel's domain {}", label(), TensorType{v->dtype(), shape}.toString(),
                        TensorType{v->dtype(), full_}.toString());
     }
-    KValue value = valueAt(v, index);
-    b_.store(buffer, linearOffset(b_, index, shape), value);
-    return b_.status();
+    return index;
   }
 
   void storeNest(const Value* v, int buffer, std::vector<KValue>& index, size_t axis) {

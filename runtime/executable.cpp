@@ -10,12 +10,17 @@
 #include "runtime/thread_pool.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
 namespace smelt {
 
-CompileOptions::CompileOptions() : pipeline(kDefaultPipeline) {}
+// SMELT_PIPELINE overrides the default pipeline (bisecting a miscompile: "canonicalize,cse,dce" ...).
+CompileOptions::CompileOptions() {
+  const char* env = std::getenv("SMELT_PIPELINE");
+  pipeline = env ? std::string(env) : std::string(kDefaultPipeline);
+}
 
 namespace {
 
@@ -56,6 +61,7 @@ struct Executable::Impl {
   std::vector<Binding> outputs;
   CompileReport report;
   std::vector<char*> pointers;  // reused per step
+  bool checkKernels = std::getenv("SMELT_CHECK_KERNELS") != nullptr;
   std::unordered_map<const Value*, int64_t> outputIndex;  // kernel-computed outputs, first name each
 
   Binding bind(const Value* v, const MemoryPlan& plan, std::unordered_map<const Value*, int64_t>& constantIndex) {
@@ -130,6 +136,47 @@ Expected<std::unique_ptr<Executable>> Executable::compile(const Graph& source, c
   x.report.arenaBytes = plan.peakBytes;
   x.report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return exe;
+}
+
+namespace {
+
+std::vector<Tensor> copyOperands(const Node& node, char** bufs) {
+  std::vector<Tensor> operands;
+  for (size_t i = 0; i < node.numOperands(); ++i) {
+    Tensor t(node.operand(i)->type());
+    if (t.byteSize()) std::memcpy(t.raw(), bufs[i], t.byteSize());
+    operands.push_back(std::move(t));
+  }
+  return operands;
+}
+
+}  // namespace
+
+// The debugging check behind SMELT_CHECK_KERNELS: the kernel's results against the reference
+// interpreter on the same operands (relative tolerance 1e-3: a bisecting aid, not a test).
+Status Executable::checkStep(const void* stepPtr, const std::vector<Tensor>& operands, char** bufs) {
+  const Step& step = *static_cast<const Step*>(stepPtr);
+  const Node& node = *step.node;
+  SMELT_TRY(std::vector<Tensor> want, evaluateNode(impl_->graph, node, operands));
+  for (size_t r = 0; r < want.size(); ++r) {
+    const Tensor& w = want[r];
+    Tensor got(w.type());
+    if (got.byteSize()) std::memcpy(got.raw(), bufs[node.numOperands() + r], got.byteSize());
+    double scale = 0, worst = 0;
+    int64_t at = -1;
+    for (int64_t i = 0; i < w.numel(); ++i) scale = std::max(scale, std::abs(w.getDouble(i)));
+    for (int64_t i = 0; i < w.numel(); ++i) {
+      double a = w.getDouble(i), b = got.getDouble(i);
+      if (std::isnan(a) && std::isnan(b)) continue;
+      double d = std::abs(a - b) / std::max(scale, 1e-30);
+      if (!(d <= worst)) worst = d, at = i;
+    }
+    if (worst > 1e-3) {
+      logger().error("SMELT_CHECK_KERNELS: {} result #{} differs from the reference by {:.3g} (relative to max {:.3g}) at {}: {} vs {}",
+                     step.label, r, worst, scale, at, got.getDouble(at), w.getDouble(at));
+    }
+  }
+  return Status::success();
 }
 
 // Runs a node without a kernel on the reference interpreter, through copies in and out of its buffers.
@@ -208,11 +255,16 @@ Status Executable::run(const TensorMap& feeds, std::vector<Tensor>& outputs) {
       SMELT_CHECK_OK(interpretStep(&step, bufs));
       continue;
     }
+    // SMELT_CHECK_KERNELS=1: the node's operands are copied before the kernel runs (an in-place
+    // result may overwrite one), and its results are checked against the reference interpreter.
+    std::vector<Tensor> before;
+    if (x.checkKernels) before = copyOperands(*step.node, bufs);
     if (!step.parallel) {
       entry(bufs, 0, step.points);
     } else {
       pool.parallelFor(step.points, [&](int64_t begin, int64_t end) { entry(bufs, begin, end); });
     }
+    if (x.checkKernels) SMELT_CHECK_OK(checkStep(&step, before, bufs));
   }
   // Outputs not written in place: inputs, parameters and constants returned as they are, and a
   // value returned under a second name.

@@ -15,7 +15,7 @@ bash scripts/build.sh build
 # (The list is read whole first: grep -q closing a pipe early would fail the pipeline under pipefail.)
 registered=$(cd build && ctest -N)
 for required in onnx/conformance onnx/conformance_llvm models/pytorch_exports models/pytorch_exports_llvm \
-    models/pytorch_gradients models/memory_plan cli/smelt; do
+    models/pytorch_gradients models/pytorch_gradients_llvm models/memory_plan cli/smelt; do
   grep -q ": $required\$" <<<"$registered" || { echo "test $required is not registered"; exit 1; }
 done
 (cd build && ctest --output-on-failure -j "$jobs")
