@@ -8,6 +8,7 @@
 #include "ir/printer.h"
 #include "passes/fusion_groups.h"
 #include "passes/pass_manager.h"
+#include "tests/passes/optimized.h"
 #include "tests/support/random_tensors.h"
 
 #include <doctest/doctest.h>
@@ -20,14 +21,7 @@ using namespace smelt;
 
 namespace {
 
-Graph optimized(const Graph& graph) {
-  Graph copy = graph.clone();
-  auto pm = PassManager::defaultPipeline(PassManagerOptions{});
-  REQUIRE(pm.ok());
-  auto ran = pm->run(copy);
-  REQUIRE_MESSAGE(ran.ok(), (ran.ok() ? "" : ran.error().message()));
-  return copy;
-}
+Graph optimized(const Graph& graph) { return testing::optimizedOrFail(graph); }
 
 /// `text` with gradients of its outputs' sum for `wrt` appended as outputs.
 Graph withGradients(const char* text, std::vector<std::string> wrt) {

@@ -7,6 +7,7 @@
 #include "ir/printer.h"
 #include "passes/pass_manager.h"
 #include "passes/plan_memory.h"
+#include "tests/passes/optimized.h"
 #include "tests/support/random_tensors.h"
 
 #include <doctest/doctest.h>
@@ -59,14 +60,7 @@ void checkPlan(const Graph& graph, const std::string& what) {
 
 // The graph after the default pipeline (fusion included): the schedule the arena is planned for when
 // the graph runs.
-Graph optimized(const Graph& graph) {
-  Graph copy = graph.clone();
-  auto pm = PassManager::defaultPipeline(PassManagerOptions{});
-  REQUIRE(pm.ok());
-  auto ran = pm->run(copy);
-  REQUIRE_MESSAGE(ran.ok(), (ran.ok() ? "" : ran.error().message()));
-  return copy;
-}
+Graph optimized(const Graph& graph) { return testing::optimizedOrFail(graph); }
 
 // Unfused (every node a kernel) and fused, forward and forward + backward.
 void checkForwardAndBackward(const char* text, std::vector<std::string> weights, const char* name) {
