@@ -20,6 +20,7 @@
 #include <llvm/TargetParser/Host.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <mutex>
 #include <unordered_map>
 
@@ -35,7 +36,7 @@ std::string errorText(llvm::Error error) {
 }
 
 /// Bumped whenever rendering changes what a description compiles to, so old cache entries miss.
-constexpr const char* kRendererVersion = "llvm-renderer-1";
+constexpr const char* kRendererVersion = "llvm-renderer-3";
 
 }  // namespace
 
@@ -95,6 +96,12 @@ struct LlvmJit::Impl {
   Expected<std::vector<std::byte>> compileObject(const Kernel& kernel, const std::string& symbol) {
     llvm::LLVMContext ctx;
     SMELT_TRY(std::unique_ptr<llvm::Module> module, render(kernel, ctx, symbol, true));
+    // SMELT_LLVM_DUMP_DIR=dir keeps each optimized module as dir/<symbol>.ll (vectorization reviews).
+    if (const char* dir = std::getenv("SMELT_LLVM_DUMP_DIR"); dir && *dir) {
+      std::error_code ec;
+      llvm::raw_fd_ostream out(fmt::format("{}/{}.ll", dir, symbol), ec);
+      if (!ec) module->print(out, nullptr);
+    }
     llvm::SmallVector<char, 0> object;
     llvm::raw_svector_ostream os(object);
     llvm::legacy::PassManager codegen;

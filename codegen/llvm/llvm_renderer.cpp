@@ -1,6 +1,8 @@
 // Kernel description -> LLVM IR (see llvm_renderer.h for the function's shape and the semantics).
 #include "codegen/llvm/llvm_renderer.h"
 
+#include "codegen/vecmath/vector_math.h"
+
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/Verifier.h>
@@ -15,6 +17,48 @@ namespace {
 using llvm::IRBuilder;
 using llvm::Type;
 using LValue = llvm::Value;
+
+/// The vector-math emitter (codegen/vecmath/vector_math.h) over an IRBuilder: each call one scalar f32
+/// instruction; the loop vectorizer then widens the polynomial with the rest of the loop body.
+struct LlvmMathEmitter {
+  using Value = llvm::Value*;
+  using Int = llvm::Value*;
+  using Mask = llvm::Value*;
+  IRBuilder<>& b;
+
+  Value constant(float v) { return llvm::ConstantFP::get(b.getFloatTy(), v); }
+  Int iconstant(int32_t v) { return b.getInt32(static_cast<uint32_t>(v)); }
+  Value add(Value x, Value y) { return b.CreateFAdd(x, y); }
+  Value sub(Value x, Value y) { return b.CreateFSub(x, y); }
+  Value mul(Value x, Value y) { return b.CreateFMul(x, y); }
+  Value div(Value x, Value y) { return b.CreateFDiv(x, y); }
+  Value fma(Value x, Value y, Value z) { return b.CreateIntrinsic(llvm::Intrinsic::fma, {x->getType()}, {x, y, z}); }
+  Value neg(Value x) { return b.CreateFNeg(x); }
+  Value abs(Value x) { return b.CreateIntrinsic(llvm::Intrinsic::fabs, {x->getType()}, {x}); }
+  Value rint(Value x) { return b.CreateIntrinsic(llvm::Intrinsic::roundeven, {x->getType()}, {x}); }
+  Mask lt(Value x, Value y) { return b.CreateFCmpOLT(x, y); }
+  Mask le(Value x, Value y) { return b.CreateFCmpOLE(x, y); }
+  Mask gt(Value x, Value y) { return b.CreateFCmpOGT(x, y); }
+  Mask ge(Value x, Value y) { return b.CreateFCmpOGE(x, y); }
+  Mask eq(Value x, Value y) { return b.CreateFCmpOEQ(x, y); }
+  Mask isnan(Value x) { return b.CreateFCmpUNO(x, x); }
+  Mask mand(Mask x, Mask y) { return b.CreateAnd(x, y); }
+  Mask mor(Mask x, Mask y) { return b.CreateOr(x, y); }
+  Mask mnot(Mask x) { return b.CreateNot(x); }
+  Value select(Mask m, Value x, Value y) { return b.CreateSelect(m, x, y); }
+  Int asInt(Value x) { return b.CreateBitCast(x, b.getInt32Ty()); }
+  Value asFloat(Int x) { return b.CreateBitCast(x, b.getFloatTy()); }
+  Int iadd(Int x, Int y) { return b.CreateAdd(x, y); }
+  Int isub(Int x, Int y) { return b.CreateSub(x, y); }
+  Int iand(Int x, Int y) { return b.CreateAnd(x, y); }
+  Int ior(Int x, Int y) { return b.CreateOr(x, y); }
+  Int ixor(Int x, Int y) { return b.CreateXor(x, y); }
+  Int shl(Int x, int k) { return b.CreateShl(x, static_cast<uint64_t>(k)); }
+  Int sra(Int x, int k) { return b.CreateAShr(x, static_cast<uint64_t>(k)); }
+  Mask ieq(Int x, Int y) { return b.CreateICmpEQ(x, y); }
+  Int toInt(Value x) { return b.CreateFPToSI(x, b.getInt32Ty()); }
+  Value toFloat(Int x) { return b.CreateSIToFP(x, b.getFloatTy()); }
+};
 
 class Renderer {
  public:
@@ -116,6 +160,21 @@ class Renderer {
 
   LValue* floatUnary(KUnary op, LValue* x) {
     Type* t = x->getType();
+    if (t->isFloatTy()) {
+      // f32 (and f16/bf16, computed in f32): the vectorizable polynomials, at most 2 ulp. sin, cos and
+      // tan stay on libm, whose argument reduction is exact for every input.
+      LlvmMathEmitter e{b_};
+      switch (op) {
+        case KUnary::Exp: return vecmath::exp(e, x);
+        case KUnary::Expm1: return vecmath::expm1(e, x);
+        case KUnary::Log: return vecmath::log(e, x);
+        case KUnary::Log1p: return vecmath::log1p(e, x);
+        case KUnary::Tanh: return vecmath::tanh(e, x);
+        case KUnary::Sigmoid: return vecmath::sigmoid(e, x);
+        case KUnary::Erf: return vecmath::erf(e, x);
+        default: break;
+      }
+    }
     switch (op) {
       case KUnary::Neg: return b_.CreateFNeg(x);
       case KUnary::Abs: return intrinsic(llvm::Intrinsic::fabs, x);
@@ -377,7 +436,17 @@ class Renderer {
     block(l.body);
     llvm::BasicBlock* latch = b_.GetInsertBlock();
     index->addIncoming(b_.CreateAdd(index, b_.getInt64(1), "", true, true), latch);
-    for (size_t c = 0; c < carried.size(); ++c) carried[c]->addIncoming(val(l.next[c]), latch);
+    for (size_t c = 0; c < carried.size(); ++c) {
+      LValue* next = val(l.next[c]);
+      carried[c]->addIncoming(next, latch);
+      // A float sum or product carried by the loop may be reassociated, so LLVM vectorizes it (lanes of
+      // partial sums): results differ from the sequential order by rounding only.
+      if (auto* op = llvm::dyn_cast<llvm::BinaryOperator>(next);
+          op && (op->getOpcode() == llvm::Instruction::FAdd || op->getOpcode() == llvm::Instruction::FMul) &&
+          (op->getOperand(0) == carried[c] || op->getOperand(1) == carried[c])) {
+        op->setHasAllowReassoc(true);
+      }
+    }
     b_.CreateBr(header);
     b_.SetInsertPoint(exit);
     for (size_t c = 0; c < carried.size(); ++c) values_[static_cast<size_t>(l.results[c])] = carried[c];
