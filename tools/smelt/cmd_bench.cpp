@@ -3,6 +3,9 @@
 // is `median_ms X` for one run of the graph.
 #include "frontend/model_loader.h"
 #include "runtime/executable.h"
+#ifdef SMELT_HAVE_OPENCL
+#include "runtime/opencl_executable.h"
+#endif
 #include "tools/smelt/commands.h"
 #include "tools/smelt/tensor_summary.h"
 
@@ -10,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <random>
 
 namespace smelt::cli {
@@ -40,13 +44,19 @@ Action addBenchCommand(CLI::App& app) {
   auto options = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("bench", "Compile once, run many times, print the median time of one run");
   cmd->add_option("file", options->file, "Model file (.onnx or IR text; - for stdin)")->required();
-  cmd->add_option("--backend", options->backend, "Backend (llvm)");
+  cmd->add_option("--backend", options->backend, "Backend (llvm, opencl)");
   cmd->add_option("--input", options->inputs, "NAME=PATH.npy; inputs not given are random");
   cmd->add_option("--runs", options->runs, "Timed runs (default 20)");
   cmd->add_option("--warmup", options->warmup, "Untimed runs first (default 3)");
   return [options]() {
     SMELT_TRY_CLI(Graph graph, loadModel(options->file));
-    if (options->backend != "llvm") return fail(fmt::format("smelt bench: backend '{}' is not available (llvm)", options->backend));
+#ifdef SMELT_HAVE_OPENCL
+    if (options->backend != "llvm" && options->backend != "opencl") {
+#else
+    if (options->backend != "llvm") {
+#endif
+      return fail(fmt::format("smelt bench: backend '{}' is not available (llvm, opencl)", options->backend));
+    }
     TensorMap feeds;
     std::mt19937_64 rng(1);
     for (const Value* v : graph.inputs()) feeds[v->name()] = randomInput(v->type(), rng);
@@ -57,20 +67,36 @@ Action addBenchCommand(CLI::App& app) {
       for (auto& [n, t] : given) feeds[n] = std::move(t);
     }
     auto start = std::chrono::steady_clock::now();
-    SMELT_TRY_CLI(std::unique_ptr<Executable> exe, Executable::compile(graph));
+    // Either executable: both have run(feeds, outputs) and report().
+    std::function<Status(const TensorMap&, std::vector<Tensor>&)> run;
+    const CompileReport* compiled = nullptr;
+    std::unique_ptr<Executable> cpu;
+#ifdef SMELT_HAVE_OPENCL
+    std::unique_ptr<OpenClExecutable> clExe;
+    if (options->backend == "opencl") {
+      SMELT_TRY_CLI(clExe, OpenClExecutable::compile(graph));
+      run = [&](const TensorMap& f, std::vector<Tensor>& o) { return clExe->run(f, o); };
+      compiled = &clExe->report();
+    }
+#endif
+    if (!run) {
+      SMELT_TRY_CLI(cpu, Executable::compile(graph));
+      run = [&](const TensorMap& f, std::vector<Tensor>& o) { return cpu->run(f, o); };
+      compiled = &cpu->report();
+    }
     double compileMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     std::vector<Tensor> outputs;  // reused: runs after the first allocate nothing
     for (int i = 0; i < options->warmup; ++i) {
-      if (Status r = exe->run(feeds, outputs); !r) return fail(r.error().message());
+      if (Status r = run(feeds, outputs); !r) return fail(r.error().message());
     }
     std::vector<double> times;
     for (int i = 0; i < std::max(options->runs, 1); ++i) {
       auto t0 = std::chrono::steady_clock::now();
-      if (Status r = exe->run(feeds, outputs); !r) return fail(r.error().message());
+      if (Status r = run(feeds, outputs); !r) return fail(r.error().message());
       times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
     std::sort(times.begin(), times.end());
-    const CompileReport& report = exe->report();
+    const CompileReport& report = *compiled;
     fmt::print("compile_ms {:.1f} ({} kernels, {} from the cache, {} on the interpreter)\n", compileMs, report.kernels,
                report.cacheHits, report.interpreted);
     fmt::print("min_ms {:.4f}\n", times.front());

@@ -1,12 +1,19 @@
-// `smelt kernels FILE [--grad NAMES] [--passes P]`: the kernel of every node after the optimizing
-// pipeline, printed as its backend-neutral description (codegen/kernel.h) with the IR nodes it came from.
+// `smelt kernels FILE [--grad NAMES] [--passes P] [--backend B]`: the kernel of every node after the
+// optimizing pipeline, printed as its backend-neutral description (codegen/kernel.h) with the IR nodes it
+// came from, or as a backend renders it (LLVM IR after O3, OpenCL C, CUDA C, HIP).
+#include "codegen/cuda/cuda_renderer.h"
+#include "codegen/hip/hip_renderer.h"
 #include "codegen/lower_kernel.h"
+#include "codegen/opencl/opencl_renderer.h"
 #include "frontend/model_loader.h"
 #include "passes/pass_manager.h"
 #include "tools/smelt/commands.h"
 #include "tools/smelt/tensor_summary.h"
 
 #include <fmt/format.h>
+#ifdef SMELT_HAVE_LLVM
+#include "codegen/llvm/llvm_jit.h"
+#endif
 
 namespace smelt::cli {
 
@@ -15,6 +22,7 @@ Action addKernelsCommand(CLI::App& app) {
     std::string file;
     std::string grad;
     std::string passes{kDefaultPipeline};
+    std::string backend = "kernel";
   };
   auto options = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("kernels", "Print the kernels a model compiles to");
@@ -22,6 +30,9 @@ Action addKernelsCommand(CLI::App& app) {
   cmd->add_option("--grad", options->grad, "NAME[,NAME...]: include the backward graph");
   cmd->add_option("--passes", options->passes,
                   fmt::format("Pipeline to run first (default: {}; 'none': the graph as written)", kDefaultPipeline));
+  cmd->add_option("--backend", options->backend,
+                  "kernel (the description, default), llvm (optimized LLVM IR), opencl, cuda or hip (source)")
+      ->check(CLI::IsMember({"kernel", "llvm", "opencl", "cuda", "hip"}));
   return [options]() {
     SMELT_TRY_CLI(Graph graph, loadModel(options->file));
     if (!options->grad.empty()) {
@@ -32,11 +43,31 @@ Action addKernelsCommand(CLI::App& app) {
     if (options->passes == "none") options->passes.clear();
     SMELT_TRY_CLI(PassManager pm, PassManager::fromPipeline(options->passes, PassManagerOptions::fromEnvironment()));
     if (auto ran = pm.run(graph); !ran) return fail(ran.error().message());
+    std::unique_ptr<codegen::CRenderer> renderer;
+    if (options->backend == "opencl") renderer = std::make_unique<codegen::OpenClRenderer>();
+    if (options->backend == "cuda") renderer = std::make_unique<codegen::CudaRenderer>();
+    if (options->backend == "hip") renderer = std::make_unique<codegen::HipRenderer>();
+    if (renderer) fmt::print("{}\n", renderer->prelude());
+    size_t index = 0;
     for (const auto& node : graph.nodes()) {
       if (node->opName() == "constant") continue;
       auto kernel = codegen::lowerToKernel(graph, *node);
       if (!kernel) return fail(kernel.error().message());
-      fmt::print("{}\n", codegen::printKernel(*kernel));
+      if (renderer) {
+        SMELT_TRY_CLI(std::string text, renderer->renderKernel(*kernel, codegen::CRenderer::symbolFor(*kernel, index)));
+        fmt::print("{}\n", text);
+      } else if (options->backend == "llvm") {
+#ifdef SMELT_HAVE_LLVM
+        SMELT_TRY_CLI(codegen::LlvmJit * jit, codegen::LlvmJit::global());
+        SMELT_TRY_CLI(std::string ir, jit->renderIr(*kernel, true));
+        fmt::print("{}\n", ir);
+#else
+        return fail("smelt kernels: this smelt was built without LLVM");
+#endif
+      } else {
+        fmt::print("{}\n", codegen::printKernel(*kernel));
+      }
+      ++index;
     }
     return 0;
   };

@@ -1,0 +1,583 @@
+// Kernel description -> C-family source (see c_renderer.h for the shape and the semantics). The
+// writer below emits one C declaration per SSA value; each dialect's hooks supply the names.
+#include "codegen/c_renderer.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "ir/half.h"
+
+namespace smelt::codegen {
+
+namespace {
+
+/// Replaces every `from` in `text` with `to`.
+void replaceAll(std::string& text, std::string_view from, std::string_view to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+}
+
+// The helpers every kernel may call, in C with placeholders for the dialect's names ($HP helper
+// prefix, $U32 / $I64 / $U64 types, $L the 64-bit literal suffix, $F2B / $B2F bit casts). The
+// conversions are ir/half.h's, bit for bit: round to nearest even, NaN kept quiet, f16 subnormals
+// through an exact float add.
+constexpr std::string_view kPrelude =
+    R"(// f16 (IEEE binary16) and bf16 live in memory as 16-bit patterns and in registers as float.
+$HP float smelt_h2f($U32 h) {
+  $U32 sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0x1fu) return $B2F(sign | 0x7f800000u | (m << 13));
+  if (e == 0u) {
+    float mag = (float)m * 5.9604644775390625e-8f;
+    return sign ? -mag : mag;
+  }
+  return $B2F(sign | ((e + 112u) << 23) | (m << 13));
+}
+$HP $U32 smelt_f2h(float f) {
+  $U32 x = $F2B(f), sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
+  if (a >= 0x7f800000u) return sign | 0x7c00u | (a > 0x7f800000u ? 0x200u | ((a >> 13) & 0x3ffu) : 0u);
+  if (a >= 0x477ff000u) return sign | 0x7c00u;
+  if (a < 0x38800000u) return sign | ($F2B($B2F(a) + 0.5f) - 0x3f000000u);
+  return sign | ((a + 0xc8000fffu + ((a >> 13) & 1u)) >> 13);
+}
+// f32 rounded to the nearest f16 (what every f16 instruction does to its result).
+$HP float smelt_rh(float f) { return smelt_h2f(smelt_f2h(f)); }
+$HP float smelt_bf2f($U32 b) { return $B2F(b << 16); }
+$HP $U32 smelt_f2bf(float f) {
+  $U32 x = $F2B(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (x >> 16) | 0x40u;
+  return (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+}
+$HP float smelt_rbf(float f) { return smelt_bf2f(smelt_f2bf(f)); }
+// Float -> integer as the cast op: NaN -> 0, truncation, [2^63, 2^64) through u64, >= 2^64 -> 0,
+// <= -2^63 -> INT64_MIN; the caller wraps the result to its width.
+$HP $I64 smelt_f2i(float x) {
+  if (x != x) return 0;
+  if (x >= 9223372036854775808.0f) return x >= 18446744073709551616.0f ? 0 : ($I64)($U64)x;
+  if (x <= -9223372036854775808.0f) return -9223372036854775807$L - 1;
+  return ($I64)x;
+}
+)";
+
+constexpr std::string_view kPreludeDouble = R"($HP $I64 smelt_d2i(double x) {
+  if (x != x) return 0;
+  if (x >= 9223372036854775808.0) return x >= 18446744073709551616.0 ? 0 : ($I64)($U64)x;
+  if (x <= -9223372036854775808.0) return -9223372036854775807$L - 1;
+  return ($I64)x;
+}
+)";
+
+/// Renders one kernel; see c_renderer.h.
+class Writer {
+ public:
+  Writer(const CRenderer& r, const Kernel& k) : r_(r), k_(k) {}
+
+  Expected<std::string> run(const std::string& symbol) {
+    for (DType t : k_.types) {
+      if (t == DType::f64 && !r_.fp64()) return failure("f64 (the device has no fp64)");
+    }
+    out_ += fmt::format("// kernel @{} domain [{}]\n", k_.name, fmt::join(k_.domain, ", "));
+    for (const std::string& p : k_.provenance) out_ += fmt::format("//   from {}\n", oneLine(p));
+    std::vector<std::string> params;
+    for (size_t i = 0; i < k_.buffers.size(); ++i) {
+      const KBuffer& b = k_.buffers[i];
+      params.push_back(fmt::format("{}{}{}* b{}", r_.bufferQualifier(), b.output ? "" : "const ", memType(b.dtype), i));
+      if (r_.bufferOffsets()) params.push_back(fmt::format("{} b{}_off", i64(), i));
+    }
+    params.push_back(fmt::format("{} n", i64()));
+    out_ += fmt::format("{} {}({}) {{\n", r_.kernelPrefix(), symbol, fmt::join(params, ", "));
+    out_ += fmt::format("  {} p = {};\n  if (p >= n) return;\n", i64(), r_.threadIndex());
+    if (r_.bufferOffsets()) {
+      for (size_t i = 0; i < k_.buffers.size(); ++i) out_ += fmt::format("  b{0} += b{0}_off;\n", i);
+    }
+    block(k_.body, "  ");
+    out_ += "}\n";
+    if (!error_.empty()) return failure(error_);
+    return std::move(out_);
+  }
+
+ private:
+  // --- types -------------------------------------------------------------------------------------
+  std::string i64() const { return r_.typeName(DType::i64); }
+  std::string u32() const { return r_.typeName(DType::u32); }
+  std::string u64() const { return r_.typeName(DType::u64); }
+  /// Buffer element type: f16/bf16 as their 16 bits, bool as a byte.
+  std::string memType(DType t) const {
+    if (t == DType::f16 || t == DType::bf16) return r_.typeName(DType::u16);
+    return r_.typeName(t == DType::boolean ? DType::u8 : t);
+  }
+  /// Register type: f16/bf16 compute in float.
+  std::string regType(DType t) const {
+    if (t == DType::f16 || t == DType::bf16) return r_.typeName(DType::f32);
+    return r_.typeName(t == DType::boolean ? DType::u8 : t);
+  }
+  DType typeOf(int32_t id) const { return k_.types[static_cast<size_t>(id)]; }
+  static int bits(DType t) { return t == DType::boolean ? 8 : static_cast<int>(dtypeSize(t) * 8); }
+  /// The unsigned type integer arithmetic of `t` wraps in (narrow types promote to int in C).
+  std::string wide(DType t) const { return bits(t) <= 32 ? u32() : u64(); }
+  /// `expr` (an integer expression) wrapped to `t`: bool is != 0.
+  std::string wrap(DType t, const std::string& expr) const {
+    if (t == DType::boolean) return fmt::format("({})(({}) != 0)", regType(t), expr);
+    return fmt::format("({})({})", regType(t), expr);
+  }
+  std::string boolOf(const std::string& cond) const { return fmt::format("({})({})", regType(DType::boolean), cond); }
+  static std::string v(int32_t id) { return fmt::format("v{}", id); }
+  static std::string oneLine(std::string s) {
+    for (char& c : s) c = c == '\n' || c == '\r' ? ' ' : c;
+    return s;
+  }
+
+  // --- literals ----------------------------------------------------------------------------------
+  /// A float or double literal of `x` (already representable in its type).
+  std::string floatLiteral(double x, bool isDouble) const {
+    if (std::isnan(x))
+      return r_.bitsToFloat(isDouble ? "0x7ff8000000000000" + r_.int64Suffix() : "0x7fc00000u", isDouble);
+    if (std::isinf(x)) {
+      std::string inf = r_.bitsToFloat(isDouble ? "0x7ff0000000000000" + r_.int64Suffix() : "0x7f800000u", isDouble);
+      return x < 0 ? "(-" + inf + ")" : inf;
+    }
+    std::string s = isDouble ? fmt::format("{}", x) : fmt::format("{}", static_cast<float>(x));
+    if (s.find_first_of(".e") == std::string::npos) s += ".0";
+    return isDouble ? s : s + "f";
+  }
+  /// An integer literal of type `t` with the value `x` wrapped to it.
+  std::string intLiteral(int64_t x, DType t) const {
+    switch (t) {
+      case DType::boolean:
+        return x != 0 ? "1" : "0";
+      case DType::u64:
+        return fmt::format("{}U{}", static_cast<uint64_t>(x), r_.int64Suffix());
+      case DType::i64:
+        if (x == std::numeric_limits<int64_t>::min())
+          return fmt::format("(-9223372036854775807{} - 1)", r_.int64Suffix());
+        return fmt::format("{}{}", x, r_.int64Suffix());
+      case DType::u32:
+        return fmt::format("{}u", static_cast<uint32_t>(x));
+      case DType::i32:
+        if (static_cast<int32_t>(x) == std::numeric_limits<int32_t>::min()) return "(-2147483647 - 1)";
+        return fmt::format("{}", static_cast<int32_t>(x));
+      case DType::u16:
+        return fmt::format("{}", static_cast<uint16_t>(x));
+      case DType::i16:
+        return fmt::format("{}", static_cast<int16_t>(x));
+      case DType::u8:
+        return fmt::format("{}", static_cast<uint8_t>(x));
+      case DType::i8:
+        return fmt::format("{}", static_cast<int8_t>(x));
+      default:
+        return fmt::format("{}", x);
+    }
+  }
+  /// The value a constant instruction holds in its register.
+  std::string constant(const KInst& in) const {
+    switch (in.dtype) {
+      case DType::f16:
+        return floatLiteral(static_cast<float>(Half(in.fbits)), false);
+      case DType::bf16:
+        return floatLiteral(static_cast<float>(BFloat16(in.fbits)), false);
+      case DType::f32:
+        return floatLiteral(static_cast<float>(in.fbits), false);
+      case DType::f64:
+        return floatLiteral(in.fbits, true);
+      default:
+        return intLiteral(in.ibits, in.dtype);
+    }
+  }
+
+  // --- floats ------------------------------------------------------------------------------------
+  /// `expr` (computed in float) rounded to `t` when t is f16 or bf16.
+  static std::string round(DType t, const std::string& expr) {
+    if (t == DType::f16) return fmt::format("smelt_rh({})", expr);
+    if (t == DType::bf16) return fmt::format("smelt_rbf({})", expr);
+    return expr;
+  }
+  std::string fn(std::string_view base, DType t, const std::string& args) const {
+    return fmt::format("{}({})", r_.mathFunction(base, t == DType::f64), args);
+  }
+  std::string one(DType t) const { return floatLiteral(1.0, t == DType::f64); }
+  std::string zero(DType t) const { return floatLiteral(0.0, t == DType::f64); }
+
+  /// A float unary op of x; `pre` receives statements it needs first (sigmoid's exponential).
+  std::string floatUnary(const KInst& in, DType t, const std::string& x, const std::string& indent) {
+    switch (in.unary) {
+      case KUnary::Neg:
+        return "-" + x;
+      case KUnary::Abs:
+        return fn("fabs", t, x);
+      case KUnary::Exp:
+        return fn("exp", t, x);
+      case KUnary::Expm1:
+        return fn("expm1", t, x);
+      case KUnary::Log:
+        return fn("log", t, x);
+      case KUnary::Log1p:
+        return fn("log1p", t, x);
+      case KUnary::Sqrt:
+        return fn("sqrt", t, x);
+      // 1/sqrt as the reference computes it (rsqrt() is not correctly rounded).
+      case KUnary::Rsqrt:
+        return fmt::format("{} / {}", one(t), fn("sqrt", t, x));
+      case KUnary::Sin:
+        return fn("sin", t, x);
+      case KUnary::Cos:
+        return fn("cos", t, x);
+      case KUnary::Tan:
+        return fn("tan", t, x);
+      case KUnary::Tanh:
+        return fn("tanh", t, x);
+      case KUnary::Erf:
+        return fn("erf", t, x);
+      case KUnary::Sigmoid: {
+        // 1/(1+e^-x) for x >= 0, e^x/(1+e^x) below: the exponential never overflows.
+        std::string e = v(in.result) + "_e";
+        out_ += fmt::format("{}{} {} = {};\n", indent, regType(t), e, fn("exp", t, "-" + fn("fabs", t, x)));
+        return fmt::format("{} >= {} ? {} / ({} + {}) : {} / ({} + {})", x, zero(t), one(t), one(t), e, e, one(t), e);
+      }
+      case KUnary::Floor:
+        return fn("floor", t, x);
+      case KUnary::Ceil:
+        return fn("ceil", t, x);
+      case KUnary::RoundEven:
+        return fn("rint", t, x);
+      default:
+        break;
+    }
+    fail(fmt::format("{} of a float", kUnaryName(in.unary)));
+    return x;
+  }
+
+  /// Ops whose float result is one of the representable values they started from (no rounding).
+  static bool exactOnRepresentable(KUnary op) {
+    return op == KUnary::Neg || op == KUnary::Abs || op == KUnary::Floor || op == KUnary::Ceil ||
+           op == KUnary::RoundEven;
+  }
+
+  std::string unary(const KInst& in, const std::string& indent) {
+    DType t = typeOf(in.a);
+    std::string x = v(in.a);
+    if (in.unary == KUnary::IsNan) return boolOf(isFloat(t) ? x + " != " + x : "0");
+    if (isFloat(t)) {
+      std::string y = floatUnary(in, t, x, indent);
+      return exactOnRepresentable(in.unary) ? y : round(t, y);
+    }
+    switch (in.unary) {
+      case KUnary::Neg:
+        return wrap(t, fmt::format("({})0 - ({}){}", wide(t), wide(t), x));
+      case KUnary::Abs:
+        if (!isSignedInt(t)) return x;
+        return fmt::format("{} < 0 ? {} : {}", x, wrap(t, fmt::format("({})0 - ({}){}", wide(t), wide(t), x)), x);
+      case KUnary::Not:
+        return t == DType::boolean ? boolOf("!" + x) : wrap(t, "~" + x);
+      default:
+        break;
+    }
+    fail(fmt::format("{} of {}", kUnaryName(in.unary), dtypeName(t)));
+    return x;
+  }
+
+  std::string floatBinary(KBinary op, DType t, const std::string& a, const std::string& b) {
+    switch (op) {
+      case KBinary::Add:
+        return round(t, a + " + " + b);
+      case KBinary::Sub:
+        return round(t, a + " - " + b);
+      case KBinary::Mul:
+        return round(t, a + " * " + b);
+      case KBinary::Div:
+        return round(t, a + " / " + b);
+      case KBinary::Rem:
+        return round(t, fn("fmod", t, a + ", " + b));
+      case KBinary::Pow:
+        return round(t, fn("pow", t, a + ", " + b));
+      // NaN-propagating (fmin/fmax are not); a + b is the NaN. The result is an operand: no rounding.
+      case KBinary::Min:
+        return fmt::format("{0} != {0} || {1} != {1} ? {0} + {1} : {1} < {0} ? {1} : {0}", a, b);
+      case KBinary::Max:
+        return fmt::format("{0} != {0} || {1} != {1} ? {0} + {1} : {1} > {0} ? {1} : {0}", a, b);
+      case KBinary::Lt:
+        return boolOf(a + " < " + b);
+      case KBinary::Le:
+        return boolOf(a + " <= " + b);
+      case KBinary::Gt:
+        return boolOf(a + " > " + b);
+      case KBinary::Ge:
+        return boolOf(a + " >= " + b);
+      case KBinary::Eq:
+        return boolOf(a + " == " + b);
+      case KBinary::Ne:
+        return boolOf(a + " != " + b);
+      default:
+        break;
+    }
+    fail(fmt::format("{} of floats", kBinaryName(op)));
+    return a;
+  }
+
+  std::string intBinary(const KInst& in, DType t, const std::string& a, const std::string& b,
+                        const std::string& indent) {
+    bool isUnsigned = !isSignedInt(t);
+    std::string w = wide(t), T = regType(t);
+    auto arith = [&](const char* op) { return wrap(t, fmt::format("({}){} {} ({}){}", w, a, op, w, b)); };
+    switch (in.binary) {
+      case KBinary::Add:
+        return arith("+");
+      case KBinary::Sub:
+        return arith("-");
+      case KBinary::Mul:
+        return arith("*");
+      case KBinary::Div:
+      case KBinary::Rem: {
+        // By 0 gives 0; x / -1 wraps (INT_MIN / -1 = INT_MIN) and x % -1 is 0. The divisor is made
+        // safe first, so no path divides by 0 or overflows even if the compiler speculates.
+        bool div = in.binary == KBinary::Div;
+        std::string safe = v(in.result) + "_d";
+        std::string special = isUnsigned ? fmt::format("{} == 0", b) : fmt::format("{0} == 0 || {0} == ({1})-1", b, T);
+        out_ += fmt::format("{}{} {} = {} ? ({})1 : {};\n", indent, T, safe, special, T, b);
+        std::string q = wrap(t, fmt::format("{} {} {}", a, div ? "/" : "%", safe));
+        if (isUnsigned) return fmt::format("{} == 0 ? ({})0 : {}", b, T, q);
+        std::string minusOne = div ? wrap(t, fmt::format("({})0 - ({}){}", w, w, a)) : fmt::format("({})0", T);
+        return fmt::format("{0} == 0 ? ({1})0 : {0} == ({1})-1 ? {2} : {3}", b, T, minusOne, q);
+      }
+      // Narrow types promote to int keeping their values, so C's comparisons are the right ones.
+      case KBinary::Min:
+        return fmt::format("{1} < {0} ? {1} : {0}", a, b);
+      case KBinary::Max:
+        return fmt::format("{1} > {0} ? {1} : {0}", a, b);
+      case KBinary::Pow: {
+        bool dbl = r_.fp64();
+        std::string f = r_.typeName(dbl ? DType::f64 : DType::f32);
+        std::string p = fmt::format("{}(({}){}, ({}){})", r_.mathFunction("pow", dbl), f, a, f, b);
+        return wrap(t, fmt::format("{}({})", dbl ? "smelt_d2i" : "smelt_f2i", p));
+      }
+      case KBinary::And:
+        return wrap(t, fmt::format("{} & {}", a, b));
+      case KBinary::Or:
+        return wrap(t, fmt::format("{} | {}", a, b));
+      case KBinary::Xor:
+        return wrap(t, fmt::format("{} ^ {}", a, b));
+      case KBinary::Shl:
+      case KBinary::Shr: {
+        // A shift count outside [0, width) (negative counts are huge as u64) shifts everything out:
+        // 0, or the sign for an arithmetic right shift.
+        std::string tooFar = fmt::format("({}){} >= {}u", u64(), b, bits(t));
+        if (in.binary == KBinary::Shl)
+          return fmt::format("{} ? ({})0 : {}", tooFar, T, wrap(t, fmt::format("({}){} << {}", w, a, b)));
+        if (isUnsigned) return fmt::format("{} ? ({})0 : {}", tooFar, T, wrap(t, fmt::format("{} >> {}", a, b)));
+        // Arithmetic shift without C's implementation-defined >> of a negative value.
+        std::string s = v(in.result) + "_s";
+        out_ += fmt::format("{}int {} = {} ? {} : (int){};\n", indent, s, tooFar, bits(t) - 1, b);
+        return fmt::format("{0} < 0 ? {1} : {2}", a, wrap(t, fmt::format("~(~{} >> {})", a, s)),
+                           wrap(t, fmt::format("{} >> {}", a, s)));
+      }
+      case KBinary::Lt:
+      case KBinary::Le:
+      case KBinary::Gt:
+      case KBinary::Ge:
+      case KBinary::Eq:
+      case KBinary::Ne: {
+        bool reflexive = in.binary == KBinary::Le || in.binary == KBinary::Ge || in.binary == KBinary::Eq;
+        // x == x of an integer is a constant (compilers warn about the self-comparison).
+        if (in.a == in.b) return boolOf(reflexive ? "1" : "0");
+        static constexpr const char* kOps[] = {"<", "<=", ">", ">=", "==", "!="};
+        return boolOf(fmt::format("{} {} {}", a, kOps[static_cast<int>(in.binary) - static_cast<int>(KBinary::Lt)], b));
+      }
+    }
+    return a;
+  }
+
+  std::string binary(const KInst& in, const std::string& indent) {
+    DType t = typeOf(in.a);
+    // min(x, x) is x (NaN included); written out it would be a self-comparison compilers warn about.
+    if (in.a == in.b && (in.binary == KBinary::Min || in.binary == KBinary::Max)) return v(in.a);
+    if (isFloat(t)) return floatBinary(in.binary, t, v(in.a), v(in.b));
+    return intBinary(in, t, v(in.a), v(in.b), indent);
+  }
+
+  /// The `cast` op: see c_renderer.h.
+  std::string cast(const KInst& in) {
+    DType from = typeOf(in.a), to = in.dtype;
+    std::string x = v(in.a);
+    if (to == DType::boolean) return boolOf(fmt::format("{} != {}", x, isFloat(from) ? zero(from) : "0"));
+    if (isFloat(to)) {
+      if (to == DType::f64) return from == DType::f64 ? x : fmt::format("({}){}", regType(to), x);
+      std::string f;  // the value as a float (f16/bf16 registers already are)
+      if (isFloat(from)) {
+        if (from == to) return x;
+        f = from == DType::f64 ? fmt::format("(float){}", x) : x;
+      } else if (bits(from) == 64 && r_.fp64()) {
+        f = fmt::format("({})({}){}", regType(DType::f32), r_.typeName(DType::f64), x);  // as the reference: via double
+      } else {
+        f = fmt::format("({}){}", regType(DType::f32), x);
+      }
+      return round(to, f);
+    }
+    if (isFloat(from)) return wrap(to, fmt::format("{}({})", from == DType::f64 ? "smelt_d2i" : "smelt_f2i", x));
+    return fmt::format("({}){}", regType(to), x);
+  }
+
+  std::string load(const KInst& in) const {
+    auto buffer = static_cast<size_t>(in.ibits);
+    DType t = k_.buffers[buffer].dtype;
+    std::string at = fmt::format("b{}[{}]", buffer, v(in.a));
+    if (t == DType::f16) return fmt::format("smelt_h2f({})", at);
+    if (t == DType::bf16) return fmt::format("smelt_bf2f({})", at);
+    if (t == DType::boolean) return boolOf(at + " != 0");
+    return at;
+  }
+
+  // --- statements --------------------------------------------------------------------------------
+  void inst(const KInst& in, const std::string& indent) {
+    std::string rhs;
+    switch (in.kind) {
+      case KInstKind::Const:
+        rhs = constant(in);
+        break;
+      case KInstKind::Outer:
+        rhs = outer(static_cast<size_t>(in.ibits));
+        break;
+      case KInstKind::Unary:
+        rhs = unary(in, indent);
+        break;
+      case KInstKind::Binary:
+        rhs = binary(in, indent);
+        break;
+      case KInstKind::Select:
+        rhs = fmt::format("{} ? {} : {}", v(in.a), v(in.b), v(in.c));
+        break;
+      case KInstKind::Cast:
+        rhs = cast(in);
+        break;
+      case KInstKind::Load:
+        rhs = load(in);
+        break;
+    }
+    out_ += fmt::format("{}{} {} = {};\n", indent, regType(in.dtype), v(in.result), rhs);
+  }
+
+  /// The outer index along `dim`, from the linear point p (row-major).
+  std::string outer(size_t dim) const {
+    int64_t stride = 1;
+    for (size_t d = dim + 1; d < k_.domain.size(); ++d) stride *= k_.domain[d];
+    std::string s = stride == 1 ? "p" : fmt::format("p / {}", stride);
+    return dim == 0 ? s : fmt::format("({}) % {}", s, k_.domain[dim]);
+  }
+
+  void store(const KStore& st, const std::string& indent) {
+    DType t = k_.buffers[static_cast<size_t>(st.buffer)].dtype;
+    std::string x = v(st.value);
+    if (t == DType::f16) x = fmt::format("({})smelt_f2h({})", memType(t), x);
+    if (t == DType::bf16) x = fmt::format("({})smelt_f2bf({})", memType(t), x);
+    out_ += fmt::format("{}b{}[{}] = {};\n", indent, st.buffer, v(st.offset), x);
+  }
+
+  void loop(const KLoop& l, const std::string& indent) {
+    // Carried values are mutable variables, declared before the loop and updated at its end.
+    for (size_t c = 0; c < l.carried.size(); ++c) {
+      out_ += fmt::format("{}{} {} = {};\n", indent, regType(typeOf(l.carried[c])), v(l.carried[c]), v(l.init[c]));
+    }
+    out_ += fmt::format("{0}for ({1} {2} = 0; {2} < {3}; ++{2}) {{\n", indent, i64(), v(l.index), l.extent);
+    std::string inner = indent + "  ";
+    block(l.body, inner);
+    // All next values are read before any carried variable changes when one next is another
+    // carried value (a swap).
+    bool readsCarried = false;
+    for (size_t c = 0; c < l.next.size(); ++c) {
+      for (size_t o = 0; o < l.carried.size(); ++o) readsCarried |= o != c && l.next[c] == l.carried[o];
+    }
+    for (size_t c = 0; c < l.next.size(); ++c) {
+      if (readsCarried)
+        out_ +=
+            fmt::format("{}{} {}_next = {};\n", inner, regType(typeOf(l.carried[c])), v(l.carried[c]), v(l.next[c]));
+    }
+    for (size_t c = 0; c < l.next.size(); ++c) {
+      if (l.next[c] == l.carried[c]) continue;
+      out_ += fmt::format("{}{} = {}{};\n", inner, v(l.carried[c]), readsCarried ? v(l.carried[c]) : v(l.next[c]),
+                          readsCarried ? "_next" : "");
+    }
+    out_ += indent + "}\n";
+    for (size_t c = 0; c < l.results.size(); ++c) {
+      out_ += fmt::format("{}{} {} = {};\n", indent, regType(typeOf(l.results[c])), v(l.results[c]), v(l.carried[c]));
+    }
+  }
+
+  void block(const KBlock& b, const std::string& indent) {
+    for (const KStmt& s : b.stmts) {
+      if (const KInst* i = std::get_if<KInst>(&s))
+        inst(*i, indent);
+      else if (const KStore* st = std::get_if<KStore>(&s))
+        store(*st, indent);
+      else
+        loop(*std::get<std::shared_ptr<KLoop>>(s), indent);
+    }
+  }
+
+  /// Records the first thing that cannot be rendered; run() returns it as the error.
+  void fail(const std::string& what) {
+    if (error_.empty()) error_ = what;
+  }
+  Error failure(std::string_view what) const {
+    return makeError("kernel @{}: the {} renderer cannot render {}", k_.name, r_.backend(), what);
+  }
+
+  const CRenderer& r_;
+  const Kernel& k_;
+  std::string out_;
+  std::string error_;
+};
+
+}  // namespace
+
+std::string CRenderer::prelude() const {
+  std::string text = preludeHeader();
+  text += kPrelude;
+  if (fp64()) text += kPreludeDouble;
+  replaceAll(text, "$HP", helperPrefix());
+  replaceAll(text, "$U32", typeName(DType::u32));
+  replaceAll(text, "$U64", typeName(DType::u64));
+  replaceAll(text, "$I64", typeName(DType::i64));
+  replaceAll(text, "$L", int64Suffix());
+  // The bit casts are written as calls: $F2B(x) -> the hook's expression of x.
+  for (auto [tag, toFloat] :
+       {std::pair{std::string_view("$F2B("), false}, std::pair{std::string_view("$B2F("), true}}) {
+    for (size_t at = text.find(tag); at != std::string::npos; at = text.find(tag, at)) {
+      size_t open = at + tag.size() - 1, depth = 0, close = open;
+      for (; close < text.size(); ++close) {
+        depth += text[close] == '(';
+        if (text[close] == ')' && --depth == 0) break;
+      }
+      std::string arg = text.substr(open + 1, close - open - 1);
+      std::string call = toFloat ? bitsToFloat(arg, false) : floatToBits(arg, false);
+      text.replace(at, close + 1 - at, call);
+    }
+  }
+  return text;
+}
+
+Expected<std::string> CRenderer::renderKernel(const Kernel& kernel, const std::string& symbol) const {
+  return Writer(*this, kernel).run(symbol);
+}
+
+Expected<std::string> CRenderer::renderSource(std::span<const Kernel* const> kernels,
+                                              std::span<const std::string> symbols) const {
+  if (kernels.size() != symbols.size()) {
+    return makeError("{} renderer: {} kernels but {} symbols", backend(), kernels.size(), symbols.size());
+  }
+  std::string source = prelude();
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    SMELT_TRY(std::string text, renderKernel(*kernels[i], symbols[i]));
+    source += "\n" + text;
+  }
+  return source;
+}
+
+std::string CRenderer::symbolFor(const Kernel& kernel, size_t index) {
+  std::string name = fmt::format("k{}_{}", index, kernel.name);
+  for (char& c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))) c = '_';
+  }
+  return name;
+}
+
+}  // namespace smelt::codegen

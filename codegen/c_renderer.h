@@ -1,0 +1,79 @@
+// The C-family renderer: a kernel description (kernel.h) -> the source of one kernel function in
+// OpenCL C, CUDA C or HIP. The base class walks the description; the dialects differ only in a few
+// hooks (kernel prefix, buffer qualifier, thread index, type names, bit casts, math names), so the
+// OpenCL, CUDA and HIP renderers are small subclasses (opencl/, cuda/, hip/).
+//   OpenClRenderer r(/*fp64=*/true);
+//   SMELT_TRY(std::string source, r.renderSource({&kernel}, {"k0_fused_0"}));   // prelude + kernel
+//
+// Every kernel has one work-item / thread per outer point of the domain (bounds-checked against the
+// total `n`), buffers as pointer parameters, and the SSA body as C statements: one variable per
+// value, loops with carried values as C loops over mutable variables. Semantics are the kernel
+// interpreter's (kernel_interpreter.h): f16 and bf16 are stored as 16-bit patterns and computed in
+// float, rounded after every instruction by the prelude's helpers; bool is a byte 0/1; integers wrap
+// (arithmetic in unsigned, cast back); integer div/rem by 0 give 0; shifts never overflow; floats cast
+// to integers as fromDouble does.
+#pragma once
+
+#include "codegen/kernel.h"
+
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace smelt::codegen {
+
+/// See the file comment. Stateless: one renderer may render any number of kernels, from any thread.
+class CRenderer {
+ public:
+  virtual ~CRenderer() = default;
+
+  /// "opencl", "cuda", "hip": for messages and cache keys.
+  virtual std::string_view backend() const = 0;
+
+  /// What every source starts with: pragmas, and the helpers kernels call (f16/bf16 conversions,
+  /// float -> integer casts). Once per source, before the kernels.
+  std::string prelude() const;
+
+  /// One kernel function named `symbol` (a C identifier), preceded by a comment naming the kernel and
+  /// the IR nodes it came from. Fails on what the dialect cannot express (f64 without fp64).
+  Expected<std::string> renderKernel(const Kernel& kernel, const std::string& symbol) const;
+
+  /// The prelude and every kernel (kernels[i] named symbols[i]), as one compilable source.
+  Expected<std::string> renderSource(std::span<const Kernel* const> kernels,
+                                     std::span<const std::string> symbols) const;
+
+  /// A C identifier for kernel `index` of a source: "k3_fused_0" (the name's other characters
+  /// become '_').
+  static std::string symbolFor(const Kernel& kernel, size_t index);
+
+  // --- hooks: what differs between dialects ----------------------------------------------------
+  /// Before the function's name: "__kernel void", "extern \"C\" __global__ void".
+  virtual std::string kernelPrefix() const = 0;
+  /// Before a prelude helper's return type: "static inline", "static __device__ inline".
+  virtual std::string helperPrefix() const = 0;
+  /// Before a buffer parameter's element type: "__global " (with its space) or "".
+  virtual std::string bufferQualifier() const { return ""; }
+  /// The calling work-item's / thread's linear index, as a 64-bit expression.
+  virtual std::string threadIndex() const = 0;
+  /// The C name of a storage or register type: any DType but f16 and bf16 (held as u16 in memory,
+  /// as f32 in registers) and bool (held as u8).
+  virtual std::string typeName(DType type) const = 0;
+  /// The suffix of 64-bit integer literals: "L" (OpenCL's long), "LL" (CUDA's long long).
+  virtual std::string int64Suffix() const = 0;
+  /// A float's bits as a 32-bit unsigned integer (and back); `isDouble`: 64-bit.
+  virtual std::string floatToBits(const std::string& x, bool isDouble) const = 0;
+  virtual std::string bitsToFloat(const std::string& x, bool isDouble) const = 0;
+  /// The C math function `base` ("exp", "fmod") for float or double arguments: OpenCL's are
+  /// overloaded, CUDA's float ones end in 'f'.
+  virtual std::string mathFunction(std::string_view base, bool isDouble) const = 0;
+  /// Pragmas or declarations the source opens with (OpenCL's fp64 extension).
+  virtual std::string preludeHeader() const { return ""; }
+  /// Whether each buffer parameter is followed by a 64-bit element offset added to it (OpenCL:
+  /// every buffer is a slice of one arena cl_mem, and sub-buffers need device alignment).
+  virtual bool bufferOffsets() const { return false; }
+  /// Whether doubles are available. Without them f64 kernels fail to render, and integer pow and
+  /// i64 -> float casts compute in float.
+  virtual bool fp64() const { return true; }
+};
+
+}  // namespace smelt::codegen

@@ -1,0 +1,36 @@
+// OpenCL C 1.2 dialect of the C-family renderer (codegen/c_renderer.h), for PoCL's CPU device and
+// GPU ICDs alike: no half arithmetic (f16 and bf16 are ushort patterns computed in float), doubles
+// only with cl_khr_fp64, and each buffer a slice of one arena: `__global T* b<i>, long b<i>_off`.
+//   OpenClRenderer r(device.fp64);
+//   SMELT_TRY(std::string source, r.renderSource(kernels, symbols));
+#pragma once
+
+#include "codegen/c_renderer.h"
+
+namespace smelt::codegen {
+
+/// See the file comment.
+class OpenClRenderer final : public CRenderer {
+ public:
+  /// `fp64`: the device has cl_khr_fp64 (DeviceInfo::fp64).
+  explicit OpenClRenderer(bool fp64 = true) : fp64_(fp64) {}
+
+  std::string_view backend() const override { return "opencl"; }
+  std::string kernelPrefix() const override { return "__kernel void"; }
+  std::string helperPrefix() const override { return "static inline"; }
+  std::string bufferQualifier() const override { return "__global "; }
+  std::string threadIndex() const override { return "get_global_id(0)"; }
+  std::string typeName(DType type) const override;
+  std::string int64Suffix() const override { return "L"; }
+  std::string floatToBits(const std::string& x, bool isDouble) const override;
+  std::string bitsToFloat(const std::string& x, bool isDouble) const override;
+  std::string mathFunction(std::string_view base, bool) const override { return std::string(base); }
+  std::string preludeHeader() const override;
+  bool bufferOffsets() const override { return true; }
+  bool fp64() const override { return fp64_; }
+
+ private:
+  bool fp64_;
+};
+
+}  // namespace smelt::codegen

@@ -1,0 +1,401 @@
+// OpenClExecutable: compile = pipeline + plan + one rendered kernel per node, all in one OpenCL
+// program, + one device arena; run = upload the feeds, enqueue the kernels in order, read the outputs.
+#include "runtime/opencl_executable.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <optional>
+
+#include "codegen/log.h"
+#include "codegen/lower_kernel.h"
+#include "codegen/opencl/opencl_renderer.h"
+#include "passes/pass_manager.h"
+#include "passes/plan_memory.h"
+#include "runtime/opencl/opencl_runtime.h"
+
+namespace smelt {
+
+// SMELT_PIPELINE overrides the default pipeline, as for the CPU executable.
+OpenClCompileOptions::OpenClCompileOptions() {
+  const char* env = std::getenv("SMELT_PIPELINE");
+  pipeline = env ? std::string(env) : std::string(kDefaultPipeline);
+}
+
+std::string openClBuildOptions(const opencl::DeviceInfo& device) {
+  // Never fast math: NaN checks (x != x) and NaN-propagating min/max depend on IEEE semantics.
+  std::string options = "-cl-std=CL1.2";
+  // Correctly rounded f32 division and sqrt, as the reference computes them; the option is an error
+  // on devices that cannot (CL_INVALID_BUILD_OPTIONS), which then get OpenCL's 2.5-ulp division.
+  cl_device_fp_config config = 0;
+  if (clGetDeviceInfo(device.id, CL_DEVICE_SINGLE_FP_CONFIG, sizeof config, &config, nullptr) == CL_SUCCESS &&
+      (config & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0) {
+    options += " -cl-fp32-correctly-rounded-divide-sqrt";
+  }
+  return options;
+}
+
+namespace {
+
+/// Work-items per group: one fixed size, so PoCL compiles one work-group function per kernel.
+constexpr size_t kLocalSize = 64;
+
+/// The device contexts and built programs of this process, shared by every executable. Never
+/// destroyed: OpenCL objects released during exit can outlive the ICD's own teardown.
+struct SharedState {
+  std::mutex mutex;
+  std::map<std::string, std::unique_ptr<opencl::Context>, std::less<>> contexts;  // by selector
+  std::map<std::string, std::shared_ptr<opencl::Program>, std::less<>> programs;  // by device + source
+};
+
+SharedState& shared() {
+  static auto* state = new SharedState();
+  return *state;
+}
+
+Expected<opencl::Context*> contextFor(const std::string& selector) {
+  SharedState& s = shared();
+  std::lock_guard lock(s.mutex);
+  auto it = s.contexts.find(selector);
+  if (it == s.contexts.end()) {
+    SMELT_TRY(opencl::Context context, opencl::Context::create(selector));
+    it = s.contexts.emplace(selector, std::make_unique<opencl::Context>(std::move(context))).first;
+  }
+  return it->second.get();
+}
+
+/// The program for `source`, built once per process and device (PoCL also keeps its own disk cache,
+/// in POCL_CACHE_DIR). `hit` tells whether it was built before.
+Expected<std::shared_ptr<opencl::Program>> programFor(const opencl::Context& context, const std::string& source,
+                                                      bool& hit) {
+  SharedState& s = shared();
+  std::string options = openClBuildOptions(context.device());
+  std::string key = context.device().name + '\0' + options + '\0' + source;
+  std::lock_guard lock(s.mutex);
+  auto it = s.programs.find(key);
+  hit = it != s.programs.end();
+  if (!hit) {
+    SMELT_TRY(opencl::Program program, context.buildProgram(source, options));
+    if (!program.buildLog().empty()) logger().debug("opencl: build log:\n{}", program.buildLog());
+    it = s.programs.emplace(std::move(key), std::make_shared<opencl::Program>(std::move(program))).first;
+  }
+  return it->second;
+}
+
+/// One node: a kernel launch, or the reference interpreter for a node without a lowering.
+struct Step {
+  const Node* node = nullptr;
+  /// Byte offsets in the arena of the node's operands, then its results.
+  std::vector<int64_t> buffers;
+  /// Absent for an interpreted node.
+  std::optional<opencl::Kernel> kernel;
+  int64_t points = 0;
+  std::string label;
+};
+
+/// Where an input, parameter or constant lives in the arena.
+struct Slot {
+  int64_t offset = 0;
+  const Value* value = nullptr;
+};
+
+int64_t alignUp(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
+/// The debugging check behind SMELT_CHECK_KERNELS (as in the CPU executable): a kernel's results
+/// against the reference interpreter on the operands it read; a difference is logged as an error.
+Status checkStep(const Graph& graph, const Step& step, const std::vector<Tensor>& operands,
+                 const std::vector<Tensor>& results) {
+  SMELT_TRY(std::vector<Tensor> want, evaluateNode(graph, *step.node, operands));
+  for (size_t r = 0; r < want.size(); ++r) {
+    const Tensor &w = want[r], &got = results[r];
+    double scale = 0, worst = 0;
+    int64_t at = -1;
+    for (int64_t i = 0; i < w.numel(); ++i) scale = std::max(scale, std::abs(w.getDouble(i)));
+    for (int64_t i = 0; i < w.numel(); ++i) {
+      double a = w.getDouble(i), b = got.getDouble(i);
+      if (std::isnan(a) && std::isnan(b)) continue;
+      double d = std::abs(a - b) / std::max(scale, 1e-30);
+      if (!(d <= worst)) worst = d, at = i;
+    }
+    if (worst > 1e-3) {
+      logger().error(
+          "SMELT_CHECK_KERNELS: {} result #{} differs from the reference by {:.3g} (relative to max {:.3g}) at "
+          "{}: {} vs {}",
+          step.label, r, worst, scale, at, got.getDouble(at), w.getDouble(at));
+    }
+  }
+  return Status::success();
+}
+
+}  // namespace
+
+struct OpenClExecutable::Impl {
+  Graph graph;
+  opencl::Context* context = nullptr;
+  std::shared_ptr<opencl::Program> program;
+  std::string source;
+  opencl::Buffer arena;
+  std::vector<Step> steps;
+  std::vector<Slot> inputs, parameters;
+  /// Parameters whose slot holds a fed value rather than the initial one (restored on the next run
+  /// that does not feed them).
+  std::vector<bool> parameterFed;
+  std::vector<int64_t> outputs;
+  CompileReport report;
+  bool checkKernels = std::getenv("SMELT_CHECK_KERNELS") != nullptr;
+  // Set by prepare(), used by finish().
+  std::chrono::steady_clock::time_point start;
+  std::vector<Slot> constants;
+  int64_t arenaBytes = 0;
+  std::vector<codegen::Kernel> kernels;  // dropped once built
+  std::vector<std::string> symbols;
+  std::vector<int64_t> kernelOfStep;  // per step: its kernel, or -1 (interpreted)
+
+  /// Lays out the arena: the memory plan's buffers first, then one slot per input, parameter and
+  /// constant, each 64-byte aligned.
+  int64_t layout(const MemoryPlan& plan, std::map<const Value*, int64_t>& offsets) {
+    int64_t end = plan.peakBytes;
+    auto slot = [&](const Value* v) {
+      end = alignUp(end, kArenaAlignment);
+      offsets[v] = end;
+      end += static_cast<int64_t>(v->type().byteSize());
+      return end - static_cast<int64_t>(v->type().byteSize());
+    };
+    for (const Value* v : graph.inputs()) inputs.push_back({slot(v), v});
+    for (const Value* v : graph.parameters()) parameters.push_back({slot(v), v});
+    for (const auto& node : graph.nodes()) {
+      if (node->opName() == "constant") slot(node->result(0));
+    }
+    return end;
+  }
+
+  int64_t offsetOf(const Value* v, const MemoryPlan& plan, const std::map<const Value*, int64_t>& slots) const {
+    if (auto it = slots.find(v); it != slots.end()) return it->second;
+    const BufferAssignment* a = plan.find(v);
+    return a ? a->offset : 0;  // empty tensors have none and are never touched
+  }
+
+  Status upload(int64_t offset, const Tensor& t) const {
+    return context->write(arena, t.raw(), t.byteSize(), static_cast<size_t>(offset));
+  }
+
+  /// Copies of a step's operands (first) or results out of the arena (the blocking read waits for the
+  /// kernels enqueued before).
+  Expected<std::vector<Tensor>> download(const Step& step, bool results) const {
+    std::vector<Tensor> tensors;
+    const Node& node = *step.node;
+    size_t first = results ? node.numOperands() : 0;
+    size_t count = results ? node.results().size() : node.numOperands();
+    for (size_t i = 0; i < count; ++i) {
+      Tensor t(results ? node.result(i)->type() : node.operand(i)->type());
+      SMELT_CHECK_OK(context->read(arena, t.raw(), t.byteSize(), static_cast<size_t>(step.buffers[first + i])));
+      tensors.push_back(std::move(t));
+    }
+    return tensors;
+  }
+};
+
+OpenClExecutable::OpenClExecutable() : impl_(std::make_unique<Impl>()) {}
+OpenClExecutable::~OpenClExecutable() = default;
+const Graph& OpenClExecutable::graph() const { return impl_->graph; }
+const CompileReport& OpenClExecutable::report() const { return impl_->report; }
+const std::string& OpenClExecutable::source() const { return impl_->source; }
+const std::string& OpenClExecutable::deviceName() const { return impl_->context->device().name; }
+
+// Compiling is two phases around the program build, so several graphs can share one program:
+// prepare() (pipeline, plan, arena layout, kernels and their symbols) and finish() (kernel objects
+// with their fixed arguments, the arena, constants and parameters uploaded).
+Status OpenClExecutable::prepare(const Graph& source, const OpenClCompileOptions& options,
+                                 const std::string& symbolPrefix) {
+  Impl& x = *impl_;
+  x.start = std::chrono::steady_clock::now();
+  x.graph = source.clone();
+  SMELT_TRY(PassManager pm, PassManager::fromPipeline(options.pipeline, PassManagerOptions::fromEnvironment()));
+  SMELT_TRY(bool changed, pm.run(x.graph));
+  (void)changed;
+  SMELT_TRY(x.context, contextFor(options.device));
+  MemoryPlan plan = planMemory(x.graph);
+  std::map<const Value*, int64_t> slots;
+  x.arenaBytes = x.layout(plan, slots);
+  for (const auto& node : x.graph.nodes()) {
+    if (node->opName() == "constant") continue;
+    Step step{node.get(), {}, std::nullopt, 0, x.graph.labelOf(*node)};
+    for (const Value* o : node->operands()) step.buffers.push_back(x.offsetOf(o, plan, slots));
+    for (const Value* r : node->results()) step.buffers.push_back(x.offsetOf(r, plan, slots));
+    if (codegen::canLower(*node)) {
+      SMELT_TRY(codegen::Kernel kernel, codegen::lowerToKernel(x.graph, *node));
+      if (kernel.buffers.size() != step.buffers.size()) {
+        return makeError("{}: its kernel has {} buffers, the node {} operands and results", step.label,
+                         kernel.buffers.size(), step.buffers.size());
+      }
+      step.points = kernel.domainSize();
+      x.kernelOfStep.push_back(static_cast<int64_t>(x.kernels.size()));
+      x.symbols.push_back(symbolPrefix + codegen::CRenderer::symbolFor(kernel, x.kernels.size()));
+      x.kernels.push_back(std::move(kernel));
+    } else {
+      // An op without a kernel lowering still runs, on the reference interpreter, with one warning.
+      logger().warn("{}: no kernel lowering yet; it runs on the reference interpreter", step.label);
+      x.kernelOfStep.push_back(-1);
+      ++x.report.interpreted;
+    }
+    x.steps.push_back(std::move(step));
+    ++x.report.kernels;
+  }
+  for (const GraphOutput& o : x.graph.outputs()) x.outputs.push_back(x.offsetOf(o.value, plan, slots));
+  for (const auto& node : x.graph.nodes()) {
+    if (node->opName() == "constant") x.constants.push_back({slots.at(node->result(0)), node->result(0)});
+  }
+  return Status::success();
+}
+
+Status OpenClExecutable::finish(std::shared_ptr<opencl::Program> program, const std::string& source, bool hit) {
+  Impl& x = *impl_;
+  x.program = std::move(program);
+  x.source = source;
+  if (hit) x.report.cacheHits = static_cast<int64_t>(x.kernels.size());
+  // The arena, and each kernel's arguments (they never change): every buffer as (arena, element
+  // offset), then the number of points.
+  SMELT_TRY(x.arena, x.context->createBuffer(static_cast<size_t>(x.arenaBytes)));
+  for (size_t s = 0; s < x.steps.size(); ++s) {
+    if (x.kernelOfStep[s] < 0) continue;
+    Step& step = x.steps[s];
+    const codegen::Kernel& kernel = x.kernels[static_cast<size_t>(x.kernelOfStep[s])];
+    SMELT_TRY(opencl::Kernel k, x.program->createKernel(x.symbols[static_cast<size_t>(x.kernelOfStep[s])]));
+    unsigned arg = 0;
+    for (size_t b = 0; b < kernel.buffers.size(); ++b) {
+      auto elementOffset =
+          static_cast<cl_long>(step.buffers[b] / static_cast<int64_t>(dtypeSize(kernel.buffers[b].dtype)));
+      SMELT_CHECK_OK(k.setArg(arg++, x.arena));
+      SMELT_CHECK_OK(k.setArg(arg++, elementOffset));
+    }
+    auto points = static_cast<cl_long>(step.points);
+    SMELT_CHECK_OK(k.setArg(arg++, points));
+    step.kernel = std::move(k);
+  }
+  // Constants and parameters' initial values are uploaded once.
+  for (const Slot& c : x.constants) {
+    SMELT_CHECK_OK(x.upload(c.offset, std::get<Tensor>(c.value->producer()->attrs().at("value"))));
+  }
+  for (const Slot& p : x.parameters) SMELT_CHECK_OK(x.upload(p.offset, p.value->initialValue()));
+  x.parameterFed.assign(x.parameters.size(), false);
+  x.report.arenaBytes = x.arenaBytes;
+  x.report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - x.start).count();
+  logger().debug("opencl: compiled @{} ({} kernels, {} interpreted, program {}) in {:.1f} ms", x.graph.name(),
+                 x.kernels.size(), x.report.interpreted, hit ? "reused" : "built", x.report.seconds * 1e3);
+  x.kernels.clear();
+  x.kernels.shrink_to_fit();
+  return Status::success();
+}
+
+Expected<std::unique_ptr<OpenClExecutable>> OpenClExecutable::compile(const Graph& graph,
+                                                                      const OpenClCompileOptions& options) {
+  SMELT_TRY(std::vector<std::unique_ptr<OpenClExecutable>> all, compileAll({&graph, 1}, options));
+  return std::move(all.front());
+}
+
+Expected<std::vector<std::unique_ptr<OpenClExecutable>>> OpenClExecutable::compileAll(
+    std::span<const Graph> graphs, const OpenClCompileOptions& options) {
+  std::vector<std::unique_ptr<OpenClExecutable>> exes;
+  std::vector<const codegen::Kernel*> kernels;
+  std::vector<std::string> symbols;
+  for (size_t g = 0; g < graphs.size(); ++g) {
+    std::unique_ptr<OpenClExecutable> exe(new OpenClExecutable());
+    // Kernel names are unique within a graph; a prefix keeps them unique across the batch.
+    SMELT_CHECK_OK(exe->prepare(graphs[g], options, graphs.size() > 1 ? fmt::format("g{}_", g) : ""));
+    for (size_t k = 0; k < exe->impl_->kernels.size(); ++k) {
+      kernels.push_back(&exe->impl_->kernels[k]);
+      symbols.push_back(exe->impl_->symbols[k]);
+    }
+    exes.push_back(std::move(exe));
+  }
+  if (exes.empty()) return exes;
+  const opencl::Context& context = *exes.front()->impl_->context;
+  codegen::OpenClRenderer renderer(context.device().fp64);
+  SMELT_TRY(std::string source, renderer.renderSource(kernels, symbols));
+  bool hit = false;
+  SMELT_TRY(std::shared_ptr<opencl::Program> program, programFor(context, source, hit));
+  for (auto& exe : exes) SMELT_CHECK_OK(exe->finish(program, source, hit));
+  return exes;
+}
+
+Expected<std::vector<Tensor>> OpenClExecutable::run(const TensorMap& feeds) {
+  std::vector<Tensor> outputs;
+  SMELT_CHECK_OK(run(feeds, outputs));
+  return outputs;
+}
+
+Status OpenClExecutable::run(const TensorMap& feeds, std::vector<Tensor>& outputs) {
+  Impl& x = *impl_;
+  const Graph& g = x.graph;
+  for (const Slot& in : x.inputs) {
+    const Value* v = in.value;
+    auto it = feeds.find(v->name());
+    if (it == feeds.end()) return makeError("input '{}' ({}) was not fed", v->name(), v->type().toString());
+    if (!(it->second.type() == v->type())) {
+      return makeError("input '{}' expects {}, got {}", v->name(), v->type().toString(), it->second.type().toString());
+    }
+  }
+  for (const Slot& p : x.parameters) {
+    auto it = feeds.find(p.value->name());
+    if (it != feeds.end() && !(it->second.type() == p.value->type())) {
+      return makeError("parameter '{}' expects {}, got {}", p.value->name(), p.value->type().toString(),
+                       it->second.type().toString());
+    }
+  }
+  for (const auto& [name, tensor] : feeds) {
+    if (!g.findInput(name) && !g.findParameter(name)) {
+      return makeError("feed '{}' names no input or parameter of graph @{}", name, g.name());
+    }
+  }
+  for (const Slot& in : x.inputs) SMELT_CHECK_OK(x.upload(in.offset, feeds.find(in.value->name())->second));
+  for (size_t i = 0; i < x.parameters.size(); ++i) {
+    const Slot& p = x.parameters[i];
+    auto it = feeds.find(p.value->name());
+    if (it != feeds.end() || x.parameterFed[i]) {
+      SMELT_CHECK_OK(x.upload(p.offset, it != feeds.end() ? it->second : p.value->initialValue()));
+    }
+    x.parameterFed[i] = it != feeds.end();
+  }
+  for (Step& step : x.steps) {
+    if (step.kernel) {
+      if (step.points == 0) continue;
+      // SMELT_CHECK_KERNELS=1: the operands are copied before the kernel runs (an in-place result
+      // overwrites one), then its results are checked against the reference.
+      std::vector<Tensor> before;
+      if (x.checkKernels) {
+        SMELT_TRY(before, x.download(step, false));
+      }
+      auto global = static_cast<size_t>(alignUp(step.points, static_cast<int64_t>(kLocalSize)));
+      SMELT_CHECK_OK(x.context->enqueue(*step.kernel, opencl::NDRange(global), opencl::NDRange(kLocalSize)));
+      if (x.checkKernels) {
+        SMELT_TRY(std::vector<Tensor> after, x.download(step, true));
+        SMELT_CHECK_OK(checkStep(g, step, before, after));
+      }
+      continue;
+    }
+    // A node without a kernel: its operands come to the host, the reference interpreter computes it,
+    // and its results go back.
+    const Node& node = *step.node;
+    SMELT_TRY(std::vector<Tensor> operands, x.download(step, false));
+    SMELT_TRY(std::vector<Tensor> results, evaluateNode(g, node, operands));
+    for (size_t r = 0; r < results.size(); ++r) {
+      SMELT_CHECK_OK(x.upload(step.buffers[node.numOperands() + r], results[r]));
+    }
+  }
+  // Output tensors of the right types, kept across runs when the caller passes the same vector.
+  outputs.resize(g.outputs().size());
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    // (A default-constructed Tensor says f32[] but holds no bytes: check the storage too.)
+    const TensorType& type = g.outputs()[i].value->type();
+    if (!(outputs[i].type() == type) || outputs[i].byteSize() != type.byteSize()) outputs[i] = Tensor(type);
+    Tensor& t = outputs[i];
+    SMELT_CHECK_OK(x.context->read(x.arena, t.raw(), t.byteSize(), static_cast<size_t>(x.outputs[i])));
+  }
+  return Status::success();
+}
+
+}  // namespace smelt

@@ -1,0 +1,44 @@
+// Shared by the C-family renderer tests: the kernels of every op's IR example (per dtype, after the
+// default pipeline) and hand-built kernels over edge values (integer wrap, division by 0 and -1,
+// shifts past the width, float specials, every cast) with their inputs.
+#pragma once
+
+#include "codegen/kernel.h"
+#include "ir/graph.h"
+#include "ir/tensor.h"
+
+#include <string>
+#include <vector>
+
+namespace smelt::testing {
+
+/// An op's IR example with $T replaced by `dtype`.
+std::string exampleFor(std::string_view example, DType dtype);
+
+/// The kernels one example graph compiles to (default pipeline, nodes that lower).
+struct ExampleKernels {
+  std::string op;
+  DType dtype = DType::f32;
+  std::vector<codegen::Kernel> kernels;
+};
+/// Every op's example in every dtype it accepts (constant excluded); `dtypes` empty: all.
+std::vector<ExampleKernels> exampleKernels(const std::vector<DType>& dtypes = {});
+
+/// A hand-built kernel, its buffers (inputs filled, outputs zero) and how to compare each output.
+struct EdgeKernel {
+  codegen::Kernel kernel;
+  std::vector<Tensor> buffers;
+  /// Per buffer: 0 = exact, else the relative (and absolute) tolerance; inputs are ignored.
+  std::vector<double> tolerance;
+  /// Per buffer: what the output computes ("div", "cast to u8"), for messages.
+  std::vector<std::string> what;
+};
+/// For every dtype: all binary ops on all pairs of edge values, all unary ops and every cast of the
+/// edge values; plus a loop swapping two carried values and a loop that never runs.
+std::vector<EdgeKernel> edgeKernels();
+
+/// Empty when `actual` matches the kernel interpreter's result on `edge` (run here), else which
+/// output, element and inputs differ. `actual` holds the backend's buffers after the run.
+std::string compareWithInterpreter(const EdgeKernel& edge, const std::vector<Tensor>& actual);
+
+}  // namespace smelt::testing
