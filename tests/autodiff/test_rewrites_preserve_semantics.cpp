@@ -20,11 +20,6 @@ using namespace smelt;
 
 namespace {
 
-std::string substitute(std::string text, std::string_view dtype) {
-  for (size_t at = text.find("$T"); at != std::string::npos; at = text.find("$T", at)) text.replace(at, 2, dtype);
-  return text;
-}
-
 /// Runs fold then canonicalize then dead-node removal on `graph` and checks it still verifies.
 void simplify(Graph& graph) {
   PassContext context;
@@ -70,7 +65,7 @@ TEST_CASE("fold and canonicalize preserve every op example's outputs bit for bit
     for (DType dtype : op->dtypes.list()) {
       CAPTURE(op->name);
       CAPTURE(dtypeName(dtype));
-      auto graph = parseGraph(substitute(op->example, dtypeName(dtype)));
+      auto graph = parseGraph(testing::substituteDType(op->example, dtypeName(dtype)));
       REQUIRE(graph.ok());
       TensorMap feeds = testing::randomFeeds(*graph, seed);
       checkPreserved(*graph, feeds);

@@ -12,15 +12,6 @@
 
 using namespace smelt;
 
-namespace {
-
-std::string substitute(std::string text, std::string_view dtype) {
-  for (size_t at = text.find("$T"); at != std::string::npos; at = text.find("$T", at)) text.replace(at, 2, dtype);
-  return text;
-}
-
-}  // namespace
-
 TEST_CASE("every op declares a summary, dtypes, inference, a reference and an example") {
   for (const OpDef* op : OpRegistry::global().all()) {
     CAPTURE(op->name);
@@ -37,7 +28,7 @@ TEST_CASE("every op's example parses, verifies, round-trips and runs for every d
   CAPTURE(seed);
   for (const OpDef* op : OpRegistry::global().all()) {
     for (DType dtype : op->dtypes.list()) {
-      std::string text = substitute(op->example, dtypeName(dtype));
+      std::string text = testing::substituteDType(op->example, dtypeName(dtype));
       CAPTURE(op->name);
       CAPTURE(dtypeName(dtype));
       auto graph = parseGraph(text);

@@ -19,23 +19,6 @@ using namespace smelt;
 
 namespace {
 
-std::string substitute(std::string text, std::string_view dtype) {
-  for (size_t at = text.find("$T"); at != std::string::npos; at = text.find("$T", at)) text.replace(at, 2, dtype);
-  return text;
-}
-
-// f32 computes in f32 (the reference: double, rounded once per op); f16/bf16 in f32, rounded per
-// instruction; transcendentals come from the OpenCL library (PoCL: SLEEF, within OpenCL's ulp bounds).
-double backendTolerance(DType dtype) {
-  switch (dtype) {
-    case DType::f16: return 2e-2;
-    case DType::bf16: return 8e-2;
-    case DType::f32: return 2e-5;
-    case DType::f64: return 1e-12;
-    default: return 0;
-  }
-}
-
 /// The default device, or why there is none (the tests then pass with a message).
 Expected<opencl::DeviceInfo> defaultDevice() {
   SMELT_TRY(opencl::Context context, opencl::Context::create());
@@ -68,7 +51,7 @@ void checkExamples(size_t shard, size_t shards) {
         skipped.push_back(what);
         continue;
       }
-      graphs.push_back(testing::parseOrFail(substitute(op->example, dtypeName(dtype))));
+      graphs.push_back(testing::parseOrFail(testing::substituteDType(op->example, dtypeName(dtype))));
       names.push_back(what);
     }
     CAPTURE(op->name);
@@ -91,7 +74,7 @@ void checkExamples(size_t shard, size_t shards) {
       runSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       REQUIRE_MESSAGE(actual.ok(), what, ": ", (actual.ok() ? "" : actual.error().message()));
       for (size_t i = 0; i < expected->size(); ++i) {
-        std::string d = testing::compareTensors((*actual)[i], (*expected)[i], backendTolerance((*expected)[i].dtype()));
+        std::string d = testing::compareTensors((*actual)[i], (*expected)[i], testing::backendTolerance((*expected)[i].dtype()));
         CHECK_MESSAGE(d.empty(), what, " output ", graphs[g].outputs()[i].name, ": ", d, "\n", toText(exe.graph()),
                       "\n", exe.source());
       }

@@ -17,11 +17,6 @@ using namespace smelt;
 
 namespace {
 
-std::string substitute(std::string text, std::string_view dtype) {
-  for (size_t at = text.find("$T"); at != std::string::npos; at = text.find("$T", at)) text.replace(at, 2, dtype);
-  return text;
-}
-
 void checkRun(const Graph& graph, const TensorMap& feeds, const std::vector<Tensor>& expected, const char* how,
               const std::string& what) {
   auto actual = testing::runWithKernels(graph, feeds);
@@ -48,7 +43,7 @@ TEST_CASE("every op with a lowering computes its example like the reference, alo
     }
     for (DType dtype : op->dtypes.list()) {
       std::string what = fmt::format("{} ({})", op->name, dtypeName(dtype));
-      Graph graph = testing::parseOrFail(substitute(op->example, dtypeName(dtype)));
+      Graph graph = testing::parseOrFail(testing::substituteDType(op->example, dtypeName(dtype)));
       TensorMap feeds = testing::randomFeeds(graph, seed);
       auto expected = interpret(graph, feeds);
       REQUIRE_MESSAGE(expected.ok(), what, ": ", (expected.ok() ? "" : expected.error().message()));

@@ -13,27 +13,6 @@
 
 using namespace smelt;
 
-namespace {
-
-std::string substitute(std::string text, std::string_view dtype) {
-  for (size_t at = text.find("$T"); at != std::string::npos; at = text.find("$T", at)) text.replace(at, 2, dtype);
-  return text;
-}
-
-// f32 computes in f32 (the reference: double, rounded once per op); f16/bf16 in f32, rounded per
-// instruction; transcendentals come from libm.
-double backendTolerance(DType dtype) {
-  switch (dtype) {
-    case DType::f16: return 2e-2;
-    case DType::bf16: return 8e-2;
-    case DType::f32: return 2e-5;
-    case DType::f64: return 1e-12;
-    default: return 0;
-  }
-}
-
-}  // namespace
-
 TEST_CASE("llvm: every op's example matches the reference in every dtype") {
   uint64_t seed = testing::testSeed();
   CAPTURE(seed);
@@ -45,7 +24,7 @@ TEST_CASE("llvm: every op's example matches the reference in every dtype") {
       std::string what = fmt::format("{} ({})", op->name, dtypeName(dtype));
       CAPTURE(what);
       if (std::getenv("SMELT_TEST_TRACE")) fmt::print(stderr, "{}\n", what);
-      Graph graph = testing::parseOrFail(substitute(op->example, dtypeName(dtype)));
+      Graph graph = testing::parseOrFail(testing::substituteDType(op->example, dtypeName(dtype)));
       TensorMap feeds = testing::randomFeeds(graph, seed);
       auto expected = interpret(graph, feeds);
       REQUIRE_MESSAGE(expected.ok(), what, ": ", (expected.ok() ? "" : expected.error().message()));
@@ -60,7 +39,7 @@ TEST_CASE("llvm: every op's example matches the reference in every dtype") {
       auto actual = (*exe)->run(feeds);
       REQUIRE_MESSAGE(actual.ok(), what, ": ", (actual.ok() ? "" : actual.error().message()));
       for (size_t i = 0; i < expected->size(); ++i) {
-        std::string d = testing::compareTensors((*actual)[i], (*expected)[i], backendTolerance((*expected)[i].dtype()));
+        std::string d = testing::compareTensors((*actual)[i], (*expected)[i], testing::backendTolerance((*expected)[i].dtype()));
         CHECK_MESSAGE(d.empty(), what, " output ", graph.outputs()[i].name, ": ", d, "\n", toText((*exe)->graph()));
       }
       ++checked;
