@@ -25,10 +25,17 @@ constexpr int kRandomTrials = 64;
 
 int64_t alignUp(int64_t bytes) { return (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment; }
 
-// Constants are baked into the executable like parameters; inputs and parameters belong to the caller.
-bool inArena(const Value* value) {
+// Constants are baked into the executable like parameters; inputs, parameters and graph outputs belong
+// to the caller (kernels write outputs straight into the caller's tensors).
+bool inArena(const Value* value, const std::unordered_set<const Value*>& outputs) {
   return value->kind() == ValueKind::Result && value->producer()->opName() != "constant" &&
-         value->type().byteSize() > 0;
+         value->type().byteSize() > 0 && !outputs.count(value);
+}
+
+std::unordered_set<const Value*> outputValues(const Graph& graph) {
+  std::unordered_set<const Value*> outputs;
+  for (const GraphOutput& o : graph.outputs()) outputs.insert(o.value);
+  return outputs;
 }
 
 // One arena buffer: a result, plus the results written in place over it.
@@ -115,10 +122,11 @@ MemoryPlan planMemory(const Graph& graph) {
   std::unordered_map<const Node*, int64_t> position;
   for (int64_t i = 0; i < numNodes; ++i) position[graph.nodes()[i].get()] = i;
 
-  // Liveness: from the producer to the last user; graph outputs past the last node.
+  // Liveness: from the producer to the last user.
+  const std::unordered_set<const Value*> outputs = outputValues(graph);
   for (int64_t i = 0; i < numNodes; ++i) {
     for (const Value* result : graph.nodes()[i]->results()) {
-      if (!inArena(result)) continue;
+      if (!inArena(result, outputs)) continue;
       plan.index_[result] = plan.buffers.size();
       plan.buffers.push_back({.value = result, .size = static_cast<int64_t>(result->type().byteSize()), .begin = i, .end = i});
     }
@@ -129,9 +137,6 @@ MemoryPlan planMemory(const Graph& graph) {
         plan.buffers[it->second].end = std::max(plan.buffers[it->second].end, i);
       }
     }
-  }
-  for (const GraphOutput& output : graph.outputs()) {
-    if (auto it = plan.index_.find(output.value); it != plan.index_.end()) plan.buffers[it->second].end = numNodes;
   }
 
   // In place: a result may take over the buffer of an operand of its size and dtype that dies at this
@@ -230,17 +235,15 @@ Status checkMemoryPlan(const Graph& graph, const MemoryPlan& plan) {
   // Lifetimes again, from the graph alone.
   const int64_t numNodes = static_cast<int64_t>(graph.numNodes());
   std::unordered_map<const Value*, std::pair<int64_t, int64_t>> life;
+  const std::unordered_set<const Value*> outputs = outputValues(graph);
   for (int64_t i = 0; i < numNodes; ++i) {
     const Node& node = *graph.nodes()[i];
     for (const Value* operand : node.operands()) {
       if (auto it = life.find(operand); it != life.end()) it->second.second = i;
     }
     for (const Value* result : node.results()) {
-      if (inArena(result)) life[result] = {i, i};
+      if (inArena(result, outputs)) life[result] = {i, i};
     }
-  }
-  for (const GraphOutput& output : graph.outputs()) {
-    if (auto it = life.find(output.value); it != life.end()) it->second.second = numNodes;
   }
   if (plan.buffers.size() != life.size()) {
     return makeError("memory plan has {} buffers, the graph has {} arena values", plan.buffers.size(), life.size());

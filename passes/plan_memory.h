@@ -23,8 +23,7 @@ struct BufferAssignment {
   int64_t offset = 0;
   /// type().byteSize(); the arena reserves it rounded up to kArenaAlignment.
   int64_t size = 0;
-  /// Live from the producing node's index to the last user's index (inclusive); graph outputs to
-  /// numNodes() (past the last node).
+  /// Live from the producing node's index to the last user's index (inclusive).
   int64_t begin = 0;
   int64_t end = 0;
   /// Set when this result is written in place over an operand that dies at its producer.
@@ -32,7 +31,8 @@ struct BufferAssignment {
 };
 
 /// The arena layout of a graph: one assignment per node result in the arena. Graph inputs, parameters,
-/// constants and empty results are kept apart and have none.
+/// constants, graph outputs (the caller's tensors, which kernels write directly) and empty results are
+/// kept apart and have none.
 struct MemoryPlan {
   std::vector<BufferAssignment> buffers;
   /// Bytes the arena needs: the largest offset + aligned size.

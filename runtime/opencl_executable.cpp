@@ -155,8 +155,8 @@ struct OpenClExecutable::Impl {
   std::vector<std::string> symbols;
   std::vector<int64_t> kernelOfStep;  // per step: its kernel, or -1 (interpreted)
 
-  /// Lays out the arena: the memory plan's buffers first, then one slot per input, parameter and
-  /// constant, each 64-byte aligned.
+  /// Lays out the arena: the memory plan's buffers first, then one slot per input, parameter,
+  /// constant and computed graph output, each 64-byte aligned.
   int64_t layout(const MemoryPlan& plan, std::map<const Value*, int64_t>& offsets) {
     int64_t end = plan.peakBytes;
     auto slot = [&](const Value* v) {
@@ -169,6 +169,11 @@ struct OpenClExecutable::Impl {
     for (const Value* v : graph.parameters()) parameters.push_back({slot(v), v});
     for (const auto& node : graph.nodes()) {
       if (node->opName() == "constant") slot(node->result(0));
+    }
+    // Graph outputs are outside the memory plan (it keeps them apart for the caller): each computed
+    // one gets its own slot, read back after a run.
+    for (const GraphOutput& o : graph.outputs()) {
+      if (o.value->kind() == ValueKind::Result && !offsets.count(o.value)) slot(o.value);
     }
     return end;
   }
