@@ -7,10 +7,10 @@
 #include "codegen/lower_kernel.h"
 #include "passes/pass_manager.h"
 #include "passes/plan_memory.h"
+#include "runtime/run_support.h"
 #include "runtime/thread_pool.h"
 
 #include <chrono>
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
@@ -140,61 +140,28 @@ Expected<std::unique_ptr<Executable>> Executable::compile(const Graph& source, c
 
 namespace {
 
-std::vector<Tensor> copyOperands(const Node& node, char** bufs) {
-  std::vector<Tensor> operands;
-  for (size_t i = 0; i < node.numOperands(); ++i) {
-    Tensor t(node.operand(i)->type());
+/// Copies of the tensors in `bufs` (one per value, of its type).
+std::vector<Tensor> readBuffers(std::span<Value* const> values, char** bufs) {
+  std::vector<Tensor> tensors;
+  for (size_t i = 0; i < values.size(); ++i) {
+    Tensor t(values[i]->type());
     if (t.byteSize()) std::memcpy(t.raw(), bufs[i], t.byteSize());
-    operands.push_back(std::move(t));
+    tensors.push_back(std::move(t));
   }
-  return operands;
+  return tensors;
 }
 
-}  // namespace
-
-// The debugging check behind SMELT_CHECK_KERNELS: the kernel's results against the reference
-// interpreter on the same operands (relative tolerance 1e-3: a bisecting aid, not a test).
-Status Executable::checkStep(const void* stepPtr, const std::vector<Tensor>& operands, char** bufs) {
-  const Step& step = *static_cast<const Step*>(stepPtr);
+/// Runs a node without a kernel on the reference interpreter, through copies in and out of its buffers.
+Status interpretStep(const Graph& graph, const Step& step, char** bufs) {
   const Node& node = *step.node;
-  SMELT_TRY(std::vector<Tensor> want, evaluateNode(impl_->graph, node, operands));
-  for (size_t r = 0; r < want.size(); ++r) {
-    const Tensor& w = want[r];
-    Tensor got(w.type());
-    if (got.byteSize()) std::memcpy(got.raw(), bufs[node.numOperands() + r], got.byteSize());
-    double scale = 0, worst = 0;
-    int64_t at = -1;
-    for (int64_t i = 0; i < w.numel(); ++i) scale = std::max(scale, std::abs(w.getDouble(i)));
-    for (int64_t i = 0; i < w.numel(); ++i) {
-      double a = w.getDouble(i), b = got.getDouble(i);
-      if (std::isnan(a) && std::isnan(b)) continue;
-      double d = std::abs(a - b) / std::max(scale, 1e-30);
-      if (!(d <= worst)) worst = d, at = i;
-    }
-    if (worst > 1e-3) {
-      logger().error("SMELT_CHECK_KERNELS: {} result #{} differs from the reference by {:.3g} (relative to max {:.3g}) at {}: {} vs {}",
-                     step.label, r, worst, scale, at, got.getDouble(at), w.getDouble(at));
-    }
-  }
-  return Status::success();
-}
-
-// Runs a node without a kernel on the reference interpreter, through copies in and out of its buffers.
-Status Executable::interpretStep(const void* stepPtr, char** bufs) {
-  const Step& step = *static_cast<const Step*>(stepPtr);
-  const Node& node = *step.node;
-  std::vector<Tensor> operands;
-  for (size_t i = 0; i < node.numOperands(); ++i) {
-    Tensor t(node.operand(i)->type());
-    if (t.byteSize()) std::memcpy(t.raw(), bufs[i], t.byteSize());
-    operands.push_back(std::move(t));
-  }
-  SMELT_TRY(std::vector<Tensor> results, evaluateNode(impl_->graph, node, operands));
+  SMELT_TRY(std::vector<Tensor> results, evaluateNode(graph, node, readBuffers(node.operands(), bufs)));
   for (size_t r = 0; r < results.size(); ++r) {
     if (results[r].byteSize()) std::memcpy(bufs[node.numOperands() + r], results[r].raw(), results[r].byteSize());
   }
   return Status::success();
 }
+
+}  // namespace
 
 Expected<std::vector<Tensor>> Executable::run(const TensorMap& feeds) {
   std::vector<Tensor> outputs;
@@ -205,40 +172,16 @@ Expected<std::vector<Tensor>> Executable::run(const TensorMap& feeds) {
 Status Executable::run(const TensorMap& feeds, std::vector<Tensor>& outputs) {
   Impl& x = *impl_;
   const Graph& g = x.graph;
-  std::vector<const Tensor*> inputs(g.inputs().size(), nullptr), params(g.parameters().size(), nullptr);
-  for (size_t i = 0; i < g.inputs().size(); ++i) {
-    const Value* v = g.inputs()[i];
-    auto it = feeds.find(v->name());
-    if (it == feeds.end()) return makeError("input '{}' ({}) was not fed", v->name(), v->type().toString());
-    if (!(it->second.type() == v->type())) {
-      return makeError("input '{}' expects {}, got {}", v->name(), v->type().toString(), it->second.type().toString());
-    }
-    inputs[i] = &it->second;
-  }
-  for (size_t i = 0; i < g.parameters().size(); ++i) {
-    const Value* v = g.parameters()[i];
-    auto it = feeds.find(v->name());
-    if (it != feeds.end() && !(it->second.type() == v->type())) {
-      return makeError("parameter '{}' expects {}, got {}", v->name(), v->type().toString(), it->second.type().toString());
-    }
-    params[i] = it != feeds.end() ? &it->second : &v->initialValue();
-  }
-  for (const auto& [name, tensor] : feeds) {
-    if (!g.findInput(name) && !g.findParameter(name)) {
-      return makeError("feed '{}' names no input or parameter of graph @{}", name, g.name());
-    }
-  }
-  // Output tensors of the right types, kept across runs when the caller passes the same vector.
-  outputs.resize(g.outputs().size());
-  for (size_t i = 0; i < g.outputs().size(); ++i) {
-    // (A default-constructed Tensor says f32[] but holds no bytes: check the storage too.)
-    const TensorType& type = g.outputs()[i].value->type();
-    if (!(outputs[i].type() == type) || outputs[i].bytes().size() != type.byteSize()) outputs[i] = Tensor(type);
-  }
+  SMELT_TRY(BoundFeeds fed, bindFeeds(g, feeds));
+  prepareOutputs(g, outputs);
   auto pointerOf = [&](const Binding& b) -> char* {
     switch (b.kind) {
-      case Binding::Input: return reinterpret_cast<char*>(const_cast<std::byte*>(inputs[b.index]->raw()));
-      case Binding::Parameter: return reinterpret_cast<char*>(const_cast<std::byte*>(params[b.index]->raw()));
+      case Binding::Input: return reinterpret_cast<char*>(const_cast<std::byte*>(fed.inputs[b.index]->raw()));
+      case Binding::Parameter: {
+        const Tensor* t = fed.parameters[b.index];
+        if (!t) t = &g.parameters()[b.index]->initialValue();
+        return reinterpret_cast<char*>(const_cast<std::byte*>(t->raw()));
+      }
       case Binding::Constant: return reinterpret_cast<char*>(const_cast<std::byte*>(x.constants[b.index].raw()));
       case Binding::Arena: return reinterpret_cast<char*>(x.arena + b.index);
       case Binding::Output: return reinterpret_cast<char*>(outputs[b.index].raw());
@@ -252,19 +195,22 @@ Status Executable::run(const TensorMap& feeds, std::vector<Tensor>& outputs) {
     char** bufs = x.pointers.data();
     codegen::KernelEntry entry = step.entry;
     if (!entry) {
-      SMELT_CHECK_OK(interpretStep(&step, bufs));
+      SMELT_CHECK_OK(interpretStep(g, step, bufs));
       continue;
     }
     // SMELT_CHECK_KERNELS=1: the node's operands are copied before the kernel runs (an in-place
     // result may overwrite one), and its results are checked against the reference interpreter.
     std::vector<Tensor> before;
-    if (x.checkKernels) before = copyOperands(*step.node, bufs);
+    if (x.checkKernels) before = readBuffers(step.node->operands(), bufs);
     if (!step.parallel) {
       entry(bufs, 0, step.points);
     } else {
       pool.parallelFor(step.points, [&](int64_t begin, int64_t end) { entry(bufs, begin, end); });
     }
-    if (x.checkKernels) SMELT_CHECK_OK(checkStep(&step, before, bufs));
+    if (x.checkKernels) {
+      std::vector<Tensor> after = readBuffers(step.node->results(), bufs + step.node->numOperands());
+      SMELT_CHECK_OK(checkAgainstReference(g, *step.node, step.label, before, after));
+    }
   }
   // Outputs not written in place: inputs, parameters and constants returned as they are, and a
   // value returned under a second name.

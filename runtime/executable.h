@@ -50,8 +50,6 @@ class Executable {
 
  private:
   Executable();
-  Status interpretStep(const void* step, char** buffers);
-  Status checkStep(const void* step, const std::vector<Tensor>& operands, char** buffers);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

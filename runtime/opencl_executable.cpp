@@ -2,6 +2,8 @@
 // program, + one device arena; run = upload the feeds, enqueue the kernels in order, read the outputs.
 #include "runtime/opencl_executable.h"
 
+#include "runtime/run_support.h"
+
 #include <fmt/format.h>
 
 #include <chrono>
@@ -104,32 +106,6 @@ struct Slot {
 };
 
 int64_t alignUp(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
-
-/// The debugging check behind SMELT_CHECK_KERNELS (as in the CPU executable): a kernel's results
-/// against the reference interpreter on the operands it read; a difference is logged as an error.
-Status checkStep(const Graph& graph, const Step& step, const std::vector<Tensor>& operands,
-                 const std::vector<Tensor>& results) {
-  SMELT_TRY(std::vector<Tensor> want, evaluateNode(graph, *step.node, operands));
-  for (size_t r = 0; r < want.size(); ++r) {
-    const Tensor &w = want[r], &got = results[r];
-    double scale = 0, worst = 0;
-    int64_t at = -1;
-    for (int64_t i = 0; i < w.numel(); ++i) scale = std::max(scale, std::abs(w.getDouble(i)));
-    for (int64_t i = 0; i < w.numel(); ++i) {
-      double a = w.getDouble(i), b = got.getDouble(i);
-      if (std::isnan(a) && std::isnan(b)) continue;
-      double d = std::abs(a - b) / std::max(scale, 1e-30);
-      if (!(d <= worst)) worst = d, at = i;
-    }
-    if (worst > 1e-3) {
-      logger().error(
-          "SMELT_CHECK_KERNELS: {} result #{} differs from the reference by {:.3g} (relative to max {:.3g}) at "
-          "{}: {} vs {}",
-          step.label, r, worst, scale, at, got.getDouble(at), w.getDouble(at));
-    }
-  }
-  return Status::success();
-}
 
 }  // namespace
 
@@ -336,34 +312,13 @@ Expected<std::vector<Tensor>> OpenClExecutable::run(const TensorMap& feeds) {
 Status OpenClExecutable::run(const TensorMap& feeds, std::vector<Tensor>& outputs) {
   Impl& x = *impl_;
   const Graph& g = x.graph;
-  for (const Slot& in : x.inputs) {
-    const Value* v = in.value;
-    auto it = feeds.find(v->name());
-    if (it == feeds.end()) return makeError("input '{}' ({}) was not fed", v->name(), v->type().toString());
-    if (!(it->second.type() == v->type())) {
-      return makeError("input '{}' expects {}, got {}", v->name(), v->type().toString(), it->second.type().toString());
-    }
-  }
-  for (const Slot& p : x.parameters) {
-    auto it = feeds.find(p.value->name());
-    if (it != feeds.end() && !(it->second.type() == p.value->type())) {
-      return makeError("parameter '{}' expects {}, got {}", p.value->name(), p.value->type().toString(),
-                       it->second.type().toString());
-    }
-  }
-  for (const auto& [name, tensor] : feeds) {
-    if (!g.findInput(name) && !g.findParameter(name)) {
-      return makeError("feed '{}' names no input or parameter of graph @{}", name, g.name());
-    }
-  }
-  for (const Slot& in : x.inputs) SMELT_CHECK_OK(x.upload(in.offset, feeds.find(in.value->name())->second));
+  SMELT_TRY(BoundFeeds fed, bindFeeds(g, feeds));
+  for (size_t i = 0; i < x.inputs.size(); ++i) SMELT_CHECK_OK(x.upload(x.inputs[i].offset, *fed.inputs[i]));
   for (size_t i = 0; i < x.parameters.size(); ++i) {
     const Slot& p = x.parameters[i];
-    auto it = feeds.find(p.value->name());
-    if (it != feeds.end() || x.parameterFed[i]) {
-      SMELT_CHECK_OK(x.upload(p.offset, it != feeds.end() ? it->second : p.value->initialValue()));
-    }
-    x.parameterFed[i] = it != feeds.end();
+    const Tensor* given = fed.parameters[i];
+    if (given || x.parameterFed[i]) SMELT_CHECK_OK(x.upload(p.offset, given ? *given : p.value->initialValue()));
+    x.parameterFed[i] = given != nullptr;
   }
   for (Step& step : x.steps) {
     if (step.kernel) {
@@ -378,7 +333,7 @@ Status OpenClExecutable::run(const TensorMap& feeds, std::vector<Tensor>& output
       SMELT_CHECK_OK(x.context->enqueue(*step.kernel, opencl::NDRange(global), opencl::NDRange(kLocalSize)));
       if (x.checkKernels) {
         SMELT_TRY(std::vector<Tensor> after, x.download(step, true));
-        SMELT_CHECK_OK(checkStep(g, step, before, after));
+        SMELT_CHECK_OK(checkAgainstReference(g, *step.node, step.label, before, after));
       }
       continue;
     }
@@ -392,11 +347,8 @@ Status OpenClExecutable::run(const TensorMap& feeds, std::vector<Tensor>& output
     }
   }
   // Output tensors of the right types, kept across runs when the caller passes the same vector.
-  outputs.resize(g.outputs().size());
+  prepareOutputs(g, outputs);
   for (size_t i = 0; i < g.outputs().size(); ++i) {
-    // (A default-constructed Tensor says f32[] but holds no bytes: check the storage too.)
-    const TensorType& type = g.outputs()[i].value->type();
-    if (!(outputs[i].type() == type) || outputs[i].byteSize() != type.byteSize()) outputs[i] = Tensor(type);
     Tensor& t = outputs[i];
     SMELT_CHECK_OK(x.context->read(x.arena, t.raw(), t.byteSize(), static_cast<size_t>(x.outputs[i])));
   }

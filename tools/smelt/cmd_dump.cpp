@@ -28,13 +28,8 @@ Action addDumpCommand(CLI::App& app) {
                   fmt::format("PASS: print the graph right after PASS in the default pipeline ({})",
                               kDefaultPipeline));
   return [options]() {
-    auto graph = loadModel(options->file);
+    auto graph = loadWithGradients(options->file, options->grad);
     if (!graph) return fail(graph.error().message());
-    if (!options->grad.empty()) {
-      SMELT_TRY_CLI(std::vector<std::string> names, splitNames(options->grad));
-      Status added = addGradientOutputs(*graph, names, true);
-      if (!added) return fail(added.error().message());
-    }
     if (!options->after.empty()) {
       SMELT_TRY_CLI(PassManager manager, PassManager::defaultPipeline());
       Status found = manager.stopAfterPass(options->after);

@@ -4,6 +4,7 @@
 #include "autodiff/gradient_tape.h"
 #include "frontend/model_loader.h"
 #include "frontend/npy.h"
+#include "passes/pass_manager.h"
 #include "runtime/backend.h"
 #include "tools/smelt/commands.h"
 #include "tools/smelt/tensor_summary.h"
@@ -26,6 +27,23 @@ Expected<std::vector<std::string>> splitNames(const std::string& list) {
     start = comma + 1;
   }
   return names;
+}
+
+Expected<Graph> loadWithGradients(const std::string& file, const std::string& grad) {
+  SMELT_TRY(Graph graph, loadModel(file));
+  if (!grad.empty()) {
+    SMELT_TRY(std::vector<std::string> names, splitNames(grad));
+    SMELT_CHECK_OK(addGradientOutputs(graph, names, true));
+  }
+  return graph;
+}
+
+Status runPipeline(Graph& graph, const std::string& pipeline) {
+  SMELT_TRY(PassManager pm, PassManager::fromPipeline(pipeline == "none" ? "" : pipeline,
+                                                     PassManagerOptions::fromEnvironment()));
+  SMELT_TRY(bool changed, pm.run(graph));
+  (void)changed;
+  return Status::success();
 }
 
 Status addGradientOutputs(Graph& graph, const std::vector<std::string>& names, bool keepForwardOutputs) {

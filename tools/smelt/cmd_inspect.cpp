@@ -80,20 +80,12 @@ Action addInspectCommand(CLI::App& app) {
                   fmt::format("Pipeline to run first (default: {}; 'none': the graph as written)", kDefaultPipeline));
   cmd->add_flag("--json", options->json, "Print one JSON object");
   return [options]() {
-    SMELT_TRY_CLI(Graph graph, loadModel(options->file));
-    if (!options->grad.empty()) {
-      SMELT_TRY_CLI(std::vector<std::string> names, splitNames(options->grad));
-      Status added = addGradientOutputs(graph, names, true);
-      if (!added) return fail(added.error().message());
-    }
+    SMELT_TRY_CLI(Graph graph, loadWithGradients(options->file, options->grad));
     size_t nodesAsWritten = graph.numNodes();
     int64_t unfusedKernels = 0;
     for (const auto& node : graph.nodes()) unfusedKernels += node->opName() != "constant";
-    PassManagerOptions pmOptions = PassManagerOptions::fromEnvironment();
     if (options->passes == "none") options->passes.clear();
-    SMELT_TRY_CLI(PassManager pm, PassManager::fromPipeline(options->passes, pmOptions));
-    auto ran = pm.run(graph);
-    if (!ran) return fail(ran.error().message());
+    if (Status ran = runPipeline(graph, options->passes); !ran) return fail(ran.error().message());
     std::vector<KernelCost> kernels;
     int64_t flops = 0, bytes = 0;
     for (const auto& node : graph.nodes()) {

@@ -34,15 +34,8 @@ Action addKernelsCommand(CLI::App& app) {
                   "kernel (the description, default), llvm (optimized LLVM IR), opencl, cuda or hip (source)")
       ->check(CLI::IsMember({"kernel", "llvm", "opencl", "cuda", "hip"}));
   return [options]() {
-    SMELT_TRY_CLI(Graph graph, loadModel(options->file));
-    if (!options->grad.empty()) {
-      SMELT_TRY_CLI(std::vector<std::string> names, splitNames(options->grad));
-      Status added = addGradientOutputs(graph, names, true);
-      if (!added) return fail(added.error().message());
-    }
-    if (options->passes == "none") options->passes.clear();
-    SMELT_TRY_CLI(PassManager pm, PassManager::fromPipeline(options->passes, PassManagerOptions::fromEnvironment()));
-    if (auto ran = pm.run(graph); !ran) return fail(ran.error().message());
+    SMELT_TRY_CLI(Graph graph, loadWithGradients(options->file, options->grad));
+    if (Status ran = runPipeline(graph, options->passes); !ran) return fail(ran.error().message());
     std::unique_ptr<codegen::CRenderer> renderer;
     if (options->backend == "opencl") renderer = std::make_unique<codegen::OpenClRenderer>();
     if (options->backend == "cuda") renderer = std::make_unique<codegen::CudaRenderer>();

@@ -30,6 +30,13 @@ Expected<std::vector<std::string>> splitNames(const std::string& list);
 /// (after the forward outputs when `keepForwardOutputs`, else replacing them).
 Status addGradientOutputs(Graph& graph, const std::vector<std::string>& names, bool keepForwardOutputs);
 
+/// Loads `file` and, when `grad` lists names ("x,w"), appends their gradients as outputs after the
+/// forward ones (`dump`, `inspect` and `kernels --grad`).
+Expected<Graph> loadWithGradients(const std::string& file, const std::string& grad);
+/// Runs the comma-separated `pipeline` on `graph` ("none" or empty: nothing), with the environment's
+/// pass-manager options (SMELT_DUMP_DIR).
+Status runPipeline(Graph& graph, const std::string& pipeline);
+
 /// Prints "smelt: error: <message>" to stderr and returns 1.
 int fail(const std::string& message);
 

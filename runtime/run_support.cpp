@@ -1,0 +1,67 @@
+// Feed binding, output tensors and the kernel check shared by the executables.
+#include "runtime/run_support.h"
+
+#include "codegen/log.h"
+
+#include <cmath>
+
+namespace smelt {
+
+Expected<BoundFeeds> bindFeeds(const Graph& graph, const TensorMap& feeds) {
+  BoundFeeds bound;
+  for (const Value* v : graph.inputs()) {
+    auto it = feeds.find(v->name());
+    if (it == feeds.end()) return makeError("input '{}' ({}) was not fed", v->name(), v->type().toString());
+    if (!(it->second.type() == v->type())) {
+      return makeError("input '{}' expects {}, got {}", v->name(), v->type().toString(), it->second.type().toString());
+    }
+    bound.inputs.push_back(&it->second);
+  }
+  for (const Value* v : graph.parameters()) {
+    auto it = feeds.find(v->name());
+    if (it != feeds.end() && !(it->second.type() == v->type())) {
+      return makeError("parameter '{}' expects {}, got {}", v->name(), v->type().toString(), it->second.type().toString());
+    }
+    bound.parameters.push_back(it != feeds.end() ? &it->second : nullptr);
+  }
+  for (const auto& [name, tensor] : feeds) {
+    if (!graph.findInput(name) && !graph.findParameter(name)) {
+      return makeError("feed '{}' names no input or parameter of graph @{}", name, graph.name());
+    }
+  }
+  return bound;
+}
+
+void prepareOutputs(const Graph& graph, std::vector<Tensor>& outputs) {
+  outputs.resize(graph.outputs().size());
+  for (size_t i = 0; i < graph.outputs().size(); ++i) {
+    // (A default-constructed Tensor says f32[] but holds no bytes: check the storage too.)
+    const TensorType& type = graph.outputs()[i].value->type();
+    if (!(outputs[i].type() == type) || outputs[i].bytes().size() != type.byteSize()) outputs[i] = Tensor(type);
+  }
+}
+
+Status checkAgainstReference(const Graph& graph, const Node& node, const std::string& label,
+                             const std::vector<Tensor>& operands, const std::vector<Tensor>& results) {
+  SMELT_TRY(std::vector<Tensor> want, evaluateNode(graph, node, operands));
+  for (size_t r = 0; r < want.size(); ++r) {
+    const Tensor &w = want[r], &got = results[r];
+    double scale = 0, worst = 0;
+    int64_t at = -1;
+    for (int64_t i = 0; i < w.numel(); ++i) scale = std::max(scale, std::abs(w.getDouble(i)));
+    for (int64_t i = 0; i < w.numel(); ++i) {
+      double a = w.getDouble(i), b = got.getDouble(i);
+      if (std::isnan(a) && std::isnan(b)) continue;
+      double d = std::abs(a - b) / std::max(scale, 1e-30);
+      if (!(d <= worst)) worst = d, at = i;
+    }
+    if (worst > 1e-3) {
+      logger().error("SMELT_CHECK_KERNELS: {} result #{} differs from the reference by {:.3g} (relative to max "
+                     "{:.3g}) at {}: {} vs {}",
+                     label, r, worst, scale, at, got.getDouble(at), w.getDouble(at));
+    }
+  }
+  return Status::success();
+}
+
+}  // namespace smelt
