@@ -1,6 +1,7 @@
 // Backend selection.
 #include "runtime/backend.h"
 
+#include "codegen/cache/cache_key.h"
 #include "ir/printer.h"
 #ifdef SMELT_HAVE_LLVM
 #include "runtime/executable.h"
@@ -26,50 +27,41 @@ class ReferenceBackend final : public Backend {
   }
 };
 
-#ifdef SMELT_HAVE_LLVM
-// The LLVM CPU backend: each graph compiled once into an Executable (kept by its printed text), then run.
-class LlvmBackend final : public Backend {
+// A compiling backend: each graph compiled once into an executable `Exe`, then run. Graphs are told
+// apart by their text without parameter values plus a digest of each parameter's bytes: printing
+// megabytes of weights as hex on every call would cost more than many runs.
+template <typename Exe>
+class CompilingBackend final : public Backend {
  public:
-  std::string_view name() const override { return "llvm"; }
+  explicit CompilingBackend(std::string name) : name_(std::move(name)) {}
+  std::string_view name() const override { return name_; }
   Expected<std::vector<Tensor>> run(const Graph& graph, const TensorMap& feeds) override {
-    std::string key = toText(graph);
+    std::string key = keyOf(graph);
     std::lock_guard lock(mutex_);
     auto it = compiled_.find(key);
     if (it == compiled_.end()) {
-      SMELT_TRY(std::unique_ptr<Executable> exe, Executable::compile(graph));
+      SMELT_TRY(std::unique_ptr<Exe> exe, Exe::compile(graph));
       it = compiled_.emplace(std::move(key), std::move(exe)).first;
     }
     return it->second->run(feeds);
   }
 
  private:
-  std::mutex mutex_;
-  std::map<std::string, std::unique_ptr<Executable>> compiled_;
-};
-#endif
-
-#ifdef SMELT_HAVE_OPENCL
-// The OpenCL backend (PoCL's CPU unless SMELT_OPENCL_DEVICE says otherwise): each graph compiled once
-// into an OpenClExecutable (kept by its printed text), then run.
-class OpenClBackend final : public Backend {
- public:
-  std::string_view name() const override { return "opencl"; }
-  Expected<std::vector<Tensor>> run(const Graph& graph, const TensorMap& feeds) override {
-    std::string key = toText(graph);
-    std::lock_guard lock(mutex_);
-    auto it = compiled_.find(key);
-    if (it == compiled_.end()) {
-      SMELT_TRY(std::unique_ptr<OpenClExecutable> exe, OpenClExecutable::compile(graph));
-      it = compiled_.emplace(std::move(key), std::move(exe)).first;
+  static std::string keyOf(const Graph& graph) {
+    PrintOptions options;
+    options.printParameterValues = false;
+    std::string key = printGraph(graph, options).value();
+    for (const Value* p : graph.parameters()) {
+      auto bytes = p->initialValue().bytes();
+      key += cacheDigest(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
     }
-    return it->second->run(feeds);
+    return key;
   }
 
- private:
+  std::string name_;
   std::mutex mutex_;
-  std::map<std::string, std::unique_ptr<OpenClExecutable>> compiled_;
+  std::map<std::string, std::unique_ptr<Exe>> compiled_;
 };
-#endif
 
 }  // namespace
 
@@ -90,10 +82,10 @@ std::string defaultBackendName() { return availableBackends().front(); }
 Expected<std::unique_ptr<Backend>> makeBackend(std::string_view name) {
   if (name == "reference") return std::unique_ptr<Backend>(std::make_unique<ReferenceBackend>());
 #ifdef SMELT_HAVE_LLVM
-  if (name == "llvm") return std::unique_ptr<Backend>(std::make_unique<LlvmBackend>());
+  if (name == "llvm") return std::unique_ptr<Backend>(std::make_unique<CompilingBackend<Executable>>("llvm"));
 #endif
 #ifdef SMELT_HAVE_OPENCL
-  if (name == "opencl") return std::unique_ptr<Backend>(std::make_unique<OpenClBackend>());
+  if (name == "opencl") return std::unique_ptr<Backend>(std::make_unique<CompilingBackend<OpenClExecutable>>("opencl"));
 #endif
   return makeError("unknown or unavailable backend '{}' (available: {})", name, fmt::join(availableBackends(), ", "));
 }

@@ -36,7 +36,7 @@ std::string CacheKey::text() const {
 
 std::string CacheKey::digest() const { return cacheDigest(text()); }
 
-std::string cacheDigest(const std::string& text) {
+std::string cacheDigest(std::string_view text) {
   XXH128_canonical_t canonical;
   XXH128_canonicalFromHash(&canonical, XXH3_128bits(text.data(), text.size()));
   std::string hex;

@@ -33,6 +33,6 @@ struct CacheKey {
 };
 
 /// XXH3-128 of `text` as 32 lowercase hex digits.
-std::string cacheDigest(const std::string& text);
+std::string cacheDigest(std::string_view text);
 
 }  // namespace smelt
