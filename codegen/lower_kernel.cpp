@@ -17,11 +17,6 @@ namespace smelt::codegen {
 
 namespace {
 
-bool isReductionOp(const Node& n) {
-  return n.opName().starts_with("reduce_") || n.opName() == "global_avg_pool2d" ||
-         n.opName() == "global_max_pool2d";
-}
-
 class Lowerer {
  public:
   Lowerer(const Graph& graph, const Node& node) : graph_(graph), node_(node), b_(kernel_) {}
@@ -176,26 +171,10 @@ class Lowerer {
   }
 
   void chooseDomain() {
-    if (body_) {
-      KernelSummary s = describeKernel(node_);
-      full_ = s.domain.shape;
-      axes_ = s.kind == KernelKind::Reduce ? s.domain.axes : std::vector<int64_t>{};
-      return;
-    }
-    if (isReductionOp(node_)) {
-      full_ = node_.operand(0)->shape();
-      int64_t rank = static_cast<int64_t>(full_.size());
-      if (node_.opName().starts_with("global_")) {
-        axes_ = {2, 3};
-      } else {
-        for (int64_t a : std::get<std::vector<int64_t>>(node_.attrs().at("axes"))) axes_.push_back(a < 0 ? a + rank : a);
-        if (axes_.empty())
-          for (int64_t d = 0; d < rank; ++d) axes_.push_back(d);
-        std::sort(axes_.begin(), axes_.end());
-      }
-      return;
-    }
-    full_ = outputs_[0]->shape();
+    KernelSummary s = describeKernel(node_);
+    // A lone op that is not a reduction runs over its first result's shape.
+    full_ = s.kind == KernelKind::Reduce || body_ ? s.domain.shape : outputs_[0]->shape();
+    axes_ = s.kind == KernelKind::Reduce ? s.domain.axes : std::vector<int64_t>{};
   }
 
   bool isReducedAxis(size_t d) const {

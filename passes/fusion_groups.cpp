@@ -400,6 +400,20 @@ FusionPlan planFusion(const Graph& graph) { return Planner(graph).run(); }
 
 KernelSummary describeKernel(const Node& fused) {
   KernelSummary summary;
+  if (fused.opName() != "fused") {
+    // A lone op is a kernel of one op: a reduction over its input's domain, a matmul/conv (or other
+    // opaque op) as an epilogue kernel with nothing after it, anything else a loop over its result.
+    summary.ops = 1;
+    if (roleOf(fused) == Role::Reduction) {
+      summary.kind = KernelKind::Reduce;
+      summary.domain = {fused.operand(0)->shape(), reducedAxes(fused)};
+      return summary;
+    }
+    if (fused.op().fusion == FusionKind::Reduction) summary.kind = KernelKind::Reduce;
+    else if (fused.op().fusion == FusionKind::Opaque) summary.kind = KernelKind::Epilogue;
+    if (!fused.results().empty()) summary.domain.shape = fused.result(0)->shape();
+    return summary;
+  }
   auto bodyIt = fused.attrs().find("body");
   auto kindIt = fused.attrs().find("kind");
   if (bodyIt == fused.attrs().end() || kindIt == fused.attrs().end()) return summary;

@@ -63,7 +63,7 @@ struct KernelSummary {
   int64_t sweeps = 1;
 };
 
-/// Describes a `fused` node from its body.
-KernelSummary describeKernel(const Node& fused);
+/// Describes the kernel of a `fused` node (from its body) or of a lone op.
+KernelSummary describeKernel(const Node& node);
 
 }  // namespace smelt

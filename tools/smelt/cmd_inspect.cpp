@@ -26,16 +26,6 @@ struct KernelCost {
   int64_t bytes = 0;
 };
 
-/// A lone node's kernel: a reduction sweeps once, a matmul/conv is an epilogue kernel with none.
-KernelSummary describeLone(const Node& node) {
-  KernelSummary s;
-  s.ops = 1;
-  if (node.op().fusion == FusionKind::Reduction) s.kind = KernelKind::Reduce;
-  else if (node.op().fusion == FusionKind::Opaque) s.kind = KernelKind::Epilogue;
-  if (!node.results().empty()) s.domain.shape = node.result(0)->shape();
-  return s;
-}
-
 KernelCost costOf(const Graph& graph, const Node& node) {
   std::vector<TensorType> operandTypes, resultTypes;
   KernelCost cost{&node, graph.labelOf(node), "", {}, {}, 0, 0};
@@ -45,7 +35,7 @@ KernelCost costOf(const Graph& graph, const Node& node) {
       if (inner->opName() != "constant") cost.ops.push_back(inner->opName());
     }
   } else {
-    cost.shape = describeLone(node);
+    cost.shape = describeKernel(node);
     cost.ops = {node.opName()};
   }
   for (const Value* operand : node.operands()) {
