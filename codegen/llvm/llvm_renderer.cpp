@@ -8,7 +8,9 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <algorithm>
 #include <cmath>
+#include <unordered_map>
 
 namespace smelt::codegen {
 
@@ -389,6 +391,7 @@ class Renderer {
   }
 
   void inst(const KInst& in) {
+    if (auto it = extremes_.find(in.result); it != extremes_.end()) return extremeStep(in, it->second);
     LValue* r = nullptr;
     switch (in.kind) {
       case KInstKind::Const: r = constant(in); break;
@@ -414,7 +417,71 @@ class Renderer {
     b_.CreateStore(v, elementPtr(st.buffer, st.offset));
   }
 
+  /// A float max or min carried by a loop, rendered so it vectorizes: NaN-propagating max as a compare
+  /// and select is a recurrence the loop vectorizer does not take, so the loop carries maxnum (which
+  /// ignores NaN, and vectorizes as a reduction) beside a flag that any NaN was seen (an or-reduction),
+  /// and the result after the loop is NaN when the flag is set.
+  struct Extreme {
+    bool isMax = true;
+    int32_t carried = -1;
+    llvm::PHINode* sawNan = nullptr;
+    LValue* nextSawNan = nullptr;
+  };
+
+  static void countUses(const KBlock& blk, std::unordered_map<int32_t, int>& uses) {
+    for (const KStmt& s : blk.stmts) {
+      if (const KInst* i = std::get_if<KInst>(&s)) {
+        for (int32_t v : {i->a, i->b, i->c}) {
+          if (v >= 0 && i->kind != KInstKind::Const && i->kind != KInstKind::Outer) ++uses[v];
+        }
+      } else if (const KStore* st = std::get_if<KStore>(&s)) {
+        ++uses[st->offset];
+        ++uses[st->value];
+      } else {
+        const KLoop& inner = *std::get<std::shared_ptr<KLoop>>(s);
+        for (int32_t v : inner.init) ++uses[v];
+        for (int32_t v : inner.next) ++uses[v];
+        countUses(inner.body, uses);
+      }
+    }
+  }
+
+  /// The carried values of `l` that only feed their own float max/min update, by the update's result.
+  std::unordered_map<int32_t, Extreme> findExtremes(const KLoop& l) {
+    std::unordered_map<int32_t, Extreme> found;
+    std::unordered_map<int32_t, int> uses;
+    countUses(l.body, uses);
+    for (int32_t v : l.next) ++uses[v];
+    for (size_t c = 0; c < l.carried.size(); ++c) {
+      int32_t carried = l.carried[c];
+      if (!isFloat(typeOf(carried)) || uses[carried] != 1) continue;
+      for (const KStmt& s : l.body.stmts) {
+        const KInst* i = std::get_if<KInst>(&s);
+        if (!i || i->result != l.next[c] || i->kind != KInstKind::Binary) continue;
+        if ((i->binary == KBinary::Max || i->binary == KBinary::Min) && (i->a == carried) != (i->b == carried)) {
+          found[i->result] = Extreme{i->binary == KBinary::Max, carried, nullptr, nullptr};
+        }
+      }
+    }
+    return found;
+  }
+
+  void extremeStep(const KInst& in, Extreme& x) {
+    LValue* carried = val(x.carried);
+    LValue* other = val(in.a == x.carried ? in.b : in.a);
+    auto id = x.isMax ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum;
+    values_[static_cast<size_t>(in.result)] = b_.CreateBinaryIntrinsic(id, carried, other);
+    x.nextSawNan = b_.CreateOr(x.sawNan, b_.CreateFCmpUNO(other, other));
+  }
+
   void loop(const KLoop& l) {
+    std::unordered_map<int32_t, Extreme> extremes = findExtremes(l);
+    std::unordered_map<int32_t, LValue*> initSawNan;  // a NaN initial value counts as seen
+    for (auto& [result, x] : extremes) {
+      size_t c = static_cast<size_t>(std::find(l.carried.begin(), l.carried.end(), x.carried) - l.carried.begin());
+      LValue* init = val(l.init[c]);
+      initSawNan[result] = b_.CreateFCmpUNO(init, init);
+    }
     llvm::BasicBlock* pre = b_.GetInsertBlock();
     auto* header = llvm::BasicBlock::Create(ctx_, "loop", fn_);
     auto* body = llvm::BasicBlock::Create(ctx_, "body", fn_);
@@ -430,10 +497,19 @@ class Renderer {
       carried.push_back(phi);
       values_[static_cast<size_t>(l.carried[c])] = phi;
     }
+    for (auto& [result, x] : extremes) {
+      x.sawNan = b_.CreatePHI(b_.getInt1Ty(), 2);
+      x.sawNan->addIncoming(initSawNan[result], pre);
+    }
     values_[static_cast<size_t>(l.index)] = index;
     b_.CreateCondBr(b_.CreateICmpSLT(index, b_.getInt64(l.extent)), body, exit);
     b_.SetInsertPoint(body);
+    for (auto& [result, x] : extremes) extremes_[result] = x;
     block(l.body);
+    for (auto& [result, x] : extremes) {
+      x = extremes_[result];
+      extremes_.erase(result);
+    }
     llvm::BasicBlock* latch = b_.GetInsertBlock();
     index->addIncoming(b_.CreateAdd(index, b_.getInt64(1), "", true, true), latch);
     for (size_t c = 0; c < carried.size(); ++c) {
@@ -447,9 +523,16 @@ class Renderer {
         op->setHasAllowReassoc(true);
       }
     }
+    for (auto& [result, x] : extremes) x.sawNan->addIncoming(x.nextSawNan, latch);
     b_.CreateBr(header);
     b_.SetInsertPoint(exit);
-    for (size_t c = 0; c < carried.size(); ++c) values_[static_cast<size_t>(l.results[c])] = carried[c];
+    for (size_t c = 0; c < carried.size(); ++c) {
+      LValue* r = carried[c];
+      for (auto& [result, x] : extremes) {
+        if (x.carried == l.carried[c]) r = b_.CreateSelect(x.sawNan, llvm::ConstantFP::getNaN(r->getType()), r);
+      }
+      values_[static_cast<size_t>(l.results[c])] = r;
+    }
   }
 
   void block(const KBlock& blk) {
@@ -536,6 +619,7 @@ class Renderer {
   llvm::Function* fn_ = nullptr;
   std::vector<LValue*> bufferPtrs_;
   std::vector<LValue*> values_;
+  std::unordered_map<int32_t, Extreme> extremes_;  // float max/min updates of the loop being rendered
   std::vector<LValue*> outer_;
   Status status_ = Status::success();
 };

@@ -154,7 +154,7 @@ std::vector<int64_t> loweredAxes(const OpCall& call) {
 
 // Accumulates in f32 for f16/bf16 (the reference accumulates in double; f32 and f64 accumulate in
 // their own type here). Max/min propagate NaN; variance uses Welford's update in one sweep;
-// logsumexp keeps a running max m and sum s of e^(x - m).
+// logsumexp takes the max, then the sum of e^(x - max).
 Expected<std::vector<KValue>> lowerReduction(const std::string& name, LoweringContext& ctx,
                                              const std::vector<int64_t>& axes, bool keepdims) {
   KernelEmitter& e = ctx.emit();
@@ -205,15 +205,17 @@ Expected<std::vector<KValue>> lowerReduction(const std::string& name, LoweringCo
     return one(name == "reduce_variance" ? var : e.unary(KUnary::Sqrt, var));
   }
   if (name == "reduce_logsumexp") {
-    // The max steps only where it changes, so -inf - -inf (NaN) never enters the sum: an equal max
-    // scales by 1 and an element equal to the max adds 1.
-    auto state = fold({e.constant(-INFINITY, acc), e.zero(acc)}, [&](KValue x, std::span<const KValue> c) {
-      KValue m = e.binary(KBinary::Max, c[0], x);
-      KValue scale = e.select(e.binary(KBinary::Eq, c[0], m), e.one(acc), e.unary(KUnary::Exp, e.sub(c[0], m)));
-      KValue term = e.select(e.binary(KBinary::Eq, x, m), e.one(acc), e.unary(KUnary::Exp, e.sub(x, m)));
-      return std::vector<KValue>{m, e.add(e.mul(c[1], scale), term)};
-    });
-    return one(e.add(state[0], e.unary(KUnary::Log, state[1])));
+    // Two sweeps, as the reference: the max, then the sum of exp(x - max), one exp per element (an
+    // online running max needs two). An infinite max is the answer itself (x - max would be NaN), and
+    // a NaN max stays NaN: m - m is 0 exactly when m is finite.
+    KValue m = fold({e.constant(-INFINITY, acc)}, [&](KValue x, std::span<const KValue> c) {
+      return one(e.binary(KBinary::Max, c[0], x));
+    })[0];
+    KValue sum = fold({e.zero(acc)}, [&](KValue x, std::span<const KValue> c) {
+      return one(e.add(c[0], e.unary(KUnary::Exp, e.sub(x, m))));
+    })[0];
+    KValue finite = e.binary(KBinary::Eq, e.sub(m, m), e.zero(acc));
+    return one(e.select(finite, e.add(m, e.unary(KUnary::Log, sum)), m));
   }
   if (name == "global_avg_pool2d") {
     KValue sum = fold({e.zero(acc)}, [&](KValue x, std::span<const KValue> c) { return one(e.add(c[0], x)); })[0];
@@ -456,15 +458,25 @@ OpDef makeSoftmaxOp(std::string name, std::string summary, ReferenceFn reference
   };
 }
 
-// reduce_logsumexp over a softmax node's axis, kept: the shared half of both decompositions. A row
-// holding +inf (or only -inf) has an infinite logsumexp, and x - lse would give 0s and one NaN where
-// softmax (PyTorch's, and the reference) gives NaN throughout; adding lse - lse (0, or NaN exactly when
-// lse is infinite) keeps that, at two ops per row.
-Value* logSumExpAlong(Builder& b, Value* x, const Node& node) {
+// The shared half of both decompositions, in the reference's (and PyTorch's) own formula: the row max m,
+// shifted = x - m and sum = sum(exp(shifted)) along the softmax node's axis, kept. The same formula
+// rounds the same way: x - (m + log(sum)) would lose log_softmax's small values near the max to m's
+// rounding (a confident prediction's log-probability, -3e-14, came out 3% off). It also keeps the
+// reference's NaNs: a row holding +inf, or only -inf, has a NaN shifted value and so a NaN sum, and
+// every element of it comes out NaN. Max then sum is two reduction sweeps of one exp per element each.
+struct ShiftedRow {
+  Value* shifted;
+  Value* exps;
+  Value* sum;
+};
+
+ShiftedRow shiftedRow(Builder& b, Value* x, const Node& node) {
   int64_t axis = std::get<int64_t>(node.attrs().at("axis"));
   if (axis < 0) axis += x->type().rank();
-  Value* lse = b.op("reduce_logsumexp", {x}, {{"axes", std::vector<int64_t>{axis}}, {"keepdims", int64_t{1}}});
-  return b.add(lse, b.sub(lse, lse));
+  Value* max = b.op("reduce_max", {x}, {{"axes", std::vector<int64_t>{axis}}, {"keepdims", int64_t{1}}});
+  Value* shifted = b.sub(x, max);
+  Value* exps = b.exp(shifted);
+  return {shifted, exps, b.reduceSum(exps, {axis}, true)};
 }
 
 }  // namespace
@@ -521,11 +533,11 @@ void registerReductionOps(OpRegistry& registry) {
     Value* y = c.y();
     return {b.mul(y, b.sub(c.dy(), b.reduceSum(b.mul(c.dy(), y), {softmaxAxis(c)}, true)))};
   };
-  // exp(x - logsumexp(x)): one reduction sweep (logsumexp keeps a running max and sum) and one
-  // elementwise sweep, where max-then-sum would take two reduction sweeps.
+  // exp(x - max) / sum(exp(x - max)).
   softmax.decompose = [](Builder& b, const Node& node) -> std::vector<Value*> {
-    Value* x = node.operand(0);
-    return {b.exp(b.sub(x, logSumExpAlong(b, x, node)))};
+    if (node.operand(0)->type().numel() == 0) return {node.operand(0)};  // no row to take a max of
+    ShiftedRow row = shiftedRow(b, node.operand(0), node);
+    return {b.div(row.exps, row.sum)};
   };
   // 5 per element: max, subtract, exp, sum, divide.
   softmax.flops = [](const OpCall& c) { return 5 * c.operand(0).numel(); };
@@ -535,9 +547,11 @@ void registerReductionOps(OpRegistry& registry) {
   logSoftmax.gradient = [](Builder& b, const GradientContext& c) -> std::vector<Value*> {
     return {b.sub(c.dy(), b.mul(b.exp(c.y()), b.reduceSum(c.dy(), {softmaxAxis(c)}, true)))};
   };
+  // (x - max) - log(sum(exp(x - max))).
   logSoftmax.decompose = [](Builder& b, const Node& node) -> std::vector<Value*> {
-    Value* x = node.operand(0);
-    return {b.sub(x, logSumExpAlong(b, x, node))};
+    if (node.operand(0)->type().numel() == 0) return {node.operand(0)};  // no row to take a max of
+    ShiftedRow row = shiftedRow(b, node.operand(0), node);
+    return {b.sub(row.shifted, b.log(row.sum))};
   };
   // 5 per element: max, subtract, exp, sum, subtract the log.
   logSoftmax.flops = [](const OpCall& c) { return 5 * c.operand(0).numel(); };

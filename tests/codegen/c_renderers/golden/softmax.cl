@@ -1,10 +1,10 @@
 // kernel @fused_0 domain [32]
 //   from fused %0
-//   from reduce_logsumexp %0
+//   from reduce_max %0
 //   from sub %1
-//   from add %2
-//   from sub %3
-//   from exp %4
+//   from exp %2
+//   from reduce_sum %3
+//   from div %4
 __kernel void k0_fused_0(__global const float* b0, long b0_off, __global float* b1, long b1_off, long n) {
   long p = get_global_id(0);
   if (p >= n) return;
@@ -15,38 +15,31 @@ __kernel void k0_fused_0(__global const float* b0, long b0_off, __global float* 
   long v3 = 100L;
   long v4 = (long)((ulong)v0 * (ulong)v3);
   float v7 = (-as_float(0x7f800000u));
-  float v8 = 0.0f;
-  float v17 = 1.0f;
-  float v10 = v7;
-  float v11 = v8;
-  for (long v9 = 0; v9 < 100; ++v9) {
-    long v12 = (long)((ulong)v4 + (ulong)v9);
-    float v13 = b0[v12];
-    float v14 = v10 != v10 || v13 != v13 ? v10 + v13 : v13 > v10 ? v13 : v10;
-    float v15 = v10 - v14;
-    float v16 = exp(v15);
-    uchar v18 = (uchar)(v10 == v14);
-    float v19 = v18 ? v17 : v16;
-    float v20 = v13 - v14;
-    float v21 = exp(v20);
-    uchar v22 = (uchar)(v13 == v14);
-    float v23 = v22 ? v17 : v21;
-    float v24 = v11 * v19;
-    float v25 = v23 + v24;
-    v10 = v14;
-    v11 = v25;
+  float v9 = v7;
+  for (long v8 = 0; v8 < 100; ++v8) {
+    long v10 = (long)((ulong)v4 + (ulong)v8);
+    float v11 = b0[v10];
+    float v12 = v9 != v9 || v11 != v11 ? v9 + v11 : v11 > v9 ? v11 : v9;
+    v9 = v12;
   }
-  float v26 = v10;
-  float v27 = v11;
-  float v28 = log(v27);
-  float v29 = v26 + v28;
-  float v30 = v29 - v29;
-  float v31 = v29 + v30;
+  float v13 = v9;
+  float v16 = 0.0f;
+  float v18 = v16;
+  for (long v17 = 0; v17 < 100; ++v17) {
+    long v19 = (long)((ulong)v4 + (ulong)v17);
+    float v20 = b0[v19];
+    float v21 = v20 - v13;
+    float v22 = exp(v21);
+    float v23 = v18 + v22;
+    v18 = v23;
+  }
+  float v24 = v18;
   for (long v1 = 0; v1 < 100; ++v1) {
     long v5 = (long)((ulong)v1 + (ulong)v4);
     float v6 = b0[v5];
-    float v32 = v6 - v31;
-    float v33 = exp(v32);
-    b1[v5] = v33;
+    float v14 = v6 - v13;
+    float v15 = exp(v14);
+    float v25 = v15 / v24;
+    b1[v5] = v25;
   }
 }
