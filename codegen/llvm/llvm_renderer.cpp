@@ -470,7 +470,15 @@ class Renderer {
     LValue* carried = val(x.carried);
     LValue* other = val(in.a == x.carried ? in.b : in.a);
     auto id = x.isMax ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum;
-    values_[static_cast<size_t>(in.result)] = b_.CreateBinaryIntrinsic(id, carried, other);
+    // LLVM 16 vectorizes a maxnum reduction only with nnan and nsz on the call. A NaN input then makes
+    // the running value poison, which the select after the loop never picks (the flag is set); the
+    // order of -0 and +0 may differ from the reference's, which compares them equal.
+    llvm::FastMathFlags flags;
+    flags.setNoNaNs();
+    flags.setNoSignedZeros();
+    llvm::CallInst* step = b_.CreateBinaryIntrinsic(id, carried, other);
+    step->setFastMathFlags(flags);
+    values_[static_cast<size_t>(in.result)] = step;
     x.nextSawNan = b_.CreateOr(x.sawNan, b_.CreateFCmpUNO(other, other));
   }
 

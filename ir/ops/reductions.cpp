@@ -153,7 +153,7 @@ std::vector<int64_t> loweredAxes(const OpCall& call) {
 }
 
 // Accumulates in f32 for f16/bf16 (the reference accumulates in double; f32 and f64 accumulate in
-// their own type here). Max/min propagate NaN; variance uses Welford's update in one sweep;
+// their own type here). Max/min propagate NaN; variance takes the mean, then the squares;
 // logsumexp takes the max, then the sum of e^(x - max).
 Expected<std::vector<KValue>> lowerReduction(const std::string& name, LoweringContext& ctx,
                                              const std::vector<int64_t>& axes, bool keepdims) {
@@ -193,15 +193,17 @@ Expected<std::vector<KValue>> lowerReduction(const std::string& name, LoweringCo
     return fold({init}, [&](KValue x, std::span<const KValue> c) { return one(e.binary(op, c[0], x)); });
   }
   if (name == "reduce_variance" || name == "reduce_stddev") {
-    // Welford: n += 1; d = x - mean; mean += d / n; m2 += d * (x - mean).
-    auto state = fold({e.zero(acc), e.zero(acc), e.zero(acc)}, [&](KValue x, std::span<const KValue> c) {
-      KValue n = e.add(c[0], e.one(acc));
-      KValue d = e.sub(x, c[1]);
-      KValue mean = e.add(c[1], e.div(d, n));
-      return std::vector<KValue>{n, mean, e.add(c[2], e.mul(d, e.sub(x, mean)))};
-    });
+    // Two sweeps, as the reference: the mean, then the sum of (x - mean)^2. Both are plain sums, which
+    // vectorize (Welford's one-sweep update divides at every element, a recurrence no vectorizer takes),
+    // and a mean the kernel also needs (layer_norm's) is the same loop, merged by the kernel optimizer.
+    KValue sum = fold({e.zero(acc)}, [&](KValue x, std::span<const KValue> c) { return one(e.add(c[0], x)); })[0];
+    KValue mean = e.div(sum, e.constant(static_cast<double>(count), acc));
+    KValue squares = fold({e.zero(acc)}, [&](KValue x, std::span<const KValue> c) {
+      KValue d = e.sub(x, mean);
+      return one(e.add(c[0], e.mul(d, d)));
+    })[0];
     int64_t dof = std::max<int64_t>(0, count - ctx.call().getInt("correction"));
-    KValue var = e.div(state[2], e.constant(static_cast<double>(dof), acc));
+    KValue var = e.div(squares, e.constant(static_cast<double>(dof), acc));
     return one(name == "reduce_variance" ? var : e.unary(KUnary::Sqrt, var));
   }
   if (name == "reduce_logsumexp") {

@@ -97,3 +97,42 @@ TEST_CASE("llvm: a kernel writing a result in place over an operand still reads 
     CHECK_MESSAGE(testing::compareTensors((*actual)[o], (*expected)[o], 1e-6).empty(), toText((*exe)->graph()));
   }
 }
+
+TEST_CASE("llvm: row reductions keep NaN, inf and -inf as the reference does, at every position of a vectorized row") {
+  // max/min reductions render as maxnum plus a NaN flag and sums are reassociated into vector lanes:
+  // a NaN in the vector body, the remainder or the first element must still make the row NaN, and an
+  // infinite row must give what the reference gives. Rows of 37 and 100 elements put specials in the
+  // vectorized body and in the scalar remainder; each row of x gets a different special at a different spot.
+  for (int64_t len : {37, 100}) {
+    CAPTURE(len);
+    std::string text = fmt::format(R"(graph @g(%x: f32[12,{0}]) {{
+  %0 = reduce_max(%x) {{axes = [1]}} : f32[12]
+  %1 = reduce_min(%x) {{axes = [1]}} : f32[12]
+  %2 = reduce_logsumexp(%x) {{axes = [1]}} : f32[12]
+  %3 = softmax(%x) : f32[12,{0}]
+  %4 = log_softmax(%x) : f32[12,{0}]
+  %5 = reduce_variance(%x) {{axes = [1]}} : f32[12]
+  return mx = %0, mn = %1, lse = %2, sm = %3, lsm = %4, var = %5
+}})",
+                                   len);
+    Graph graph = testing::parseOrFail(text);
+    TensorMap feeds = testing::randomFeeds(graph, testing::testSeed());
+    Tensor& x = feeds.at("x");
+    const double specials[] = {NAN, INFINITY, -INFINITY};
+    for (int64_t row = 0; row < 9; ++row) {
+      int64_t at = (row / 3) == 0 ? 0 : (row / 3) == 1 ? len / 2 : len - 1;
+      x.setDouble(row * len + at, specials[row % 3]);
+    }
+    for (int64_t c = 0; c < len; ++c) x.setDouble(9 * len + c, -INFINITY);  // a row of only -inf
+    auto exe = Executable::compile(graph);
+    REQUIRE_MESSAGE(exe.ok(), (exe.ok() ? "" : exe.error().message()));
+    auto actual = (*exe)->run(feeds);
+    REQUIRE(actual.ok());
+    auto expected = interpret(graph, feeds);
+    REQUIRE(expected.ok());
+    for (size_t o = 0; o < expected->size(); ++o) {
+      CHECK_MESSAGE(testing::compareTensors((*actual)[o], (*expected)[o], 2e-5).empty(), graph.outputs()[o].name,
+                    ": ", testing::compareTensors((*actual)[o], (*expected)[o], 2e-5));
+    }
+  }
+}
