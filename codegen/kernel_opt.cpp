@@ -1,6 +1,8 @@
 // Kernel-level clean-up after lowering: sibling loops over the same extent that do not depend on each
-// other become one loop (layer_norm's mean and variance read x in one sweep, not two), and identical
-// instructions that end up in one block are shared again.
+// other become one loop (layer_norm's mean and variance read x in one sweep, not two), identical
+// instructions that end up in one block are shared again, and a float division inside a loop by a
+// value from outside it becomes a multiplication by its reciprocal, taken once before the loop
+// (softmax's e / sum: a vector divide costs about ten multiplies).
 //   %a = loop %i < 8 carry(...) { x = load b0[i]; ... }        %a, %b = loop %i < 8 carry(..., ...) {
 //   %b = loop %j < 8 carry(...) { x = load b0[j]; ... }   ->      x = load b0[i]; ...; ...
 //                                                               }
@@ -180,10 +182,93 @@ void cseBlock(KBlock& block, std::vector<std::map<Key, int32_t>>& scopes, std::u
   scopes.pop_back();
 }
 
+/// Values whose exact rounding matters: read by floor, ceil, round or a cast to an integer (floor(a / b)
+/// at an exact quotient must not become floor(1.9999999)), or by a remainder.
+std::unordered_set<int32_t> roundingSensitive(const Kernel& kernel) {
+  std::unordered_set<int32_t> sensitive;
+  std::function<void(const KBlock&)> walk = [&](const KBlock& b) {
+    for (const KStmt& s : b.stmts) {
+      if (const KInst* i = std::get_if<KInst>(&s)) {
+        bool rounds = (i->kind == KInstKind::Unary &&
+                       (i->unary == KUnary::Floor || i->unary == KUnary::Ceil || i->unary == KUnary::RoundEven)) ||
+                      (i->kind == KInstKind::Cast && !isFloat(i->dtype)) ||
+                      (i->kind == KInstKind::Binary && i->binary == KBinary::Rem);
+        if (rounds) {
+          for (int32_t o : {i->a, i->b}) {
+            if (o >= 0) sensitive.insert(o);
+          }
+        }
+      } else if (const LoopPtr* l = std::get_if<LoopPtr>(&s)) {
+        walk((*l)->body);
+      }
+    }
+  };
+  walk(kernel.body);
+  return sensitive;
+}
+
+/// Rewrites `a / d` inside `loop` (any depth) with `d` defined outside it into `a * r`, and returns the
+/// new `r = 1 / d` instructions to place before the loop (one per divisor).
+void reciprocalsOf(Kernel& kernel, KBlock& body, const std::unordered_set<int32_t>& outside,
+                   const std::unordered_set<int32_t>& sensitive, std::map<int32_t, int32_t>& reciprocal,
+                   std::vector<KStmt>& before) {
+  for (KStmt& s : body.stmts) {
+    if (KInst* i = std::get_if<KInst>(&s)) {
+      bool wide = i->dtype == DType::f32 || i->dtype == DType::f64;  // 1/d in f16 would round twice
+      if (i->kind != KInstKind::Binary || i->binary != KBinary::Div || !wide ||
+          !outside.contains(i->b) || sensitive.contains(i->result)) {
+        continue;
+      }
+      auto [it, fresh] = reciprocal.try_emplace(i->b, -1);
+      if (fresh) {
+        auto one = static_cast<int32_t>(kernel.types.size());
+        kernel.types.push_back(i->dtype);
+        before.push_back(KInst{.kind = KInstKind::Const, .dtype = i->dtype, .result = one, .fbits = 1.0});
+        it->second = static_cast<int32_t>(kernel.types.size());
+        kernel.types.push_back(i->dtype);
+        before.push_back(KInst{.kind = KInstKind::Binary, .dtype = i->dtype, .result = it->second, .a = one, .b = i->b,
+                               .binary = KBinary::Div});
+      }
+      i->binary = KBinary::Mul;
+      i->b = it->second;
+    } else if (LoopPtr* l = std::get_if<LoopPtr>(&s)) {
+      reciprocalsOf(kernel, (*l)->body, outside, sensitive, reciprocal, before);
+    }
+  }
+}
+
+/// `defined`: the values defined before `block` runs, in it or around it (a copy: a loop body's values
+/// stay inside it). Outer loops first, so a reciprocal goes before the outermost loop it can.
+void hoistReciprocals(Kernel& kernel, KBlock& block, std::unordered_set<int32_t> defined,
+                      const std::unordered_set<int32_t>& sensitive) {
+  std::vector<KStmt> out;
+  for (KStmt& s : block.stmts) {
+    if (LoopPtr* l = std::get_if<LoopPtr>(&s)) {
+      std::map<int32_t, int32_t> reciprocal;
+      std::vector<KStmt> before;
+      reciprocalsOf(kernel, (*l)->body, defined, sensitive, reciprocal, before);
+      for (KStmt& b : before) {
+        defined.insert(std::get<KInst>(b).result);
+        out.push_back(std::move(b));
+      }
+      std::unordered_set<int32_t> inside = defined;
+      inside.insert((*l)->index);
+      inside.insert((*l)->carried.begin(), (*l)->carried.end());
+      hoistReciprocals(kernel, (*l)->body, std::move(inside), sensitive);
+      defined.insert((*l)->results.begin(), (*l)->results.end());
+    } else {
+      forEachDef(s, [&](int32_t v) { defined.insert(v); });
+    }
+    out.push_back(std::move(s));
+  }
+  block.stmts = std::move(out);
+}
+
 }  // namespace
 
 void optimizeKernel(Kernel& kernel) {
   fuseLoops(kernel.body);
+  hoistReciprocals(kernel, kernel.body, {}, roundingSensitive(kernel));
   std::vector<std::map<Key, int32_t>> scopes;
   std::unordered_map<int32_t, int32_t> map;
   cseBlock(kernel.body, scopes, map);

@@ -34,12 +34,14 @@ __kernel void k0_fused_0(__global const float* b0, long b0_off, __global float* 
     v18 = v23;
   }
   float v24 = v18;
+  float v26 = 1.0f;
+  float v27 = v26 / v24;
   for (long v1 = 0; v1 < 100; ++v1) {
     long v5 = (long)((ulong)v1 + (ulong)v4);
     float v6 = b0[v5];
     float v14 = v6 - v13;
     float v15 = exp(v14);
-    float v25 = v15 / v24;
+    float v25 = v15 * v27;
     b1[v5] = v25;
   }
 }

@@ -32,12 +32,14 @@ extern "C" __global__ void k0_fused_0(const float* b0, float* b1, long long n) {
     v18 = v23;
   }
   float v24 = v18;
+  float v26 = 1.0f;
+  float v27 = v26 / v24;
   for (long long v1 = 0; v1 < 100; ++v1) {
     long long v5 = (long long)((unsigned long long)v1 + (unsigned long long)v4);
     float v6 = b0[v5];
     float v14 = v6 - v13;
     float v15 = expf(v14);
-    float v25 = v15 / v24;
+    float v25 = v15 * v27;
     b1[v5] = v25;
   }
 }
