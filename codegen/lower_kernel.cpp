@@ -19,7 +19,8 @@ namespace {
 
 class Lowerer {
  public:
-  Lowerer(const Graph& graph, const Node& node) : graph_(graph), node_(node), b_(kernel_) {}
+  Lowerer(const Graph& graph, const Node& node, const Node* external = nullptr)
+      : graph_(graph), node_(node), external_(external), b_(kernel_) {}
 
   Expected<Kernel> run() {
     SMELT_CHECK_OK(collect());
@@ -32,6 +33,11 @@ class Lowerer {
     for (size_t r = 0; r < outputs_.size(); ++r) {
       const Value* v = outputs_[r];
       kernel_.buffers.push_back({fmt::format("r{}", r), v->dtype(), v->type().numel(), true});
+    }
+    if (external_) {
+      const Value* v = external_->result(0);
+      kernel_.name += "_epilogue";
+      kernel_.buffers.push_back({"acc", v->dtype(), v->type().numel(), false});
     }
     chooseDomain();
     for (size_t d = 0, o = 0; d < full_.size(); ++d) {
@@ -72,6 +78,7 @@ class Lowerer {
       return {};
     }
     if (producer->opName() == "constant") return constantValue(*producer);
+    if (producer == external_) return externalValue(index);
     std::vector<int32_t> key;
     for (KValue k : index) key.push_back(k.id);
     auto memoKey = std::make_pair(producer, key);
@@ -134,6 +141,23 @@ class Lowerer {
       if (v.valid() && v.dtype != n.result(r)->dtype()) v = b_.cast(v, n.result(r)->dtype());
     }
     return std::move(*values);
+  }
+
+  /// The externally computed anchor at `index`: alpha * op(a) op(b) from the extra buffer, plus
+  /// beta * c for a gemm with a c.
+  KValue externalValue(std::span<const KValue> index) {
+    const Value* result = external_->result(0);
+    int buffer = static_cast<int>(inputs_.size() + outputs_.size());
+    KValue acc = b_.load(buffer, linearOffset(b_, index, result->shape()));
+    if (external_->opName() != "gemm" || external_->numOperands() < 3) return acc;
+    auto given = external_->attrs().find("beta");
+    double beta = given != external_->attrs().end() ? std::get<double>(given->second) : 1.0;  // gemm's default
+    if (beta == 0) return acc;
+    const Value* c = external_->operand(2);
+    KValue term = valueAt(c, broadcastIndex(b_, index, c->shape()));
+    if (c->dtype() != result->dtype()) term = b_.cast(term, result->dtype());
+    if (beta != 1) term = b_.mul(term, b_.constant(beta, result->dtype()));
+    return b_.add(acc, term);
   }
 
   KValue constantValue(const Node& c) {
@@ -247,6 +271,7 @@ class Lowerer {
 
   const Graph& graph_;
   const Node& node_;
+  const Node* external_ = nullptr;  // computed outside the kernel (lowerEpilogue)
   const Graph* body_ = nullptr;
   Kernel kernel_;
   KernelBuilder b_;
@@ -261,6 +286,10 @@ class Lowerer {
 }  // namespace
 
 Expected<Kernel> lowerToKernel(const Graph& graph, const Node& node) { return Lowerer(graph, node).run(); }
+
+Expected<Kernel> lowerEpilogue(const Graph& graph, const Node& node, const Node& anchor) {
+  return Lowerer(graph, node, &anchor).run();
+}
 
 bool canLower(const Node& node) {
   if (node.opName() == "fused") {

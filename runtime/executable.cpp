@@ -7,6 +7,8 @@
 #include "codegen/lower_kernel.h"
 #include "passes/pass_manager.h"
 #include "passes/plan_memory.h"
+#include "runtime/blas.h"
+#include "runtime/gemm_step.h"
 #include "runtime/run_support.h"
 #include "runtime/thread_pool.h"
 
@@ -20,6 +22,8 @@ namespace smelt {
 CompileOptions::CompileOptions() {
   const char* env = std::getenv("SMELT_PIPELINE");
   pipeline = env ? std::string(env) : std::string(kDefaultPipeline);
+  const char* useBlas = std::getenv("SMELT_BLAS");
+  blas = !(useBlas && std::string_view(useBlas) == "0");
 }
 
 namespace {
@@ -30,15 +34,59 @@ struct Binding {
   int64_t index = 0;  // input / parameter / constant / output index, or arena offset
 };
 
+int64_t workPerPoint(const codegen::KBlock& block);
+
 struct Step {
-  /// Null for a node no kernel can compute yet: it runs on the reference interpreter (`node`).
+  /// Null for a node no kernel can compute yet: it runs on the reference interpreter (`node`), unless
+  /// a BLAS computes it (`gemm`, then `entry` is its epilogue, if any).
   codegen::KernelEntry entry = nullptr;
   const Node* node = nullptr;
   std::vector<Binding> buffers;
   int64_t points = 0;
   bool parallel = false;
   std::string label;
+  std::optional<GemmPlan> gemm;
+  /// Where the product goes when no result of the node can take it (or the one that could shares
+  /// arena bytes with an operand the epilogue still reads).
+  std::vector<std::byte> product;
 };
+
+bool overlaps(const Binding& x, int64_t xBytes, const Binding& y, int64_t yBytes) {
+  return x.kind == Binding::Arena && y.kind == Binding::Arena && x.index < y.index + yBytes && y.index < x.index + xBytes;
+}
+
+/// BLAS for `node` when it qualifies: the product's buffer and the epilogue kernel, if any.
+Status planBlasStep(const Graph& graph, const Node& node, bool parallel, Step& step, codegen::LlvmJit& jit,
+                    CompileReport& report) {
+  step.gemm = planGemm(node);
+  if (!step.gemm) return Status::success();
+  GemmPlan& plan = *step.gemm;
+  int64_t productBytes = plan.anchor->result(0)->type().byteSize();
+  if (plan.result >= 0) {
+    const Binding& into = step.buffers[node.numOperands() + static_cast<size_t>(plan.result)];
+    for (size_t i = 0; i < node.numOperands(); ++i) {
+      if (overlaps(into, productBytes, step.buffers[i], node.operand(i)->type().byteSize())) plan.result = -1;
+    }
+  }
+  if (plan.result < 0) {
+    plan.epilogue = true;
+    step.product.resize(static_cast<size_t>(productBytes) + 64);
+  }
+  if (!plan.epilogue) return Status::success();
+  SMELT_TRY(codegen::Kernel kernel, codegen::lowerEpilogue(graph, node, *plan.anchor));
+  codegen::CompileInfo info;
+  SMELT_TRY(step.entry, jit.compile(kernel, &info));
+  step.points = kernel.domainSize();
+  step.parallel = parallel && kernel.domainSize() > 1 && kernel.domainSize() * workPerPoint(kernel.body) >= 32768;
+  report.cacheHits += info.cacheHit;
+  ++report.kernels;
+  return Status::success();
+}
+
+char* alignedProduct(std::vector<std::byte>& storage) {
+  auto base = reinterpret_cast<uintptr_t>(storage.data());
+  return reinterpret_cast<char*>(storage.data() + ((64 - base % 64) % 64));
+}
 
 /// Rough work per outer point: the product of nested loop extents, summed. Small kernels run inline:
 /// waking the pool costs more than they do.
@@ -108,8 +156,15 @@ Expected<std::unique_ptr<Executable>> Executable::compile(const Graph& source, c
   }
   for (const auto& node : x.graph.nodes()) {
     if (node->opName() == "constant") continue;
-    Step step{nullptr, node.get(), {}, 0, false, x.graph.labelOf(*node)};
-    if (codegen::canLower(*node)) {
+    Step step{nullptr, node.get(), {}, 0, false, x.graph.labelOf(*node), std::nullopt, {}};
+    for (const Value* o : node->operands()) step.buffers.push_back(x.bind(o, plan, constantIndex));
+    for (const Value* r : node->results()) step.buffers.push_back(x.bind(r, plan, constantIndex));
+    if (options.blas) SMELT_CHECK_OK(planBlasStep(x.graph, *node, options.parallel, step, *jit, x.report));
+    if (step.gemm) {
+      ++x.report.blas;
+      logger().debug("{}: BLAS {}x{}x{} (batch {}){}", step.label, step.gemm->m, step.gemm->n, step.gemm->k,
+                     step.gemm->batch, step.entry ? " and an epilogue kernel" : "");
+    } else if (codegen::canLower(*node)) {
       SMELT_TRY(codegen::Kernel kernel, codegen::lowerToKernel(x.graph, *node));
       codegen::CompileInfo info;
       SMELT_TRY(step.entry, jit->compile(kernel, &info));
@@ -117,16 +172,14 @@ Expected<std::unique_ptr<Executable>> Executable::compile(const Graph& source, c
       step.parallel = options.parallel && kernel.domainSize() > 1 &&
                       kernel.domainSize() * workPerPoint(kernel.body) >= 32768;
       x.report.cacheHits += info.cacheHit;
+      ++x.report.kernels;
     } else {
       // An op without a kernel lowering still runs, on the reference interpreter, with one warning.
       logger().warn("{}: no kernel lowering yet; it runs on the reference interpreter", step.label);
       ++x.report.interpreted;
     }
-    for (const Value* o : node->operands()) step.buffers.push_back(x.bind(o, plan, constantIndex));
-    for (const Value* r : node->results()) step.buffers.push_back(x.bind(r, plan, constantIndex));
     logger().debug("{}: {} points{}", step.label, step.points, step.parallel ? ", parallel" : "");
     x.steps.push_back(std::move(step));
-    ++x.report.kernels;
   }
   for (const GraphOutput& o : x.graph.outputs()) x.outputs.push_back(x.bind(o.value, plan, constantIndex));
   // The arena, 64-byte aligned, allocated once.
@@ -192,21 +245,29 @@ Status Executable::run(const TensorMap& feeds, std::vector<Tensor>& outputs) {
   for (const Step& step : x.steps) {
     x.pointers.clear();
     for (const Binding& b : step.buffers) x.pointers.push_back(pointerOf(b));
-    char** bufs = x.pointers.data();
     codegen::KernelEntry entry = step.entry;
-    if (!entry) {
-      SMELT_CHECK_OK(interpretStep(g, step, bufs));
-      continue;
-    }
-    // SMELT_CHECK_KERNELS=1: the node's operands are copied before the kernel runs (an in-place
-    // result may overwrite one), and its results are checked against the reference interpreter.
     std::vector<Tensor> before;
-    if (x.checkKernels) before = readBuffers(step.node->operands(), bufs);
-    if (!step.parallel) {
+    if (x.checkKernels) before = readBuffers(step.node->operands(), x.pointers.data());
+    if (step.gemm) {
+      // The product first, then the epilogue reading it from one more buffer after the results.
+      const GemmPlan& plan = *step.gemm;
+      char* product = plan.result >= 0 ? x.pointers[step.node->numOperands() + static_cast<size_t>(plan.result)]
+                                       : alignedProduct(const_cast<std::vector<std::byte>&>(step.product));
+      runGemm(plan, x.pointers.data(), product);
+      x.pointers.push_back(product);
+    }
+    char** bufs = x.pointers.data();
+    if (!entry && step.gemm) {
+      // a lone product: nothing runs after the GEMM
+    } else if (!entry) {
+      SMELT_CHECK_OK(interpretStep(g, step, bufs));
+    } else if (!step.parallel) {
       entry(bufs, 0, step.points);
     } else {
       pool.parallelFor(step.points, [&](int64_t begin, int64_t end) { entry(bufs, begin, end); });
     }
+    // SMELT_CHECK_KERNELS=1: the node's operands were copied before it ran (an in-place result may
+    // overwrite one), and its results are checked against the reference interpreter.
     if (x.checkKernels) {
       std::vector<Tensor> after = readBuffers(step.node->results(), bufs + step.node->numOperands());
       SMELT_CHECK_OK(checkAgainstReference(g, *step.node, step.label, before, after));

@@ -19,12 +19,17 @@ struct CompileOptions {
   std::string pipeline;
   /// Whether kernels may run on the thread pool (off: every kernel on the calling thread).
   bool parallel = true;
+  /// Whether f32/f64 matmul and gemm may run on the CPU's BLAS (SMELT_BLAS=0 turns it off: generated
+  /// kernels compute every product).
+  bool blas = true;
   CompileOptions();
 };
 
-/// What compiling did: kernels, cache hits, seconds.
+/// What compiling did: generated kernels, cache hits, BLAS calls, seconds.
 struct CompileReport {
   int64_t kernels = 0;
+  /// Products (matmul, gemm) computed by the BLAS; their epilogues count as kernels.
+  int64_t blas = 0;
   int64_t cacheHits = 0;
   /// Nodes without a kernel lowering, run on the reference interpreter.
   int64_t interpreted = 0;

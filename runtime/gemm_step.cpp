@@ -1,0 +1,152 @@
+// GEMM plans (see gemm_step.h).
+#include "runtime/gemm_step.h"
+
+#include "runtime/blas.h"
+
+#include <algorithm>
+
+namespace smelt {
+
+namespace {
+
+template <typename T>
+T attrOr(const Node& node, const std::string& name, T fallback) {
+  auto it = node.attrs().find(name);
+  if (it != node.attrs().end()) {
+    if (const T* v = std::get_if<T>(&it->second)) return *v;
+  }
+  for (const AttrSpec& spec : node.op().attrs) {
+    if (spec.name == name && spec.defaultValue) {
+      if (const T* v = std::get_if<T>(&*spec.defaultValue)) return *v;
+    }
+  }
+  return fallback;
+}
+
+/// The anchor of `node` and, for each of the anchor's first two operands, the node operand it is.
+struct Anchor {
+  const Node* node = nullptr;
+  size_t a = 0, b = 0;
+};
+
+std::optional<Anchor> findAnchor(const Node& node) {
+  auto isAnchor = [](const Node& n) { return n.opName() == "matmul" || n.opName() == "gemm"; };
+  if (isAnchor(node)) return Anchor{&node, 0, 1};
+  if (node.opName() != "fused" || attrOr<std::string>(node, "kind", "") != "epilogue") return std::nullopt;
+  const Graph* body = std::get<GraphRef>(node.attrs().at("body")).get();
+  if (!body) return std::nullopt;
+  const Node* anchor = nullptr;
+  for (const auto& n : body->nodes()) {
+    if (isAnchor(*n)) {
+      if (anchor) return std::nullopt;  // one anchor per epilogue kernel
+      anchor = n.get();
+    }
+  }
+  if (!anchor) return std::nullopt;
+  // a and b must be body inputs (the kernel's operands as they are), not views computed in the body.
+  const auto& inputs = body->inputs();
+  auto operandIndex = [&](const Value* v) -> std::optional<size_t> {
+    auto it = std::find(inputs.begin(), inputs.end(), v);
+    if (it == inputs.end()) return std::nullopt;
+    return static_cast<size_t>(it - inputs.begin());
+  };
+  auto a = operandIndex(anchor->operand(0));
+  auto b = operandIndex(anchor->operand(1));
+  if (!a || !b) return std::nullopt;
+  return Anchor{anchor, *a, *b};
+}
+
+/// The node result the product can be written into (see GemmPlan::result), and whether anything
+/// runs after the GEMM.
+void chooseResult(const Node& node, const Node& anchor, GemmPlan& plan) {
+  const Value* product = anchor.result(0);
+  bool hasC = anchor.opName() == "gemm" && anchor.numOperands() == 3 && attrOr<double>(anchor, "beta", 1.0) != 0;
+  std::vector<const Value*> results;
+  if (&node == &anchor) {
+    results.push_back(product);
+  } else {
+    for (const GraphOutput& o : std::get<GraphRef>(node.attrs().at("body"))->outputs()) results.push_back(o.value);
+  }
+  plan.epilogue = hasC || results.size() != 1 || results[0] != product;
+  for (size_t r = 0; r < results.size(); ++r) {
+    if (results[r] == product) plan.result = static_cast<int>(r);
+  }
+  for (size_t r = 0; r < results.size() && plan.result < 0; ++r) {
+    if (results[r]->type() == product->type()) plan.result = static_cast<int>(r);
+  }
+}
+
+}  // namespace
+
+std::optional<GemmPlan> planGemm(const Node& node) {
+  if (!blas::available()) return std::nullopt;
+  std::optional<Anchor> found = findAnchor(node);
+  if (!found) return std::nullopt;
+  const Node& anchor = *found->node;
+  DType dtype = anchor.result(0)->dtype();
+  if ((dtype != DType::f32 && dtype != DType::f64) || anchor.operand(0)->dtype() != dtype ||
+      anchor.operand(1)->dtype() != dtype) {
+    return std::nullopt;
+  }
+  const Shape& a = anchor.operand(0)->shape();
+  const Shape& b = anchor.operand(1)->shape();
+  const Shape& out = anchor.result(0)->shape();
+  GemmPlan plan;
+  plan.anchor = &anchor;
+  plan.dtype = dtype;
+  plan.operandA = found->a;
+  plan.operandB = found->b;
+  if (anchor.opName() == "gemm") {
+    if (a.size() != 2 || b.size() != 2) return std::nullopt;
+    plan.transA = attrOr<int64_t>(anchor, "trans_a", 0) != 0;
+    plan.transB = attrOr<int64_t>(anchor, "trans_b", 0) != 0;
+    plan.alpha = attrOr<double>(anchor, "alpha", 1.0);
+    plan.m = out[0];
+    plan.n = out[1];
+    plan.k = plan.transA ? a[0] : a[1];
+  } else {
+    // matmul: both operands at least matrices; each one's batch is the result's or a single matrix.
+    if (a.size() < 2 || b.size() < 2) return std::nullopt;
+    plan.m = a[a.size() - 2];
+    plan.k = a.back();
+    plan.n = b.back();
+    Shape outBatch(out.begin(), out.end() - 2);
+    plan.batch = numElements(outBatch);
+    auto strideOf = [&](const Shape& s) -> std::optional<int64_t> {
+      Shape batch(s.begin(), s.end() - 2);
+      int64_t items = numElements(batch);
+      if (items == 1) return 0;
+      Shape padded(outBatch.size() - batch.size(), 1);
+      padded.insert(padded.end(), batch.begin(), batch.end());
+      if (padded != outBatch) return std::nullopt;
+      return s[s.size() - 2] * s.back();
+    };
+    auto sa = strideOf(a), sb = strideOf(b);
+    if (!sa || !sb) return std::nullopt;
+    plan.strideA = *sa;
+    plan.strideB = *sb;
+    plan.strideC = plan.m * plan.n;
+    if (plan.batch > 1 && plan.strideB == 0 && plan.strideA != 0) {
+      // A shared right-hand side: the batch is more rows of one product ([batch*m, k] x [k, n]).
+      plan.m *= plan.batch;
+      plan.batch = 1;
+    }
+  }
+  if (plan.m == 0 || plan.n == 0 || plan.k == 0) return std::nullopt;
+  chooseResult(node, anchor, plan);
+  return plan;
+}
+
+void runGemm(const GemmPlan& p, char* const* operands, char* product) {
+  size_t bytes = dtypeSize(p.dtype);
+  const char* a = operands[p.operandA];
+  const char* b = operands[p.operandB];
+  int64_t lda = p.transA ? p.m : p.k;
+  int64_t ldb = p.transB ? p.k : p.n;
+  for (int64_t i = 0; i < p.batch; ++i) {
+    blas::gemm(p.dtype, p.transA, p.transB, p.m, p.n, p.k, p.alpha, a + i * p.strideA * bytes,
+               lda, b + i * p.strideB * bytes, ldb, product + i * p.strideC * bytes, p.n);
+  }
+}
+
+}  // namespace smelt

@@ -1,0 +1,38 @@
+// f32/f64 matmul and gemm through the CPU's BLAS, for the LLVM executable: which nodes qualify (a
+// lone matmul/gemm, or an epilogue kernel whose anchor reads two of the kernel's operands as they
+// are), how the product maps onto row-major GEMM calls (batched, or one call when a shared right-hand
+// side lets the batch fold into M), and where the product lands. The rest of the kernel (bias,
+// activation, residual, gemm's beta * c) runs after it as a generated epilogue (lowerEpilogue).
+//   if (auto plan = planGemm(node)) { runGemm(*plan, operandPointers, product); epilogue(...); }
+#pragma once
+
+#include "ir/graph.h"
+
+#include <optional>
+
+namespace smelt {
+
+struct GemmPlan {
+  const Node* anchor = nullptr;  // the matmul or gemm: the node itself or a member of its body
+  DType dtype = DType::f32;
+  bool transA = false, transB = false;
+  int64_t m = 0, n = 0, k = 0;
+  double alpha = 1;
+  int64_t batch = 1;
+  int64_t strideA = 0, strideB = 0, strideC = 0;  // elements between batch items (0: shared)
+  size_t operandA = 0, operandB = 0;              // the node's operands holding a and b
+  /// The node's result the product is written into (its own value, or one of its type the epilogue
+  /// then overwrites element by element); -1 when none fits and the product needs its own buffer.
+  int result = -1;
+  /// False when the product is the node's only result: nothing runs after the GEMM.
+  bool epilogue = true;
+};
+
+/// The GEMM plan for `node`, or nothing when BLAS is not in the build or the node does not qualify
+/// (other dtypes, vectors, partly broadcast batches, empty dims, an anchor reading a view).
+std::optional<GemmPlan> planGemm(const Node& node);
+
+/// alpha * op(a) op(b) for every batch item into `product`; `operands` are the node's operand buffers.
+void runGemm(const GemmPlan& plan, char* const* operands, char* product);
+
+}  // namespace smelt
