@@ -154,6 +154,8 @@ Expected<std::unique_ptr<Executable>> Executable::compile(const Graph& source, c
     const Value* v = x.graph.outputs()[i].value;
     if (v->kind() == ValueKind::Result && v->producer()->opName() != "constant") x.outputIndex.emplace(v, static_cast<int64_t>(i));
   }
+  // OpenBLAS keeps its own threads; as many as smelt's pool (SMELT_NUM_THREADS), never more.
+  if (options.blas) blas::setThreads(ThreadPool::global().threads());
   for (const auto& node : x.graph.nodes()) {
     if (node->opName() == "constant") continue;
     Step step{nullptr, node.get(), {}, 0, false, x.graph.labelOf(*node), std::nullopt, {}};
