@@ -1,20 +1,24 @@
-// `smelt bench FILE [--backend B] [--input NAME=PATH.npy ...] [--runs N] [--warmup N]`: compiles the
-// graph once, runs it many times (random inputs where none are given) and prints timing; the last line
-// is `median_ms X` for one run of the graph.
+// `smelt bench FILE [--grad NAMES] [--backend B] [--input NAME=PATH.npy ...] [--runs N] [--warmup N]
+// [--min-runs N] [--max-seconds S]`: compiles the graph once (with --grad, its backward graph too),
+// runs it many times (random inputs where none are given) and prints timing; the last line is
+// `median_ms X` for one run of the graph (--runs 0 only compiles). compile_ms is the wall time from
+// the loaded graph to a ready executable: autodiff (with --grad), the pass pipeline, kernel
+// compilation or cache loads, the arena.
 #include "frontend/model_loader.h"
 #include "runtime/executable.h"
 #ifdef SMELT_HAVE_OPENCL
 #include "runtime/opencl_executable.h"
 #endif
+#include "tools/smelt/bench_timing.h"
 #include "tools/smelt/commands.h"
 #include "tools/smelt/tensor_summary.h"
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <random>
+#include <string_view>
 
 namespace smelt::cli {
 
@@ -31,76 +35,94 @@ Tensor randomInput(const TensorType& type, std::mt19937_64& rng) {
   return t;
 }
 
+#ifdef SMELT_HAVE_OPENCL
+constexpr std::string_view kBackends = "llvm, opencl";
+#else
+constexpr std::string_view kBackends = "llvm";
+#endif
+
+// A compiled graph behind one signature, whichever backend compiled it.
+struct Compiled {
+  std::function<Status(const TensorMap&, std::vector<Tensor>&)> run;
+  CompileReport report;
+  std::unique_ptr<Executable> cpu;
+#ifdef SMELT_HAVE_OPENCL
+  std::unique_ptr<OpenClExecutable> cl;
+#endif
+};
+
+Expected<Compiled> compileFor(const Graph& graph, const std::string& backend) {
+  Compiled c;
+#ifdef SMELT_HAVE_OPENCL
+  if (backend == "opencl") {
+    SMELT_TRY(c.cl, OpenClExecutable::compile(graph));
+    c.run = [exe = c.cl.get()](const TensorMap& f, std::vector<Tensor>& o) { return exe->run(f, o); };
+    c.report = c.cl->report();
+    return c;
+  }
+#endif
+  if (backend != "llvm") return makeError("smelt bench: backend '{}' is not available ({})", backend, kBackends);
+  SMELT_TRY(c.cpu, Executable::compile(graph));
+  c.run = [exe = c.cpu.get()](const TensorMap& f, std::vector<Tensor>& o) { return exe->run(f, o); };
+  c.report = c.cpu->report();
+  return c;
+}
+
+double msSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
 }  // namespace
 
 Action addBenchCommand(CLI::App& app) {
   struct Options {
     std::string file;
+    std::string grad;
     std::string backend = "llvm";
     std::vector<std::string> inputs;
-    int runs = 20;
-    int warmup = 3;
+    RunBudget budget;
   };
   auto options = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("bench", "Compile once, run many times, print the median time of one run");
   cmd->add_option("file", options->file, "Model file (.onnx or IR text; - for stdin)")->required();
+  cmd->add_option("--grad", options->grad,
+                  "NAME[,NAME...]: also compute the gradients of the outputs' sum w.r.t. these inputs or parameters");
   cmd->add_option("--backend", options->backend, "Backend (llvm, opencl)");
   cmd->add_option("--input", options->inputs, "NAME=PATH.npy; inputs not given are random");
-  cmd->add_option("--runs", options->runs, "Timed runs (default 20)");
-  cmd->add_option("--warmup", options->warmup, "Untimed runs first (default 3)");
+  cmd->add_option("--runs", options->budget.runs, "Timed runs at most (default 20; 0: compile only)");
+  cmd->add_option("--warmup", options->budget.warmup, "Untimed runs first (default 3)");
+  cmd->add_option("--min-runs", options->budget.minRuns, "Timed runs at least, whatever --max-seconds (default 3)");
+  cmd->add_option("--max-seconds", options->budget.maxSeconds,
+                  "Time budget for warm-up and timed runs (default 0: none); past it, stop after --min-runs");
   return [options]() {
     SMELT_TRY_CLI(Graph graph, loadModel(options->file));
-#ifdef SMELT_HAVE_OPENCL
-    if (options->backend != "llvm" && options->backend != "opencl") {
-#else
-    if (options->backend != "llvm") {
-#endif
-      return fail(fmt::format("smelt bench: backend '{}' is not available (llvm, opencl)", options->backend));
-    }
     TensorMap feeds;
     std::mt19937_64 rng(1);
     for (const Value* v : graph.inputs()) feeds[v->name()] = randomInput(v->type(), rng);
     // Given inputs replace the random ones (readFeeds checks names, files and types).
     if (!options->inputs.empty()) {
-      Graph partial = graph.clone();
-      SMELT_TRY_CLI(TensorMap given, readFeeds(partial, options->inputs, /*requireAll=*/false));
+      SMELT_TRY_CLI(TensorMap given, readFeeds(graph, options->inputs, /*requireAll=*/false));
       for (auto& [n, t] : given) feeds[n] = std::move(t);
     }
-    auto start = std::chrono::steady_clock::now();
-    // Either executable: both have run(feeds, outputs) and report().
-    std::function<Status(const TensorMap&, std::vector<Tensor>&)> run;
-    const CompileReport* compiled = nullptr;
-    std::unique_ptr<Executable> cpu;
-#ifdef SMELT_HAVE_OPENCL
-    std::unique_ptr<OpenClExecutable> clExe;
-    if (options->backend == "opencl") {
-      SMELT_TRY_CLI(clExe, OpenClExecutable::compile(graph));
-      run = [&](const TensorMap& f, std::vector<Tensor>& o) { return clExe->run(f, o); };
-      compiled = &clExe->report();
+    // From here to a ready executable is what compile_ms reports.
+    const auto start = std::chrono::steady_clock::now();
+    double autodiffMs = 0;
+    if (!options->grad.empty()) {
+      SMELT_TRY_CLI(std::vector<std::string> names, splitNames(options->grad));
+      if (Status added = addGradientOutputs(graph, names, true); !added) return fail(added.error().message());
+      autodiffMs = msSince(start);
     }
-#endif
-    if (!run) {
-      SMELT_TRY_CLI(cpu, Executable::compile(graph));
-      run = [&](const TensorMap& f, std::vector<Tensor>& o) { return cpu->run(f, o); };
-      compiled = &cpu->report();
-    }
-    double compileMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    SMELT_TRY_CLI(Compiled compiled, compileFor(graph, options->backend));
+    const double compileMs = msSince(start);
+    const CompileReport& report = compiled.report;
+    fmt::print("compile_ms {:.2f} ({} kernels, {} from the cache, {} on the interpreter; autodiff {:.2f} ms)\n",
+               compileMs, report.kernels, report.cacheHits, report.interpreted, autodiffMs);
+    if (options->budget.runs == 0) return 0;  // compile only
     std::vector<Tensor> outputs;  // reused: runs after the first allocate nothing
-    for (int i = 0; i < options->warmup; ++i) {
-      if (Status r = run(feeds, outputs); !r) return fail(r.error().message());
-    }
-    std::vector<double> times;
-    for (int i = 0; i < std::max(options->runs, 1); ++i) {
-      auto t0 = std::chrono::steady_clock::now();
-      if (Status r = run(feeds, outputs); !r) return fail(r.error().message());
-      times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
-    std::sort(times.begin(), times.end());
-    const CompileReport& report = *compiled;
-    fmt::print("compile_ms {:.1f} ({} kernels, {} from the cache, {} on the interpreter)\n", compileMs, report.kernels,
-               report.cacheHits, report.interpreted);
-    fmt::print("min_ms {:.4f}\n", times.front());
-    fmt::print("median_ms {:.4f}\n", times[times.size() / 2]);
+    SMELT_TRY_CLI(RunTimes times, timeRuns([&] { return compiled.run(feeds, outputs); }, options->budget));
+    fmt::print("runs {} (after {} warm-up)\n", times.ms.size(), times.warmups);
+    fmt::print("min_ms {:.4f}\n", times.minMs());
+    fmt::print("median_ms {:.4f}\n", times.medianMs());
     return 0;
   };
 }

@@ -1,0 +1,32 @@
+// Timing loop of `smelt bench` (see bench_timing.h).
+#include "tools/smelt/bench_timing.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace smelt::cli {
+
+Expected<RunTimes> timeRuns(const std::function<Status()>& run, const RunBudget& budget) {
+  using Clock = std::chrono::steady_clock;
+  auto seconds = [](Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); };
+  const auto start = Clock::now();
+  const bool limited = budget.maxSeconds > 0;
+  RunTimes times;
+  // Warm-up: the first run pays for page faults in the arena, the thread pool's start and cold caches.
+  while (times.warmups < budget.warmup) {
+    if (times.warmups > 0 && limited && seconds(start) > budget.maxSeconds / 4) break;
+    SMELT_CHECK_OK(run());
+    ++times.warmups;
+  }
+  const int atLeast = std::clamp(budget.minRuns, 1, std::max(budget.runs, 1));
+  for (int i = 0; i < std::max(budget.runs, 1); ++i) {
+    if (i >= atLeast && limited && seconds(start) > budget.maxSeconds) break;
+    const auto t0 = Clock::now();
+    SMELT_CHECK_OK(run());
+    times.ms.push_back(seconds(t0) * 1e3);
+  }
+  std::sort(times.ms.begin(), times.ms.end());
+  return times;
+}
+
+}  // namespace smelt::cli

@@ -1,0 +1,36 @@
+// Timing loop of `smelt bench`: warm-up runs, then timed runs until a count or a time budget is reached.
+#pragma once
+
+#include "ir/support/expected.h"
+
+#include <functional>
+#include <vector>
+
+namespace smelt::cli {
+
+/// How many runs to make, and for how long.
+struct RunBudget {
+  /// Untimed runs first (at least one when > 0, then only while under a quarter of `maxSeconds`).
+  int warmup = 3;
+  /// Timed runs at most.
+  int runs = 20;
+  /// Timed runs at least, whatever the budget (capped by `runs`).
+  int minRuns = 3;
+  /// Wall-clock budget for warm-up and timed runs together; 0 = none. A slow graph (seconds per run)
+  /// then stops after `minRuns` instead of taking `runs` times as long.
+  double maxSeconds = 0;
+};
+
+/// What the runs took, sorted ascending, in milliseconds.
+struct RunTimes {
+  std::vector<double> ms;
+  int warmups = 0;
+  double minMs() const { return ms.front(); }
+  /// The middle run (the upper middle of an even count).
+  double medianMs() const { return ms[ms.size() / 2]; }
+};
+
+/// Calls `run` per `budget`; the first failing run's error is returned.
+Expected<RunTimes> timeRuns(const std::function<Status()>& run, const RunBudget& budget);
+
+}  // namespace smelt::cli
