@@ -182,15 +182,7 @@ class Lowerer {
       for (const Value* v : node_.operands()) inputs_.push_back(v);
       for (const Value* v : node_.results()) outputs_.push_back(v);
     }
-    kernel_.provenance.push_back(graph_.labelOf(node_));
-    if (body_) {
-      for (const auto& n : body_->nodes()) {
-        if (n->opName() == "constant") continue;
-        std::string p = fmt::format("{} %{}", n->opName(), n->number());
-        if (!n->sourceName().empty()) p += fmt::format(" ({})", n->sourceName());
-        kernel_.provenance.push_back(p);
-      }
-    }
+    kernel_.provenance = kernelProvenance(graph_, node_);
     return Status::success();
   }
 

@@ -3,6 +3,8 @@
 // full or reduced level of that domain, and no path leaves and re-enters it.
 #include "passes/fusion_groups.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <numeric>
 #include <optional>
@@ -462,6 +464,20 @@ KernelSummary describeKernel(const Node& fused) {
   }
   summary.sweeps = std::max<int64_t>(sweeps, 1);
   return summary;
+}
+
+std::vector<std::string> kernelProvenance(const Graph& graph, const Node& node) {
+  std::vector<std::string> from{graph.labelOf(node)};
+  if (node.opName() != "fused") return from;
+  const GraphRef& body = std::get<GraphRef>(node.attrs().at("body"));
+  if (!body) return from;
+  for (const auto& n : body->nodes()) {
+    if (n->opName() == "constant") continue;
+    std::string p = fmt::format("{} %{}", n->opName(), n->number());
+    if (!n->sourceName().empty()) p += fmt::format(" ({})", n->sourceName());
+    from.push_back(std::move(p));
+  }
+  return from;
 }
 
 }  // namespace smelt

@@ -59,11 +59,16 @@ struct KernelSummary {
   int64_t ops = 0;
   /// How many times the kernel walks its reduced axes per output row: the longest chain of dependent
   /// reductions, plus one when full-level results are written after the last of them. A sum of
-  /// squares is 1; softmax (exp(x - logsumexp(x))) and layer_norm are 2.
+  /// squares is 1; layer_norm is 2; softmax (max, sum of exp(x - max), write) is 3.
   int64_t sweeps = 1;
 };
 
 /// Describes the kernel of a `fused` node (from its body) or of a lone op.
 KernelSummary describeKernel(const Node& node);
+
+/// The IR nodes a kernel comes from, for its source's comments and `smelt inspect`: the node's label
+/// ("fused %4"), then each op it runs ("gemm %0", with the imported model's node name when there is
+/// one: "gemm %0 (/fc1/Gemm)").
+std::vector<std::string> kernelProvenance(const Graph& graph, const Node& node);
 
 }  // namespace smelt

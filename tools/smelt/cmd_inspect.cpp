@@ -22,13 +22,16 @@ struct KernelCost {
   std::string types;
   KernelSummary shape;
   std::vector<std::string> ops;
+  std::vector<std::string> from;  // the IR nodes it runs (kernelProvenance, without the kernel's own label)
   int64_t flops = 0;
   int64_t bytes = 0;
 };
 
 KernelCost costOf(const Graph& graph, const Node& node) {
   std::vector<TensorType> operandTypes, resultTypes;
-  KernelCost cost{&node, graph.labelOf(node), "", {}, {}, 0, 0};
+  KernelCost cost{&node, graph.labelOf(node), "", {}, {}, {}, 0, 0};
+  std::vector<std::string> provenance = kernelProvenance(graph, node);
+  cost.from.assign(provenance.begin() + (provenance.size() > 1 ? 1 : 0), provenance.end());
   if (node.opName() == "fused") {
     cost.shape = describeKernel(node);
     for (const auto& inner : std::get<GraphRef>(node.attrs().at("body"))->nodes()) {
@@ -94,6 +97,7 @@ Action addInspectCommand(CLI::App& app) {
                         {"op", k.node->opName()},
                         {"kind", kernelKindName(k.shape.kind)},
                         {"ops", k.ops},
+                        {"from", k.from},
                         {"sweeps", k.shape.sweeps},
                         {"type", k.types},
                         {"flops", k.flops},
@@ -130,6 +134,7 @@ Action addInspectCommand(CLI::App& app) {
       if (ops.size() > 80) ops = ops.substr(0, 77) + "...";
       fmt::print("{:<14} {:<9} {:>6} {:<28} {:>14} {:>12}  {}\n", k.label.substr(0, k.label.find(' ', k.label.find('%'))),
                  kernelKindName(k.shape.kind), k.shape.sweeps, k.types, k.flops, k.bytes, ops);
+      if (k.node->opName() == "fused") fmt::print("{:<14} from {}\n", "", fmt::join(k.from, ", "));
     }
     return 0;
   };
