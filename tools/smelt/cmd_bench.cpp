@@ -1,8 +1,8 @@
-// `smelt bench FILE [--grad NAMES] [--backend B] [--input NAME=PATH.npy ...] [--runs N] [--warmup N]
-// [--min-runs N] [--max-seconds S]`: compiles the graph once (with --grad, its backward graph too),
-// runs it many times (random inputs where none are given) and prints timing; the last line is
-// `median_ms X` for one run of the graph (--runs 0 only compiles). compile_ms is the wall time from
-// the loaded graph to a ready executable: autodiff (with --grad), the pass pipeline, kernel
+// `smelt bench FILE [--grad NAMES] [--backend B] [--input NAME=PATH.npy ...] [--fresh-outputs]
+// [--runs N] [--warmup N] [--min-runs N] [--max-seconds S]`: compiles the graph once (with --grad, its
+// backward graph too), runs it many times (random inputs where none are given) and prints timing; the
+// last line is `median_ms X` for one run of the graph (--runs 0 only compiles). compile_ms is the wall
+// time from the loaded graph to a ready executable: autodiff (with --grad), the pass pipeline, kernel
 // compilation or cache loads, the arena.
 #include "frontend/model_loader.h"
 #include "runtime/executable.h"
@@ -80,6 +80,7 @@ Action addBenchCommand(CLI::App& app) {
     std::string grad;
     std::string backend = "llvm";
     std::vector<std::string> inputs;
+    bool freshOutputs = false;
     RunBudget budget;
   };
   auto options = std::make_shared<Options>();
@@ -89,6 +90,9 @@ Action addBenchCommand(CLI::App& app) {
                   "NAME[,NAME...]: also compute the gradients of the outputs' sum w.r.t. these inputs or parameters");
   cmd->add_option("--backend", options->backend, "Backend (llvm, opencl)");
   cmd->add_option("--input", options->inputs, "NAME=PATH.npy; inputs not given are random");
+  cmd->add_flag("--fresh-outputs", options->freshOutputs,
+               "New output tensors on every run (as frameworks returning new tensors do: their first touch is "
+               "timed) instead of reusing the last run's");
   cmd->add_option("--runs", options->budget.runs, "Timed runs at most (default 20; 0: compile only)");
   cmd->add_option("--warmup", options->budget.warmup, "Untimed runs first (default 3)");
   cmd->add_option("--min-runs", options->budget.minRuns, "Timed runs at least, whatever --max-seconds (default 3)");
@@ -118,8 +122,12 @@ Action addBenchCommand(CLI::App& app) {
     fmt::print("compile_ms {:.2f} ({} kernels, {} from the cache, {} on the interpreter; autodiff {:.2f} ms)\n",
                compileMs, report.kernels, report.cacheHits, report.interpreted, autodiffMs);
     if (options->budget.runs == 0) return 0;  // compile only
-    std::vector<Tensor> outputs;  // reused: runs after the first allocate nothing
-    SMELT_TRY_CLI(RunTimes times, timeRuns([&] { return compiled.run(feeds, outputs); }, options->budget));
+    std::vector<Tensor> outputs;  // reused unless --fresh-outputs: runs after the first allocate nothing
+    auto once = [&] {
+      if (options->freshOutputs) outputs.clear();  // frees the last run's, like a dropped result
+      return compiled.run(feeds, outputs);
+    };
+    SMELT_TRY_CLI(RunTimes times, timeRuns(once, options->budget));
     fmt::print("runs {} (after {} warm-up)\n", times.ms.size(), times.warmups);
     fmt::print("min_ms {:.4f}\n", times.minMs());
     fmt::print("median_ms {:.4f}\n", times.medianMs());
