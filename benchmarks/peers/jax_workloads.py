@@ -60,7 +60,6 @@ def main():
         call = lambda: jax.block_until_ready(fn(*inputs))
         timing.report(name + ":compile", timing.first_call_ms(call))
         timing.report(name, timing.median_ms(call, args))
-        del fn, inputs
 
 
 if __name__ == "__main__":

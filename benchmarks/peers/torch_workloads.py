@@ -66,7 +66,6 @@ def main():
                 fn = torch.compile(fn)
                 timing.report(name + ":compile", timing.first_call_ms(lambda: fn(*inputs)))
             timing.report(name, timing.median_ms(lambda: fn(*inputs), args))
-        del fn, inputs
 
 
 if __name__ == "__main__":

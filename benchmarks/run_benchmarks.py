@@ -1,0 +1,297 @@
+#!/usr/bin/python3
+"""smelt's benchmark suite: each workload timed in smelt and in its peers (libtorch eager at 1 and 2
+threads, torch.compile, jax.jit, OpenBLAS for the GEMM) in one run, beside STREAM bandwidth measured in
+the same run; prints medians, ratios and targets, and writes docs/BENCHMARKS.md and docs/benchmarks.svg.
+
+  /usr/bin/python3 benchmarks/run_benchmarks.py                  # everything (installs the peers' venvs)
+  /usr/bin/python3 benchmarks/run_benchmarks.py --quick --only ew_chain,softmax_rows
+  /usr/bin/python3 benchmarks/run_benchmarks.py --smoke          # the ctest smoke test: no timing, no peers
+
+Standard library only; run it with Debian's /usr/bin/python3 (its python3-torch is the libtorch peer)."""
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+from harness import analysis, chart, report, runners, venvs  # noqa: E402
+from harness.workloads import BY_NAME, WORKLOADS  # noqa: E402
+
+DEBIAN_PYTHON = "/usr/bin/python3"
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
+    ap.add_argument("--only", default="", help="NAME,... of: " + ",".join(w.name for w in WORKLOADS))
+    ap.add_argument("--quick", action="store_true", help="few runs per workload: a smoke run, not a measurement")
+    ap.add_argument("--no-peers", action="store_true", help="smelt and STREAM only")
+    ap.add_argument("--no-install", action="store_true", help="never install the peers' virtualenvs")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="repeat every measurement this many times (alternating the order) and take medians")
+    ap.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--smelt", help="the smelt binary (default: BUILD_DIR/bin/smelt)")
+    ap.add_argument("--no-build", action="store_true", help="do not build the smelt_benchmarks target first")
+    ap.add_argument("--output-dir", help="where BENCHMARKS.md and benchmarks.svg go (default: docs/; with "
+                    "--quick or --smoke, BUILD_DIR/benchmarks-quick/ so a smoke run never replaces the report)")
+    ap.add_argument("--smoke", action="store_true",
+                    help="check that every workload compiles, then a --quick --no-peers run of ew_chain")
+    a = ap.parse_args(argv)
+    if a.smoke:
+        a.quick = a.no_peers = a.no_build = a.no_install = True
+        a.only = a.only or "ew_chain"
+    a.smelt = a.smelt or os.path.join(a.build_dir, "bin", "smelt")
+    if not a.output_dir:
+        a.output_dir = os.path.join(a.build_dir, "benchmarks-quick") if a.quick else os.path.join(ROOT, "docs")
+    names = [n for n in a.only.split(",") if n]
+    unknown = [n for n in names if n not in BY_NAME]
+    if unknown:
+        ap.error("unknown workload(s) %s" % ",".join(unknown))
+    a.workloads = [BY_NAME[n] for n in names] if names else WORKLOADS
+    a.rounds = max(1, a.rounds)
+    return a
+
+
+def say(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def build(a):
+    cmd = ["cmake", "--build", a.build_dir, "-j2", "--target", "smelt_benchmarks"]
+    say("$ " + " ".join(cmd))
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        say("build failed (going on with what is built):\n" + "\n".join((r.stdout + r.stderr).splitlines()[-15:]))
+
+
+def compile_check(a, cache):
+    """--smoke: every workload's IR parses, differentiates where it should, and compiles."""
+    failed = 0
+    for w in WORKLOADS:
+        r = runners.smelt_bench(a.smelt, w, runners.QUICK, cache, timeout=300, runs=0)
+        say("compile %-13s %s" % (w.name, r.get("error") or "ok (%.1f ms)" % r["compile_ms"]))
+        failed += "error" in r
+    return failed
+
+
+def peer_result(out, name):
+    """A peer script's output -> this workload's result."""
+    if "error" in out:
+        return {"error": out["error"]}
+    if name not in out:
+        return {"error": "printed no time for %s" % name}
+    return {"ms": out[name], "compile_ms": out.get(name + ":compile")}
+
+
+def measure_workload(a, w, budget, peers, cache, order_reversed):
+    """One round of one workload: {contender key: result}, each in its own process."""
+    steps = [("smelt", lambda: runners.smelt_bench(a.smelt, w, budget, cache)),
+             ("smelt_fresh", lambda: runners.smelt_bench(a.smelt, w, budget, cache, fresh_outputs=True))]
+    if not a.no_peers:
+        for t in (1, 2):
+            steps.append(("libtorch_t%d" % t, lambda t=t: peer_result(runners.peer(
+                DEBIAN_PYTHON, "torch_workloads.py", [w.name], budget, ["--mode", "eager", "--threads", str(t)]),
+                w.name)))
+        tc = peers.get("torch.compile")
+        if tc and tc.python:
+            def torch_compile():
+                # An empty Inductor cache, so the compile time printed for mlp_train is a cold one.
+                with tempfile.TemporaryDirectory(prefix="inductor-") as d:
+                    return peer_result(runners.peer(tc.python, "torch_workloads.py", [w.name], budget,
+                                                    ["--mode", "compile"], env={"TORCHINDUCTOR_CACHE_DIR": d}), w.name)
+            steps.append(("torch_compile", torch_compile))
+        jx = peers.get("jax")
+        if jx and jx.python:
+            steps.append(("jax", lambda: peer_result(runners.peer(jx.python, "jax_workloads.py", [w.name], budget),
+                                                     w.name)))
+        blas = os.path.join(os.path.dirname(a.smelt), "smelt_sgemm_openblas")
+        if w.name == "gemm2048":
+            for t in (1, 2):
+                steps.append(("openblas_t%d" % t, lambda t=t: runners.openblas(blas, t, budget) if os.path.exists(blas)
+                              else {"error": "%s is not built" % blas}))
+    results = {}
+    for key, fn in (reversed(steps) if order_reversed else steps):
+        r = fn()
+        results[key] = r
+        say("  %-13s %-28s %s" % (w.name, analysis.LABELS[key], r.get("error") or "%s ms" % report.fmt_ms(r["ms"])))
+    return {k: results[k] for k, _ in steps}  # report order, whatever the run order
+
+
+def stream_sample(a, threads, quick):
+    binary = os.path.join(os.path.dirname(a.smelt), "smelt_stream")
+    if not os.path.exists(binary):
+        return {"error": "%s is not built" % binary, "threads": threads}
+    r = runners.stream(binary, threads, mb=64 if quick else 256, reps=5 if quick else 20)
+    say("  STREAM %d thread(s): %s" % (threads, r.get("error") or "copy %.1f GB/s, triad %.1f GB/s" % (
+        r["copy_gbs"], r["triad_gbs"])))
+    return r
+
+
+def machine():
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
+        with open("/proc/meminfo") as f:
+            mem_gb = int(next(l.split()[1] for l in f if l.startswith("MemTotal"))) / 1e6
+    except (OSError, StopIteration):
+        mem_gb = 0
+    os_name = platform.system()
+    try:
+        with open("/etc/os-release") as f:
+            os_name = next((l.split("=", 1)[1].strip().strip('"') for l in f if l.startswith("PRETTY_NAME")), os_name)
+    except OSError:
+        pass
+    return "%s, %d cores, %.0f GB memory, %s, Linux %s" % (cpu or platform.processor(), os.cpu_count(), mem_gb, os_name,
+                                                          platform.release())
+
+
+def git_commit():
+    r = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"], capture_output=True, text=True)
+    return r.stdout.strip() or "unknown"
+
+
+def libtorch_version():
+    out, err = runners.run([DEBIAN_PYTHON, "-c", "import torch; print(torch.__version__)"], 300)
+    return out.strip() if out else "not available (%s)" % err
+
+
+def main(argv):
+    a = parse_args(argv)
+    if not a.no_build:
+        build(a)
+    if not os.path.exists(a.smelt):
+        say("no smelt binary at %s: build it (cmake --build build --target smelt)" % a.smelt)
+        return 1
+    scratch = tempfile.mkdtemp(prefix="smelt-bench-")
+    try:
+        # A snapshot of the binaries: the whole run measures one build, even if build/ is rebuilt meanwhile.
+        bin_dir = os.path.join(scratch, "bin")
+        os.makedirs(bin_dir)
+        for name in ("smelt", "smelt_stream", "smelt_sgemm_openblas"):
+            src = os.path.join(os.path.dirname(a.smelt), name) if name != "smelt" else a.smelt
+            if os.path.exists(src):
+                shutil.copy2(src, os.path.join(bin_dir, name))
+        a.smelt = os.path.join(bin_dir, "smelt")
+        cache = os.path.join(scratch, "kernels")
+        os.makedirs(cache)
+        return run(a, cache)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def run(a, cache):
+    if a.smoke and compile_check(a, cache):
+        return 1
+    peers = {}
+    if not a.no_peers:
+        root = os.path.join(a.build_dir, "bench-venvs")
+        say("peers: checking (and installing where missing) the virtualenvs in %s" % root)
+        peers = venvs.ensure_all(root, install=not a.no_install)
+        for p in peers.values():
+            say("  %s: %s" % (p.name, p.version or "not run: " + p.reason))
+    budget = runners.QUICK if a.quick else runners.FULL
+    samples = {w.name: {} for w in a.workloads}
+    streams, compile_result = [], None
+    for rnd in range(a.rounds):
+        say("round %d of %d" % (rnd + 1, a.rounds))
+        if rnd == 0:
+            streams.append(("start, 1 thread", stream_sample(a, 1, a.quick)))
+        streams.append(("round %d start" % (rnd + 1), stream_sample(a, os.cpu_count(), a.quick)))
+        for w in a.workloads:
+            for key, r in measure_workload(a, w, budget, peers, cache, rnd % 2 == 1).items():
+                samples[w.name].setdefault(key, []).append(r)
+            if w.name == "mlp_train" and rnd == 0:
+                compile_result = runners.mlp_compile(a.smelt, w, 1 if a.quick else 5)
+                say("  mlp_train     smelt compile: %s" % (compile_result.get("error") or
+                    "cold %.1f ms, warm start %.1f ms" % (compile_result["cold_compile_ms"],
+                                                          compile_result["warm_compile_ms"])))
+        streams.append(("round %d end" % (rnd + 1), stream_sample(a, os.cpu_count(), a.quick)))
+    multi = [s for label, s in streams if "1 thread" not in label and "error" not in s]
+    best = {"copy_gbs": max(s["copy_gbs"] for s in multi), "triad_gbs": max(s["triad_gbs"] for s in multi),
+            "threads": multi[0]["threads"]} if multi else {}
+    stream = {"samples": streams, "one_thread": streams[0][1] if "error" not in streams[0][1] else {}, "best": best}
+    copy = stream["best"].get("copy_gbs")
+    rows = [analysis.analyze(w, {k: analysis.merge_rounds(v) for k, v in samples[w.name].items()}, copy,
+                             compile_result if w.name == "mlp_train" else None) for w in a.workloads]
+    print(report.console(rows, stream, peers))
+    info = describe(a, peers, rows, budget)
+    os.makedirs(a.output_dir, exist_ok=True)
+    with open(os.path.join(a.output_dir, "BENCHMARKS.md"), "w") as f:
+        f.write(report.markdown(rows, stream, peers, info))
+    with open(os.path.join(a.output_dir, "benchmarks.svg"), "w") as f:
+        f.write(chart.svg(rows, "smelt benchmarks, %s%s" % (info["date"], " (--quick)" if a.quick else "")))
+    raw = os.path.join(a.build_dir, "benchmarks", "last-run.json")
+    os.makedirs(os.path.dirname(raw), exist_ok=True)
+    with open(raw, "w") as f:
+        json.dump({"info": {k: v for k, v in info.items() if isinstance(v, (str, int, float, list))},
+                   "stream": stream, "samples": samples, "mlp_compile": compile_result}, f, indent=1)
+    say("wrote %s and benchmarks.svg (raw results: %s)" % (os.path.join(a.output_dir, "BENCHMARKS.md"), raw))
+    # A failed smelt measurement fails the run; missed targets are reported above, not an error.
+    return 1 if any("error" in r.times.get("smelt", {}) for r in rows) else 0
+
+
+def describe(a, peers, rows, budget):
+    rel = lambda p: os.path.relpath(p, ROOT) if p.startswith(ROOT) else p
+    cmd = [rel(os.path.abspath(sys.argv[0]))] + sys.argv[1:]
+    blas = next((r.times.get("openblas_t2", {}).get("config") for r in rows if "openblas_t2" in r.times), None)
+    return {
+        "command": "/usr/bin/python3 " + " ".join(cmd),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "quick": a.quick,
+        "commit": git_commit(),
+        "machine": machine(),
+        "budget": "up to %d timed runs after %d warm-up, no new run past about %g s per workload and "
+                  "contender once the minimum of %d is done" % (budget.runs, budget.warmup, budget.max_seconds,
+                                                                 budget.min_runs),
+        "rounds_text": "" if a.rounds == 1 else ", repeated in %d rounds (alternating order; the median of "
+                       "the rounds' medians)" % a.rounds,
+        "libtorch_version": libtorch_version() if not a.no_peers else "not run (--no-peers)",
+        "openblas_config": blas,
+        "rel": rel,
+        "how_to_run": [
+            "cmake --build build -j2 --target smelt_benchmarks   # smelt, smelt_stream, smelt_sgemm_openblas",
+            "/usr/bin/python3 benchmarks/run_benchmarks.py       # all workloads, all peers; writes this page",
+            "/usr/bin/python3 benchmarks/run_benchmarks.py --quick --only ew_chain   # a smoke run",
+            "/usr/bin/python3 benchmarks/run_benchmarks.py --rounds 3   # steadier medians on a noisy machine",
+            "build/bin/smelt bench benchmarks/workloads/ew_chain.ir --runs 40   # one workload, smelt only",
+            "build/bin/smelt bench benchmarks/workloads/mlp_train.ir --grad w1,b1,w2,b2,w3,b3",
+        ],
+        "method": [
+            "Each workload runs in each contender in its own process, back to back: smelt (`smelt bench` on "
+            "`benchmarks/workloads/NAME.ir`, random inputs, all cores), libtorch eager at 1 and 2 threads, "
+            "torch.compile, jax.jit (`benchmarks/peers/`), and for gemm2048 OpenBLAS's cblas_sgemm called "
+            "directly (`benchmarks/native/sgemm_openblas.cpp`) at 1 and 2 threads.",
+            "`smelt bench` writes each run's results into the output tensors of the run before (smelt's "
+            "executables allocate nothing on repeated runs); every peer's call returns new tensors, and the "
+            "first touch of a fresh 64 MB output costs this machine tens of ms in page faults. So smelt is also "
+            "timed with `--fresh-outputs` (new outputs every run, the old ones freed, as a peer's dropped "
+            "result is): the *smelt, new outputs* rows. The targets use the default figure.",
+            "Every contender gets the same budget: warm-up runs, then timed runs until the run count or the "
+            "time budget is reached (never fewer than the minimum); the figure is the median. Compile time "
+            "is never part of a run's time.",
+            "Bandwidth counts the fewest bytes a workload must move: each input read once, each output "
+            "written once. % of STREAM is that over the best STREAM copy bandwidth measured in this run "
+            "on all cores.",
+            "The best BLAS for gemm2048 is the fastest GEMM measured in this run among OpenBLAS (1 and 2 "
+            "threads), libtorch, torch.compile and jax.jit.",
+            "mlp_train's runs time the forward and backward graph (loss and every parameter's gradient, no "
+            "optimizer step) in every contender. smelt's cold compile is `smelt bench --grad ...` with an "
+            "empty SMELT_CACHE_DIR (compile_ms: graph to ready executable, autodiff included); the warm "
+            "start is a second process on the cache the first one filled; each is the median of 5 (1 with "
+            "--quick). The peers' compile figures are their first call (tracing and compilation plus one run).",
+            "Missed targets are listed as NOT MET with the measured figure; a contender that could not run "
+            "is listed with the reason.",
+        ],
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
