@@ -188,6 +188,10 @@ def main(argv):
 
 
 def run(a, cache):
+    load_start = os.getloadavg()[0]
+    if load_start > 0.5 * os.cpu_count():
+        say("note: the machine is busy (load average %.1f on %d cores): expect noisy figures" % (
+            load_start, os.cpu_count()))
     if a.smoke and compile_check(a, cache):
         return 1
     peers = {}
@@ -223,6 +227,7 @@ def run(a, cache):
                              compile_result if w.name == "mlp_train" else None) for w in a.workloads]
     print(report.console(rows, stream, peers))
     info = describe(a, peers, rows, budget)
+    info["load"] = "%.1f at the start, %.1f at the end" % (load_start, os.getloadavg()[0])
     os.makedirs(a.output_dir, exist_ok=True)
     with open(os.path.join(a.output_dir, "BENCHMARKS.md"), "w") as f:
         f.write(report.markdown(rows, stream, peers, info))
