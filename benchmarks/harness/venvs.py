@@ -89,9 +89,14 @@ def ensure(spec, root, install=True, timeout=3600):
     python = os.path.join(venv, "bin", "python")
     version, why = _probe(python, spec.probe)
     if version is None and install:
-        os.makedirs(root, exist_ok=True)
         log_path = os.path.join(root, spec.folder + "-install.log")
-        with open(log_path, "a") as log:
+        try:
+            os.makedirs(root, exist_ok=True)
+            log = open(log_path, "a")
+        except OSError as e:
+            peer.reason = "cannot write %s: %s" % (root, e)
+            return peer
+        with log:
             created = os.path.exists(python)
             for creator in _venv_creators():
                 if created:
@@ -105,7 +110,7 @@ def ensure(spec, root, install=True, timeout=3600):
                     break
         version, why = _probe(python, spec.probe)
         if version is None:
-            peer.reason = "install failed (see %s): %s" % (log_path, _tail(log_path) or why)
+            peer.reason = "install failed (%s; log %s: %s)" % (why, log_path, _tail(log_path))
             return peer
         peer.installed_now = True
     if version is None:
