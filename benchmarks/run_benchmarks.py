@@ -167,8 +167,8 @@ def main(argv):
     a = parse_args(argv)
     if not a.no_build:
         build(a)
-    if not os.path.exists(a.smelt):
-        say("no smelt binary at %s: build it (cmake --build build --target smelt)" % a.smelt)
+    if not os.access(a.smelt, os.X_OK) or os.path.getsize(a.smelt) == 0:
+        say("no runnable smelt binary at %s (not built, or being rebuilt): cmake --build build --target smelt" % a.smelt)
         return 1
     scratch = tempfile.mkdtemp(prefix="smelt-bench-")
     try:
