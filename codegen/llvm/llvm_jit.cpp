@@ -139,9 +139,23 @@ Expected<std::string> LlvmJit::renderIr(const Kernel& kernel, bool optimize) {
   return os.str();
 }
 
+namespace {
+
+/// The kernel as the cache key sees it: without its name and provenance comments, so the same
+/// computation in another node or graph (a repeated layer, the same op in another model) compiles
+/// once and shares one symbol.
+std::string keyText(const Kernel& kernel) {
+  Kernel anonymous = kernel;
+  anonymous.name = "k";
+  anonymous.provenance.clear();
+  return printKernel(anonymous);
+}
+
+}  // namespace
+
 Expected<KernelEntry> LlvmJit::compile(const Kernel& kernel, CompileInfo* info) {
   auto start = std::chrono::steady_clock::now();
-  CacheKey key{.kernel = printKernel(kernel), .backend = "llvm", .target = impl_->target,
+  CacheKey key{.kernel = keyText(kernel), .backend = "llvm", .target = impl_->target,
                .compilerVersion = fmt::format("LLVM {} {}", LLVM_VERSION_STRING, kRendererVersion),
                .driverVersion = "", .options = "O3"};
   std::string digest = key.digest();
