@@ -149,6 +149,13 @@ class Lowerer {
     const Value* result = external_->result(0);
     int buffer = static_cast<int>(inputs_.size() + outputs_.size());
     KValue acc = b_.load(buffer, linearOffset(b_, index, result->shape()));
+    if (external_->opName() == "conv2d" && external_->numOperands() == 3) {
+      // The bias, per output channel (index 1 of NCHW).
+      KValue channel[1] = {index[1]};
+      KValue bias = valueAt(external_->operand(2), channel);
+      if (bias.dtype != result->dtype()) bias = b_.cast(bias, result->dtype());
+      return b_.add(acc, bias);
+    }
     if (external_->opName() != "gemm" || external_->numOperands() < 3) return acc;
     auto given = external_->attrs().find("beta");
     double beta = given != external_->attrs().end() ? std::get<double>(given->second) : 1.0;  // gemm's default

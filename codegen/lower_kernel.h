@@ -12,9 +12,10 @@ namespace smelt::codegen {
 /// The kernel computing `node` (a `fused` node or any op with a lowering facet; not a constant).
 Expected<Kernel> lowerToKernel(const Graph& graph, const Node& node);
 
-/// The kernel computing `node` with `anchor` (a matmul or gemm: `node` itself or in its body)
-/// computed elsewhere (by a BLAS): its value alpha * op(a) op(b) comes from one more buffer, numbered
-/// after the results, and a gemm's beta * c is added in the kernel. What remains is the epilogue.
+/// The kernel computing `node` with `anchor` (a matmul, gemm or conv2d: `node` itself or in its body)
+/// computed elsewhere (by a BLAS): its value alpha * op(a) op(b) (a convolution without its bias)
+/// comes from one more buffer, numbered after the results, and a gemm's beta * c or a convolution's
+/// bias is added in the kernel. What remains is the epilogue.
 Expected<Kernel> lowerEpilogue(const Graph& graph, const Node& node, const Node& anchor);
 
 /// True when every op `node` runs (its body's, for a `fused` node) has a lowering facet.

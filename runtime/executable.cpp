@@ -49,6 +49,7 @@ struct Step {
   /// Where the product goes when no result of the node can take it (or the one that could shares
   /// arena bytes with an operand the epilogue still reads).
   std::vector<std::byte> product;
+  std::vector<std::byte> columns;  // a convolution's im2col matrix
 };
 
 bool overlaps(const Binding& x, int64_t xBytes, const Binding& y, int64_t yBytes) {
@@ -72,6 +73,7 @@ Status planBlasStep(const Graph& graph, const Node& node, bool parallel, Step& s
     plan.epilogue = true;
     step.product.resize(static_cast<size_t>(productBytes) + 64);
   }
+  if (plan.columnElements > 0) step.columns.resize(static_cast<size_t>(plan.columnElements) * dtypeSize(plan.dtype) + 64);
   if (!plan.epilogue) return Status::success();
   SMELT_TRY(codegen::Kernel kernel, codegen::lowerEpilogue(graph, node, *plan.anchor));
   codegen::CompileInfo info;
@@ -84,6 +86,7 @@ Status planBlasStep(const Graph& graph, const Node& node, bool parallel, Step& s
 }
 
 char* alignedProduct(std::vector<std::byte>& storage) {
+  if (storage.empty()) return nullptr;
   auto base = reinterpret_cast<uintptr_t>(storage.data());
   return reinterpret_cast<char*>(storage.data() + ((64 - base % 64) % 64));
 }
@@ -255,7 +258,7 @@ Status Executable::run(const TensorMap& feeds, std::vector<Tensor>& outputs) {
       const GemmPlan& plan = *step.gemm;
       char* product = plan.result >= 0 ? x.pointers[step.node->numOperands() + static_cast<size_t>(plan.result)]
                                        : alignedProduct(const_cast<std::vector<std::byte>&>(step.product));
-      runGemm(plan, x.pointers.data(), product);
+      runGemm(plan, x.pointers.data(), product, alignedProduct(const_cast<std::vector<std::byte>&>(step.columns)));
       x.pointers.push_back(product);
     }
     char** bufs = x.pointers.data();

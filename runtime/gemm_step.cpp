@@ -30,7 +30,9 @@ struct Anchor {
 };
 
 std::optional<Anchor> findAnchor(const Node& node) {
-  auto isAnchor = [](const Node& n) { return n.opName() == "matmul" || n.opName() == "gemm"; };
+  auto isAnchor = [](const Node& n) {
+    return n.opName() == "matmul" || n.opName() == "gemm" || n.opName() == "conv2d";
+  };
   if (isAnchor(node)) return Anchor{&node, 0, 1};
   if (node.opName() != "fused" || attrOr<std::string>(node, "kind", "") != "epilogue") return std::nullopt;
   const Graph* body = std::get<GraphRef>(node.attrs().at("body")).get();
@@ -60,7 +62,8 @@ std::optional<Anchor> findAnchor(const Node& node) {
 /// runs after the GEMM.
 void chooseResult(const Node& node, const Node& anchor, GemmPlan& plan) {
   const Value* product = anchor.result(0);
-  bool hasC = anchor.opName() == "gemm" && anchor.numOperands() == 3 && attrOr<double>(anchor, "beta", 1.0) != 0;
+  bool hasC = (anchor.opName() == "gemm" && anchor.numOperands() == 3 && attrOr<double>(anchor, "beta", 1.0) != 0) ||
+              (anchor.opName() == "conv2d" && anchor.numOperands() == 3);
   std::vector<const Value*> results;
   if (&node == &anchor) {
     results.push_back(product);
@@ -96,7 +99,23 @@ std::optional<GemmPlan> planGemm(const Node& node) {
   plan.dtype = dtype;
   plan.operandA = found->a;
   plan.operandB = found->b;
-  if (anchor.opName() == "gemm") {
+  if (anchor.opName() == "conv2d") {
+    if (a.size() != 4 || b.size() != 4 || out.size() != 4) return std::nullopt;
+    auto ints = [&](const char* name, std::vector<int64_t> fallback) { return attrOr(anchor, name, fallback); };
+    std::vector<int64_t> stride = ints("stride", {1, 1}), padding = ints("padding", {0, 0, 0, 0}),
+                         dilation = ints("dilation", {1, 1});
+    if (stride.size() != 2 || padding.size() != 4 || dilation.size() != 2) return std::nullopt;
+    ConvGeometry g{a[0], a[1], a[2], a[3], out[1], out[2], out[3], b[2], b[3], stride[0], stride[1], padding[0],
+                   padding[1], dilation[0], dilation[1], attrOr<int64_t>(anchor, "groups", 1)};
+    if (g.groups < 1 || g.c % g.groups != 0 || g.o % g.groups != 0) return std::nullopt;
+    // Per image and group: W_g [o/groups, c/groups*kh*kw] times columns [c/groups*kh*kw, oh*ow].
+    plan.m = g.o / g.groups;
+    plan.n = g.oh * g.ow;
+    plan.k = g.c / g.groups * g.kh * g.kw;
+    plan.batch = g.n;
+    plan.columnElements = g.direct() ? 0 : g.c * g.kh * g.kw * g.oh * g.ow;
+    plan.conv = g;
+  } else if (anchor.opName() == "gemm") {
     if (a.size() != 2 || b.size() != 2) return std::nullopt;
     plan.transA = attrOr<int64_t>(anchor, "trans_a", 0) != 0;
     plan.transB = attrOr<int64_t>(anchor, "trans_b", 0) != 0;
@@ -137,7 +156,64 @@ std::optional<GemmPlan> planGemm(const Node& node) {
   return plan;
 }
 
-void runGemm(const GemmPlan& p, char* const* operands, char* product) {
+bool ConvGeometry::direct() const {
+  return kh == 1 && kw == 1 && strideH == 1 && strideW == 1 && padTop == 0 && padLeft == 0 && oh == h && ow == w;
+}
+
+namespace {
+
+/// The column matrix of one image: row (c, i, j), column (y, x) holds the input at
+/// (c, y * stride - pad + i * dilation, x * ...), or 0 in the padding.
+template <typename T>
+void im2col(const ConvGeometry& g, const T* image, T* columns) {
+  int64_t plane = g.oh * g.ow;
+  for (int64_t c = 0; c < g.c; ++c) {
+    for (int64_t i = 0; i < g.kh; ++i) {
+      for (int64_t j = 0; j < g.kw; ++j) {
+        T* row = columns + ((c * g.kh + i) * g.kw + j) * plane;
+        for (int64_t y = 0; y < g.oh; ++y) {
+          int64_t iy = y * g.strideH - g.padTop + i * g.dilationH;
+          T* out = row + y * g.ow;
+          if (iy < 0 || iy >= g.h) {
+            std::fill(out, out + g.ow, T(0));
+            continue;
+          }
+          const T* in = image + (c * g.h + iy) * g.w;
+          for (int64_t x = 0; x < g.ow; ++x) {
+            int64_t ix = x * g.strideW - g.padLeft + j * g.dilationW;
+            out[x] = ix >= 0 && ix < g.w ? in[ix] : T(0);
+          }
+        }
+      }
+    }
+  }
+}
+
+void runConv(const GemmPlan& p, char* const* operands, char* product, char* columns) {
+  const ConvGeometry& g = *p.conv;
+  size_t bytes = dtypeSize(p.dtype);
+  const char* x = operands[p.operandA];
+  const char* w = operands[p.operandB];
+  for (int64_t n = 0; n < g.n; ++n) {
+    const char* image = x + n * g.c * g.h * g.w * bytes;
+    const char* cols = image;
+    if (!g.direct()) {
+      if (p.dtype == DType::f32) im2col(g, reinterpret_cast<const float*>(image), reinterpret_cast<float*>(columns));
+      else im2col(g, reinterpret_cast<const double*>(image), reinterpret_cast<double*>(columns));
+      cols = columns;
+    }
+    char* out = product + n * g.o * p.n * bytes;
+    for (int64_t group = 0; group < g.groups; ++group) {
+      blas::gemm(p.dtype, false, false, p.m, p.n, p.k, 1.0, w + group * p.m * p.k * bytes, p.k,
+                 cols + group * p.k * p.n * bytes, p.n, out + group * p.m * p.n * bytes, p.n);
+    }
+  }
+}
+
+}  // namespace
+
+void runGemm(const GemmPlan& p, char* const* operands, char* product, char* columns) {
+  if (p.conv) return runConv(p, operands, product, columns);
   size_t bytes = dtypeSize(p.dtype);
   const char* a = operands[p.operandA];
   const char* b = operands[p.operandB];

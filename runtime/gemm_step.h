@@ -1,8 +1,9 @@
-// f32/f64 matmul and gemm through the CPU's BLAS, for the LLVM executable: which nodes qualify (a
-// lone matmul/gemm, or an epilogue kernel whose anchor reads two of the kernel's operands as they
-// are), how the product maps onto row-major GEMM calls (batched, or one call when a shared right-hand
-// side lets the batch fold into M), and where the product lands. The rest of the kernel (bias,
-// activation, residual, gemm's beta * c) runs after it as a generated epilogue (lowerEpilogue).
+// f32/f64 matmul, gemm and conv2d through the CPU's BLAS, for the LLVM executable: which nodes qualify
+// (a lone product, or an epilogue kernel whose anchor reads two of the kernel's operands as they are),
+// how the product maps onto row-major GEMM calls (batched, or one call when a shared right-hand side
+// lets the batch fold into M; a convolution as W times its input's im2col columns, per image and
+// group), and where the product lands. The rest of the kernel (bias, activation, residual, gemm's
+// beta * c) runs after it as a generated epilogue (lowerEpilogue).
 //   if (auto plan = planGemm(node)) { runGemm(*plan, operandPointers, product); epilogue(...); }
 #pragma once
 
@@ -12,8 +13,19 @@
 
 namespace smelt {
 
+/// A conv2d's sizes (NCHW input, OIHW weights, padding top/left as the op's first two).
+struct ConvGeometry {
+  int64_t n = 0, c = 0, h = 0, w = 0;
+  int64_t o = 0, oh = 0, ow = 0;
+  int64_t kh = 0, kw = 0;
+  int64_t strideH = 1, strideW = 1, padTop = 0, padLeft = 0, dilationH = 1, dilationW = 1;
+  int64_t groups = 1;
+  /// 1x1, stride 1, no padding: the input image is its own column matrix.
+  bool direct() const;
+};
+
 struct GemmPlan {
-  const Node* anchor = nullptr;  // the matmul or gemm: the node itself or a member of its body
+  const Node* anchor = nullptr;  // the matmul, gemm or conv2d: the node itself or a member of its body
   DType dtype = DType::f32;
   bool transA = false, transB = false;
   int64_t m = 0, n = 0, k = 0;
@@ -26,13 +38,17 @@ struct GemmPlan {
   int result = -1;
   /// False when the product is the node's only result: nothing runs after the GEMM.
   bool epilogue = true;
+  /// Set for conv2d, whose column matrix (`columnElements` of the dtype) needs a buffer of its own.
+  std::optional<ConvGeometry> conv;
+  int64_t columnElements = 0;
 };
 
 /// The GEMM plan for `node`, or nothing when BLAS is not in the build or the node does not qualify
 /// (other dtypes, vectors, partly broadcast batches, empty dims, an anchor reading a view).
 std::optional<GemmPlan> planGemm(const Node& node);
 
-/// alpha * op(a) op(b) for every batch item into `product`; `operands` are the node's operand buffers.
-void runGemm(const GemmPlan& plan, char* const* operands, char* product);
+/// alpha * op(a) op(b) for every batch item (or the convolution without its bias) into `product`;
+/// `operands` are the node's operand buffers, `columns` a buffer of plan.columnElements.
+void runGemm(const GemmPlan& plan, char* const* operands, char* product, char* columns);
 
 }  // namespace smelt

@@ -94,3 +94,18 @@ TEST_CASE("blas: a product whose result would land over an operand its epilogue 
 })");
   CHECK(calls == 3);
 }
+
+TEST_CASE("blas: conv2d as W times im2col columns: stride, asymmetric padding, dilation, groups, 1x1, bias, epilogue") {
+  if (!blas::available()) return;
+  int64_t calls = checkBothWays(R"(graph @t(%x: $T[2,4,9,8], %w: $T[6,4,3,3], %b: $T[6], %wg: $T[6,2,3,2], %w1: $T[5,4,1,1], %r: $T[2,6,5,4]) {
+  %0 = conv2d(%x, %w, %b) {padding = [1, 0, 2, 1], stride = [2, 2]} : $T[2,6,5,4]
+  %1 = relu(%0) : $T[2,6,5,4]
+  %2 = conv2d(%x, %wg) {dilation = [2, 1], groups = 2, padding = [1, 1, 1, 1]} : $T[2,6,7,9]
+  %3 = conv2d(%x, %w1) : $T[2,5,9,8]
+  %4 = conv2d(%x, %w, %b) {padding = [1, 0, 2, 1], stride = [2, 2]} : $T[2,6,5,4]
+  %5 = add(%4, %r) : $T[2,6,5,4]
+  %6 = tanh(%5) : $T[2,6,5,4]
+  return y = %1, g = %2, pointwise = %3, z = %6
+})");
+  CHECK(calls >= 3);
+}
