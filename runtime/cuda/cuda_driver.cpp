@@ -315,25 +315,31 @@ Expected<DeviceMemory> Context::allocate(std::size_t bytes) {
   return m;
 }
 
-Status Context::copyToDevice(DeviceMemory& dst, const void* src, std::size_t bytes) {
-  if (bytes > dst.bytes())
-    return makeError("copyToDevice: {} bytes into a {}-byte buffer", bytes, dst.bytes());
+Status Context::copyToDevice(DeviceMemory& dst, const void* src, std::size_t bytes,
+                             std::size_t offset) {
+  if (offset > dst.bytes() || bytes > dst.bytes() - offset)
+    return makeError("copyToDevice: {} bytes at offset {} into a {}-byte buffer", bytes, offset,
+                     dst.bytes());
+  if (bytes == 0) return Status::success();  // empty tensors: nothing to copy
   const DriverApi& api = loadedDriver();
   ScopedContext current(api, context_);
   if (!current.ok()) return makeError("cuCtxPushCurrent failed");
-  if (CUresult rc = api.cuMemcpyHtoD(static_cast<CUdeviceptr>(dst.address()), src, bytes);
+  if (CUresult rc = api.cuMemcpyHtoD(static_cast<CUdeviceptr>(dst.address() + offset), src, bytes);
       rc != CUDA_SUCCESS)
     return cudaError(api, rc, "cuMemcpyHtoD");
   return Status::success();
 }
 
-Status Context::copyToHost(void* dst, const DeviceMemory& src, std::size_t bytes) {
-  if (bytes > src.bytes())
-    return makeError("copyToHost: {} bytes from a {}-byte buffer", bytes, src.bytes());
+Status Context::copyToHost(void* dst, const DeviceMemory& src, std::size_t bytes,
+                           std::size_t offset) {
+  if (offset > src.bytes() || bytes > src.bytes() - offset)
+    return makeError("copyToHost: {} bytes at offset {} from a {}-byte buffer", bytes, offset,
+                     src.bytes());
+  if (bytes == 0) return Status::success();
   const DriverApi& api = loadedDriver();
   ScopedContext current(api, context_);
   if (!current.ok()) return makeError("cuCtxPushCurrent failed");
-  if (CUresult rc = api.cuMemcpyDtoH(dst, static_cast<CUdeviceptr>(src.address()), bytes);
+  if (CUresult rc = api.cuMemcpyDtoH(dst, static_cast<CUdeviceptr>(src.address() + offset), bytes);
       rc != CUDA_SUCCESS)
     return cudaError(api, rc, "cuMemcpyDtoH");
   return Status::success();
@@ -368,8 +374,12 @@ Status Context::launch(const Function&, Dim3, Dim3, std::span<void* const>, unsi
 }
 Status Context::synchronize() { return unavailable(); }
 Expected<DeviceMemory> Context::allocate(std::size_t) { return unavailable(); }
-Status Context::copyToDevice(DeviceMemory&, const void*, std::size_t) { return unavailable(); }
-Status Context::copyToHost(void*, const DeviceMemory&, std::size_t) { return unavailable(); }
+Status Context::copyToDevice(DeviceMemory&, const void*, std::size_t, std::size_t) {
+  return unavailable();
+}
+Status Context::copyToHost(void*, const DeviceMemory&, std::size_t, std::size_t) {
+  return unavailable();
+}
 
 #endif
 

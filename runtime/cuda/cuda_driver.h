@@ -131,10 +131,11 @@ class Context {
 
   /// Allocates `bytes` of device memory.
   Expected<DeviceMemory> allocate(std::size_t bytes);
-  /// Copies `bytes` from host to device memory (synchronous).
-  Status copyToDevice(DeviceMemory& dst, const void* src, std::size_t bytes);
-  /// Copies `bytes` from device memory to the host (synchronous).
-  Status copyToHost(void* dst, const DeviceMemory& src, std::size_t bytes);
+  /// Copies `bytes` from host to device memory, `offset` bytes into `dst` (synchronous; an
+  /// executable's arena holds many tensors).
+  Status copyToDevice(DeviceMemory& dst, const void* src, std::size_t bytes, std::size_t offset = 0);
+  /// Copies `bytes` from device memory, `offset` bytes into `src`, to the host (synchronous).
+  Status copyToHost(void* dst, const DeviceMemory& src, std::size_t bytes, std::size_t offset = 0);
 
  private:
   Context() = default;
