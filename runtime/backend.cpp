@@ -9,6 +9,10 @@
 #ifdef SMELT_HAVE_OPENCL
 #include "runtime/opencl_executable.h"
 #endif
+#ifdef SMELT_HAVE_CUDA
+#include "runtime/cuda/cuda_driver.h"
+#include "runtime/cuda_executable.h"
+#endif
 
 #include <fmt/ranges.h>
 
@@ -73,11 +77,28 @@ std::vector<std::string> availableBackends() {
 #ifdef SMELT_HAVE_OPENCL
   names.push_back("opencl");
 #endif
+#ifdef SMELT_HAVE_CUDA
+  // Listed whenever built, even without a driver or GPU (its compile() then says which is missing);
+  // after llvm and opencl, so it is not the default next to them.
+  names.push_back("cuda");
+#endif
   names.push_back("reference");
   return names;
 }
 
-std::string defaultBackendName() { return availableBackends().front(); }
+std::string defaultBackendName() {
+  for (const std::string& name : availableBackends()) {
+#ifdef SMELT_HAVE_CUDA
+    // A build without LLVM or OpenCL lists cuda first: it is the default only where a GPU answers.
+    if (name == "cuda") {
+      Expected<int> devices = cuda::deviceCount();
+      if (!devices.ok() || *devices == 0) continue;
+    }
+#endif
+    return name;
+  }
+  return "reference";
+}
 
 Expected<std::unique_ptr<Backend>> makeBackend(std::string_view name) {
   if (name == "reference") return std::unique_ptr<Backend>(std::make_unique<ReferenceBackend>());
@@ -86,6 +107,9 @@ Expected<std::unique_ptr<Backend>> makeBackend(std::string_view name) {
 #endif
 #ifdef SMELT_HAVE_OPENCL
   if (name == "opencl") return std::unique_ptr<Backend>(std::make_unique<CompilingBackend<OpenClExecutable>>("opencl"));
+#endif
+#ifdef SMELT_HAVE_CUDA
+  if (name == "cuda") return std::unique_ptr<Backend>(std::make_unique<CompilingBackend<CudaExecutable>>("cuda"));
 #endif
   return makeError("unknown or unavailable backend '{}' (available: {})", name, fmt::join(availableBackends(), ", "));
 }
