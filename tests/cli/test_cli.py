@@ -245,6 +245,44 @@ class Cli(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("smelt: error: kernel cache disk layer is disabled", r.stderr)
 
+    def test_cuda_backend_runs_or_says_why_not(self):
+        """--backend cuda for run, grad and bench: where there is no driver or GPU, a one-line error with
+        the driver's reason and a non-zero exit; on a GPU, the right outputs and a second process's
+        compile answered by the kernel cache."""
+        rng = np.random.default_rng()
+        x = rng.uniform(0.5, 2, (2, 3)).astype(np.float32)
+        k = rng.uniform(0.5, 2, (3,)).astype(np.float32)
+        np.save(os.path.join(self.dir, "x.npy"), x)
+        np.save(os.path.join(self.dir, "k.npy"), k)
+        ir = self.write_ir()
+        feeds = ["--input", f"x={self.dir}/x.npy", "--input", f"k={self.dir}/k.npy"]
+        out = os.path.join(self.dir, "out")
+        env = dict(os.environ, SMELT_CACHE_DIR=os.path.join(self.dir, "cache"))
+        run = lambda *a: subprocess.run([SMELT, *a], capture_output=True, text=True, env=env)
+        r = run("run", ir, "--backend", "cuda", *feeds, "--output-dir", out)
+        if "unknown or unavailable backend 'cuda'" in r.stderr:
+            self.skipTest("smelt was built without the CUDA toolkit headers: no cuda backend")
+        bench = lambda: run("bench", ir, "--backend", "cuda", "--runs", "1", "--warmup", "0")
+        if r.returncode != 0:
+            # No GPU here: the same one-line reason from every command.
+            self.assert_one_line_error(r, "smelt: error: cuda backend: CUDA driver")
+            self.assert_one_line_error(run("grad", ir, "--wrt", "x", "--backend", "cuda", *feeds,
+                                           "--output-dir", out), "smelt: error: cuda backend: CUDA driver")
+            self.assert_one_line_error(bench(), "smelt: error: cuda backend: CUDA driver")
+            return
+        np.testing.assert_allclose(np.load(os.path.join(out, "y_out.npy")), x * k + x, rtol=1e-6)
+        r = run("grad", ir, "--wrt", "x,k", "--backend", "cuda", *feeds, "--output-dir", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        np.testing.assert_allclose(np.load(os.path.join(out, "k.grad.npy")), x.sum(axis=0), rtol=1e-6)
+        first, second = bench(), bench()
+        self.assertEqual(first.returncode, 0, first.stderr)
+        self.assertEqual(second.returncode, 0, second.stderr)
+        self.assertIn("median_ms", first.stdout)
+        # "compile_ms X (N kernels, N from the cache, 0 on the interpreter; ...)" in the second process.
+        line = next(l for l in second.stdout.splitlines() if l.startswith("compile_ms"))
+        kernels = int(line.split("(")[1].split()[0])
+        self.assertIn(f"{kernels} from the cache", line)
+
     def test_unknown_backend(self):
         r = smelt("run", self.write_ir(), "--backend", "tpu")
         self.assertNotEqual(r.returncode, 0)

@@ -1,0 +1,387 @@
+// The CUDA backend (runtime/cuda_executable.h). Everywhere: without a driver or GPU, compiling is a
+// clear "cuda backend: ..." error through every entry point and nothing crashes; the executable's
+// NVRTC options compile a graph's kernels and leave products uncontracted. With a GPU
+// (deviceCount() > 0): every op's IR example in every dtype against the reference interpreter (as
+// the OpenCL test does on PoCL), the edge-value kernels against the kernel interpreter, an executable
+// run repeatedly with the same results, fed and restored parameters, a second compile answered by
+// the kernel cache, and SMELT_CHECK_KERNELS. GPU tests pass with a MESSAGE where there is none.
+#include "codegen/cache/kernel_cache.h"
+#include "codegen/cuda/cuda_renderer.h"
+#include "codegen/cuda/nvrtc_compiler.h"
+#include "codegen/lower_kernel.h"
+#include "ir/op_registry.h"
+#include "ir/printer.h"
+#include "passes/pass_manager.h"
+#include "runtime/backend.h"
+#include "runtime/cuda/cuda_driver.h"
+#include "runtime/cuda_executable.h"
+#include "tests/codegen/c_renderers/render_test_util.h"
+#include "tests/support/random_tensors.h"
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+using namespace smelt;
+
+namespace {
+
+constexpr std::string_view kGraph = R"(graph @g(%x: f32[64,128], %b: f32[128]) {
+  param %w: f32[3] = [0.5, -1, 2]
+  %0 = add(%x, %b) : f32[64,128]
+  %1 = tanh(%0) : f32[64,128]
+  %2 = softmax(%1) : f32[64,128]
+  %3 = reduce_sum(%2) {axes = [0]} : f32[128]
+  %4 = constant() {value = dense<f32[3]> [1, 2, 3]} : f32[3]
+  %5 = mul(%w, %4) : f32[3]
+  return y = %2, z = %3, v = %5, x = %x, w = %w
+})";
+
+/// Why the GPU tests cannot run here (no driver, no device, no NVRTC, a driver older than NVRTC's
+/// PTX), or empty when they can.
+std::string gpuMissing() {
+  auto count = cuda::deviceCount();
+  if (!count.ok()) return count.error().message();
+  if (*count == 0) return "the CUDA driver reports no device";
+  auto nvrtc = cuda::nvrtcVersion();
+  if (!nvrtc.ok()) return nvrtc.error().message();
+  if (Status s = cuda::checkPtxCompatible(nvrtc->major); !s.ok()) return s.error().message();
+  return "";
+}
+
+/// Skips the calling test with a MESSAGE when there is no usable GPU.
+#define SKIP_WITHOUT_GPU()                                   \
+  do {                                                       \
+    if (std::string why = gpuMissing(); !why.empty()) {      \
+      MESSAGE("skipped, no usable CUDA GPU: ", why);         \
+      return;                                                \
+    }                                                        \
+  } while (0)
+
+/// Runs the examples of every `shards`-th op starting at `shard`, all dtypes of one op in one module.
+void checkExamples(size_t shard, size_t shards) {
+  SKIP_WITHOUT_GPU();
+  uint64_t seed = testing::testSeed();
+  CAPTURE(seed);
+  auto start = std::chrono::steady_clock::now();
+  int checked = 0, kernels = 0;
+  double compileSeconds = 0;
+  std::vector<std::string> interpreted;
+  std::string device;
+  size_t index = 0;
+  for (const OpDef* op : OpRegistry::global().all()) {
+    if (op->name == "constant" || index++ % shards != shard) continue;
+    std::vector<Graph> graphs;
+    std::vector<std::string> names;
+    // The CUDA renderer has every dtype (f64 natively, f16/bf16 as 16-bit patterns computed in f32).
+    for (DType dtype : op->dtypes.list()) {
+      graphs.push_back(testing::parseOrFail(testing::substituteDType(op->example, dtypeName(dtype))));
+      names.push_back(fmt::format("{} ({})", op->name, dtypeName(dtype)));
+    }
+    CAPTURE(op->name);
+    if (std::getenv("SMELT_TEST_TRACE")) fmt::print(stderr, "{}\n", op->name);
+    auto t0 = std::chrono::steady_clock::now();
+    auto exes = CudaExecutable::compileAll(graphs);
+    REQUIRE_MESSAGE(exes.ok(), op->name, ": ", (exes.ok() ? "" : exes.error().message()));
+    compileSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    for (size_t g = 0; g < graphs.size(); ++g) {
+      const std::string& what = names[g];
+      CAPTURE(what);
+      CudaExecutable& exe = *(*exes)[g];
+      device = exe.deviceName();
+      TensorMap feeds = testing::randomFeeds(graphs[g], seed);
+      if (exe.report().interpreted > 0) interpreted.push_back(what);
+      kernels += static_cast<int>(exe.report().kernels - exe.report().interpreted);
+      auto expected = interpret(exe.graph(), feeds);
+      REQUIRE_MESSAGE(expected.ok(), what, ": ", (expected.ok() ? "" : expected.error().message()));
+      auto actual = exe.run(feeds);
+      REQUIRE_MESSAGE(actual.ok(), what, ": ", (actual.ok() ? "" : actual.error().message()));
+      for (size_t i = 0; i < expected->size(); ++i) {
+        std::string d =
+            testing::compareTensors((*actual)[i], (*expected)[i], testing::backendTolerance((*expected)[i].dtype()));
+        CHECK_MESSAGE(d.empty(), what, " output ", graphs[g].outputs()[i].name, ": ", d, "\n", toText(exe.graph()),
+                      "\n", exe.source());
+      }
+      ++checked;
+    }
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  MESSAGE(fmt::format("{} op/dtype examples ({} kernels) compiled and run on '{}' in {:.1f} s (compiles {:.1f} s); "
+                      "{} with a node on the reference interpreter",
+                      checked, kernels, device, seconds, compileSeconds, interpreted.size()));
+}
+
+}  // namespace
+
+TEST_CASE("cuda backend: without a driver or GPU, compiling is a clear error and nothing crashes") {
+  Graph graph = testing::parseOrFail(kGraph);
+  auto count = cuda::deviceCount();
+  if (count.ok() && *count > 0) {
+    MESSAGE("a CUDA GPU is present (", *count, " devices): the GPU tests cover this backend");
+    return;
+  }
+  auto exe = CudaExecutable::compile(graph);
+  REQUIRE_FALSE(exe.ok());
+  const std::string& message = exe.error().message();
+  MESSAGE(message);
+  CHECK(message.starts_with("cuda backend: "));
+  if (!count.ok()) {
+    // The driver's own reason, whole: on these machines "CUDA driver not found: libcuda.so.1: cannot
+    // open shared object file: No such file or directory"; with a driver but no GPU, cuInit's.
+    CHECK(message == "cuda backend: " + count.error().message());
+    const bool notFound = message.starts_with("cuda backend: CUDA driver not found: libcuda.so.1: ");
+    const bool notUsable = message.starts_with("cuda backend: CUDA driver found but not usable: ");
+    const bool notBuilt = message.starts_with("cuda backend: CUDA driver support not built");
+    CHECK((notFound || notUsable || notBuilt));
+  }
+  // Every way in says the same, again and again (the failed driver load is remembered, not retried
+  // into a crash).
+  std::vector<Graph> graphs;
+  graphs.push_back(graph.clone());
+  graphs.push_back(testing::parseOrFail(testing::substituteDType(
+      "graph @h(%a: $T[8]) {\n  %0 = neg(%a) : $T[8]\n  return y = %0\n}", "f64")));
+  auto all = CudaExecutable::compileAll(graphs);
+  REQUIRE_FALSE(all.ok());
+  CHECK(all.error().message() == message);
+  auto again = CudaExecutable::compile(graph);
+  REQUIRE_FALSE(again.ok());
+  CHECK(again.error().message() == message);
+  // The backend is listed (it is built) but never the default without a GPU, and by name it fails
+  // with the same message, as `smelt run --backend cuda` prints it.
+  std::vector<std::string> names = availableBackends();
+  CHECK(std::find(names.begin(), names.end(), "cuda") != names.end());
+  CHECK(defaultBackendName() != "cuda");
+  auto backend = makeBackend("cuda");
+  REQUIRE(backend.ok());
+  CHECK((*backend)->name() == "cuda");
+  auto ran = (*backend)->run(graph, testing::randomFeeds(graph, 1));
+  REQUIRE_FALSE(ran.ok());
+  CHECK(ran.error().message() == message);
+}
+
+TEST_CASE("cuda backend: NVRTC compiles a graph's kernels with the executable's options (no GPU needed)") {
+  auto version = cuda::nvrtcVersion();
+  if (!version.ok()) {
+    MESSAGE("skipped: ", version.error().message());
+    return;
+  }
+  // The graph as the executable renders it: default pipeline, one source, prefixed symbols.
+  Graph graph = testing::parseOrFail(kGraph);
+  auto pm = PassManager::fromPipeline(std::string(kDefaultPipeline));
+  REQUIRE(pm.ok());
+  REQUIRE(pm->run(graph).ok());
+  std::vector<codegen::Kernel> kernels;
+  std::vector<std::string> symbols;
+  for (const auto& node : graph.nodes()) {
+    if (node->opName() == "constant" || !codegen::canLower(*node)) continue;
+    auto kernel = codegen::lowerToKernel(graph, *node);
+    REQUIRE(kernel.ok());
+    symbols.push_back("g0_" + codegen::CRenderer::symbolFor(*kernel, kernels.size()));
+    kernels.push_back(std::move(*kernel));
+  }
+  REQUIRE_FALSE(kernels.empty());
+  std::vector<const codegen::Kernel*> pointers;
+  for (const codegen::Kernel& k : kernels) pointers.push_back(&k);
+  auto source = codegen::CudaRenderer().renderSource(pointers, symbols);
+  REQUIRE(source.ok());
+  auto out = cuda::compileCuda(*source, {.arch = "compute_90", .flags = cudaNvrtcFlags()});
+  REQUIRE_MESSAGE(out.ok(), (out.ok() ? "" : out.error().message()));
+  for (const std::string& s : symbols) CHECK_MESSAGE(out->ptx.find(".entry " + s) != std::string::npos, s);
+}
+
+TEST_CASE("cuda backend: products are rounded before they are added, as the reference does (no FMA)") {
+  auto version = cuda::nvrtcVersion();
+  if (!version.ok()) {
+    MESSAGE("skipped: ", version.error().message());
+    return;
+  }
+  // x * y + z in one fused kernel: NVRTC's default would contract it into one fma.rn.f32.
+  Graph graph = testing::parseOrFail(R"(graph @muladd(%x: f32[64], %y: f32[64], %z: f32[64]) {
+  %0 = mul(%x, %y) : f32[64]
+  %1 = add(%0, %z) : f32[64]
+  return y = %1
+})");
+  auto pm = PassManager::fromPipeline(std::string(kDefaultPipeline));
+  REQUIRE(pm.ok());
+  REQUIRE(pm->run(graph).ok());
+  std::vector<codegen::Kernel> kernels;
+  std::vector<std::string> symbols;
+  for (const auto& node : graph.nodes()) {
+    auto kernel = codegen::lowerToKernel(graph, *node);
+    REQUIRE(kernel.ok());
+    symbols.push_back(codegen::CRenderer::symbolFor(*kernel, kernels.size()));
+    kernels.push_back(std::move(*kernel));
+  }
+  REQUIRE(kernels.size() == 1);
+  const codegen::Kernel* kernel = &kernels[0];
+  auto source = codegen::CudaRenderer().renderSource({&kernel, 1}, symbols);
+  REQUIRE(source.ok());
+  auto contracted = cuda::compileCuda(*source, {.arch = "compute_90"});
+  auto exact = cuda::compileCuda(*source, {.arch = "compute_90", .flags = cudaNvrtcFlags()});
+  REQUIRE(contracted.ok());
+  REQUIRE(exact.ok());
+  CHECK(contracted->ptx.find("fma.rn.f32") != std::string::npos);  // the check below means something
+  CHECK(exact->ptx.find("fma.rn.f32") == std::string::npos);
+  CHECK(exact->ptx.find("mul.rn.f32") != std::string::npos);
+}
+
+TEST_CASE("cuda backend: CUDA C on edge values matches the kernel interpreter exactly") {
+  // test_opencl_semantics.cpp's check on the GPU: every binary and unary op and every cast in every
+  // dtype on edge values, through the driver directly (one buffer per kernel buffer).
+  SKIP_WITHOUT_GPU();
+  auto context = cuda::Context::open(0);
+  REQUIRE_MESSAGE(context.ok(), (context.ok() ? "" : context.error().message()));
+  std::vector<testing::EdgeKernel> edges = testing::edgeKernels();
+  std::vector<const codegen::Kernel*> kernels;
+  std::vector<std::string> symbols;
+  for (size_t i = 0; i < edges.size(); ++i) {
+    kernels.push_back(&edges[i].kernel);
+    symbols.push_back(codegen::CRenderer::symbolFor(edges[i].kernel, i));
+  }
+  auto source = codegen::CudaRenderer().renderSource(kernels, symbols);
+  REQUIRE(source.ok());
+  const cuda::DeviceInfo& device = context->device();
+  // compute_90 runs on any device from sm_90 on; older ones get their own arch.
+  std::string arch = device.cc_major * 10 + device.cc_minor >= 90
+                         ? std::string("compute_90")
+                         : cuda::archForComputeCapability(device.cc_major, device.cc_minor);
+  auto ptx = cuda::compileCuda(*source, {.arch = arch, .flags = cudaNvrtcFlags()});
+  REQUIRE_MESSAGE(ptx.ok(), (ptx.ok() ? "" : ptx.error().message()));
+  auto module = context->loadModule(ptx->ptx);
+  REQUIRE_MESSAGE(module.ok(), (module.ok() ? "" : module.error().message()));
+  for (size_t i = 0; i < edges.size(); ++i) {
+    const testing::EdgeKernel& edge = edges[i];
+    CAPTURE(edge.kernel.name);
+    auto function = module->function(symbols[i]);
+    REQUIRE(function.ok());
+    std::vector<cuda::DeviceMemory> buffers;
+    std::vector<uint64_t> args;
+    for (const Tensor& t : edge.buffers) {
+      auto b = context->allocate(std::max<size_t>(t.byteSize(), 1));
+      REQUIRE(b.ok());
+      REQUIRE(context->copyToDevice(*b, t.raw(), t.byteSize()).ok());
+      args.push_back(b->address());
+      buffers.push_back(std::move(*b));
+    }
+    const int64_t points = edge.kernel.domainSize();
+    args.push_back(static_cast<uint64_t>(points));
+    std::vector<void*> params;
+    for (uint64_t& a : args) params.push_back(&a);
+    auto blocks = static_cast<unsigned>((points + 255) / 256);
+    REQUIRE(context->launch(*function, {std::max(blocks, 1u), 1, 1}, {256, 1, 1}, params).ok());
+    REQUIRE(context->synchronize().ok());
+    std::vector<Tensor> actual = edge.buffers;
+    for (size_t b = 0; b < buffers.size(); ++b) {
+      REQUIRE(context->copyToHost(actual[b].raw(), buffers[b], actual[b].byteSize()).ok());
+    }
+    std::string diff = testing::compareWithInterpreter(edge, actual);
+    CHECK_MESSAGE(diff.empty(), diff);
+  }
+  MESSAGE(fmt::format("{} edge kernels run on '{}' ({})", edges.size(), device.name, arch));
+}
+
+TEST_CASE("cuda backend: every op's example matches the reference in every dtype (part 1 of 2)") {
+  checkExamples(0, 2);
+}
+TEST_CASE("cuda backend: every op's example matches the reference in every dtype (part 2 of 2)") {
+  checkExamples(1, 2);
+}
+
+TEST_CASE("cuda backend: an executable runs many times with the same results, parameters fed and restored") {
+  SKIP_WITHOUT_GPU();
+  Graph graph = testing::parseOrFail(kGraph);
+  TensorMap feeds = testing::randomFeeds(graph, testing::testSeed());
+  auto exe = CudaExecutable::compile(graph);
+  REQUIRE_MESSAGE(exe.ok(), (exe.ok() ? "" : exe.error().message()));
+  MESSAGE("device '", (*exe)->deviceName(), "', ", (*exe)->arch(), ", ", (*exe)->report().kernels, " kernels");
+  CHECK((*exe)->ptx().find(".target sm_") != std::string::npos);
+  auto expected = interpret(graph, feeds);
+  REQUIRE(expected.ok());
+  std::vector<Tensor> outputs, first;
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE((*exe)->run(feeds, outputs).ok());
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      CHECK_MESSAGE(testing::compareTensors(outputs[o], (*expected)[o], 2e-5).empty(), graph.outputs()[o].name);
+      // Every run computes the same bits.
+      if (i > 0) CHECK_MESSAGE(testing::compareTensors(outputs[o], first[o], 0).empty(), graph.outputs()[o].name);
+    }
+    if (i == 0) first = outputs;
+  }
+  // A fed parameter holds for that run only; the next run without it uses the initial value again.
+  TensorMap withW = feeds;
+  withW["w"] = Tensor::of<float>(Shape{3}, {4, 5, 6});
+  auto fed = (*exe)->run(withW);
+  REQUIRE(fed.ok());
+  CHECK(testing::compareTensors((*fed)[2], Tensor::of<float>(Shape{3}, {4, 10, 18}), 0).empty());
+  CHECK(testing::compareTensors((*fed)[4], withW["w"], 0).empty());
+  auto again = (*exe)->run(feeds);
+  REQUIRE(again.ok());
+  CHECK(testing::compareTensors((*again)[2], (*expected)[2], 0).empty());
+  // Errors name the input.
+  TensorMap missing = feeds;
+  missing.erase("x");
+  auto error = (*exe)->run(missing);
+  REQUIRE_FALSE(error.ok());
+  CHECK(error.error().message().find("'x'") != std::string::npos);
+  // The backend runs it by name.
+  auto backend = makeBackend("cuda");
+  REQUIRE(backend.ok());
+  auto viaBackend = (*backend)->run(graph, feeds);
+  REQUIRE_MESSAGE(viaBackend.ok(), (viaBackend.ok() ? "" : viaBackend.error().message()));
+  CHECK(testing::compareTensors((*viaBackend)[0], (*expected)[0], 2e-5).empty());
+}
+
+TEST_CASE("cuda backend: a second compile of a graph is answered by the kernel cache") {
+  SKIP_WITHOUT_GPU();
+  // Its own graph, so no other test case compiled it in this process.
+  Graph graph = testing::parseOrFail(R"(graph @cached(%x: f32[1000], %y: f32[1000]) {
+  %0 = mul(%x, %y) : f32[1000]
+  %1 = exp(%0) : f32[1000]
+  %2 = reduce_max(%1) {axes = [0]} : f32[]
+  return a = %1, b = %2
+})");
+  KernelCache& cache = KernelCache::global();
+  CacheStats before = cache.stats();
+  auto first = CudaExecutable::compile(graph);
+  REQUIRE_MESSAGE(first.ok(), (first.ok() ? "" : first.error().message()));
+  CacheStats between = cache.stats();
+  // The first compile stored its PTX, or found it on disk from an earlier run of this test.
+  CHECK(between.stores + between.diskHits > before.stores + before.diskHits);
+  auto second = CudaExecutable::compile(graph);
+  REQUIRE(second.ok());
+  CacheStats after = cache.stats();
+  CHECK(after.memoryHits == between.memoryHits + 1);
+  CHECK(after.stores == between.stores);
+  const CompileReport& report = (*second)->report();
+  CHECK(report.kernels > 0);
+  CHECK(report.cacheHits == report.kernels - report.interpreted);
+  CHECK((*second)->ptx() == (*first)->ptx());
+  // Both run, to the same bits.
+  TensorMap feeds = testing::randomFeeds(graph, testing::testSeed());
+  auto a = (*first)->run(feeds);
+  auto b = (*second)->run(feeds);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  for (size_t o = 0; o < a->size(); ++o) CHECK(testing::compareTensors((*a)[o], (*b)[o], 0).empty());
+}
+
+TEST_CASE("cuda backend: SMELT_CHECK_KERNELS compares each kernel with the reference as it runs") {
+  SKIP_WITHOUT_GPU();
+  Graph graph = testing::parseOrFail(kGraph);
+  setenv("SMELT_CHECK_KERNELS", "1", 1);
+  auto exe = CudaExecutable::compile(graph);
+  unsetenv("SMELT_CHECK_KERNELS");
+  REQUIRE_MESSAGE(exe.ok(), (exe.ok() ? "" : exe.error().message()));
+  TensorMap feeds = testing::randomFeeds(graph, testing::testSeed());
+  auto expected = interpret(graph, feeds);
+  REQUIRE(expected.ok());
+  auto actual = (*exe)->run(feeds);
+  REQUIRE_MESSAGE(actual.ok(), (actual.ok() ? "" : actual.error().message()));
+  for (size_t o = 0; o < actual->size(); ++o) {
+    CHECK(testing::compareTensors((*actual)[o], (*expected)[o], 2e-5).empty());
+  }
+}
