@@ -9,6 +9,9 @@
 #ifdef SMELT_HAVE_OPENCL
 #include "runtime/opencl_executable.h"
 #endif
+#ifdef SMELT_HAVE_CUDA
+#include "runtime/cuda_executable.h"
+#endif
 #include "tools/smelt/bench_timing.h"
 #include "tools/smelt/commands.h"
 #include "tools/smelt/tensor_summary.h"
@@ -35,11 +38,14 @@ Tensor randomInput(const TensorType& type, std::mt19937_64& rng) {
   return t;
 }
 
+constexpr std::string_view kBackends = "llvm"
 #ifdef SMELT_HAVE_OPENCL
-constexpr std::string_view kBackends = "llvm, opencl";
-#else
-constexpr std::string_view kBackends = "llvm";
+                                        ", opencl"
 #endif
+#ifdef SMELT_HAVE_CUDA
+                                        ", cuda"
+#endif
+    ;
 
 // A compiled graph behind one signature, whichever backend compiled it.
 struct Compiled {
@@ -48,6 +54,9 @@ struct Compiled {
   std::unique_ptr<Executable> cpu;
 #ifdef SMELT_HAVE_OPENCL
   std::unique_ptr<OpenClExecutable> cl;
+#endif
+#ifdef SMELT_HAVE_CUDA
+  std::unique_ptr<CudaExecutable> cu;
 #endif
 };
 
@@ -58,6 +67,14 @@ Expected<Compiled> compileFor(const Graph& graph, const std::string& backend) {
     SMELT_TRY(c.cl, OpenClExecutable::compile(graph));
     c.run = [exe = c.cl.get()](const TensorMap& f, std::vector<Tensor>& o) { return exe->run(f, o); };
     c.report = c.cl->report();
+    return c;
+  }
+#endif
+#ifdef SMELT_HAVE_CUDA
+  if (backend == "cuda") {
+    SMELT_TRY(c.cu, CudaExecutable::compile(graph));
+    c.run = [exe = c.cu.get()](const TensorMap& f, std::vector<Tensor>& o) { return exe->run(f, o); };
+    c.report = c.cu->report();
     return c;
   }
 #endif
@@ -88,7 +105,7 @@ Action addBenchCommand(CLI::App& app) {
   cmd->add_option("file", options->file, "Model file (.onnx or IR text; - for stdin)")->required();
   cmd->add_option("--grad", options->grad,
                   "NAME[,NAME...]: also compute the gradients of the outputs' sum w.r.t. these inputs or parameters");
-  cmd->add_option("--backend", options->backend, "Backend (llvm, opencl)");
+  cmd->add_option("--backend", options->backend, std::string("Backend (") + std::string(kBackends) + ")");
   cmd->add_option("--input", options->inputs, "NAME=PATH.npy; inputs not given are random");
   cmd->add_flag("--fresh-outputs", options->freshOutputs,
                "New output tensors on every run (as frameworks returning new tensors do: their first touch is "
