@@ -113,14 +113,18 @@ def measure_workload(a, w, budget, peers, cache, order_reversed):
                                                      w.name)))
         blas = os.path.join(os.path.dirname(a.smelt), "smelt_sgemm_openblas")
         if w.name == "gemm2048":
+            missing = None if os.path.exists(blas) else {"error": "%s is not built" % blas}
             for t in (1, 2):
-                steps.append(("openblas_t%d" % t, lambda t=t: runners.openblas(blas, t, budget) if os.path.exists(blas)
-                              else {"error": "%s is not built" % blas}))
+                steps.append(("openblas_t%d" % t, lambda t=t: missing or runners.openblas(blas, t, budget)))
+            # OpenBLAS 0.3.21 may not know this CPU and fall back to AVX2 (Haswell) kernels: time its
+            # AVX-512 ones too where the CPU has them, so the best BLAS is the best it can do here.
+            if "avx512f" in cpu_flags():
+                steps.append(("openblas_avx512", lambda: missing or runners.openblas(blas, 2, budget, "SkylakeX")))
     results = {}
     for key, fn in (reversed(steps) if order_reversed else steps):
         r = fn()
         results[key] = r
-        say("  %-13s %-28s %s" % (w.name, analysis.LABELS[key], r.get("error") or "%s ms" % report.fmt_ms(r["ms"])))
+        say("  %-13s %-30s %s" % (w.name, analysis.LABELS[key], r.get("error") or "%s ms" % report.fmt_ms(r["ms"])))
     return {k: results[k] for k, _ in steps}  # report order, whatever the run order
 
 
@@ -132,6 +136,14 @@ def stream_sample(a, threads, quick):
     say("  STREAM %d thread(s): %s" % (threads, r.get("error") or "copy %.1f GB/s, triad %.1f GB/s" % (
         r["copy_gbs"], r["triad_gbs"])))
     return r
+
+
+def cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next((l.split(":", 1)[1].split() for l in f if l.startswith("flags")), [])
+    except OSError:
+        return []
 
 
 def machine():
@@ -168,7 +180,8 @@ def main(argv):
     if not a.no_build:
         build(a)
     if not os.access(a.smelt, os.X_OK) or os.path.getsize(a.smelt) == 0:
-        say("no runnable smelt binary at %s (not built, or being rebuilt): cmake --build build --target smelt" % a.smelt)
+        say("no runnable smelt binary at %s (not built, or being rebuilt): cmake --build build --target smelt"
+            % a.smelt)
         return 1
     scratch = tempfile.mkdtemp(prefix="smelt-bench-")
     try:
@@ -246,7 +259,9 @@ def run(a, cache):
 def describe(a, peers, rows, budget):
     rel = lambda p: os.path.relpath(p, ROOT) if p.startswith(ROOT) else p
     cmd = [rel(os.path.abspath(sys.argv[0]))] + sys.argv[1:]
-    blas = next((r.times.get("openblas_t2", {}).get("config") for r in rows if "openblas_t2" in r.times), None)
+    gemm = next((r for r in rows if r.workload.name == "gemm2048"), None)
+    blas = "; ".join("%s: %s" % (analysis.LABELS[k], gemm.times[k]["config"])
+                     for k in ("openblas_t2", "openblas_avx512") if gemm and gemm.times.get(k, {}).get("config"))
     return {
         "command": "/usr/bin/python3 " + " ".join(cmd),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -259,7 +274,7 @@ def describe(a, peers, rows, budget):
         "rounds_text": "" if a.rounds == 1 else ", repeated in %d rounds (alternating order; the median of "
                        "the rounds' medians)" % a.rounds,
         "libtorch_version": libtorch_version() if not a.no_peers else "not run (--no-peers)",
-        "openblas_config": blas,
+        "openblas_config": blas or None,
         "rel": rel,
         "how_to_run": [
             "cmake --build build -j2 --target smelt_benchmarks   # smelt, smelt_stream, smelt_sgemm_openblas",
@@ -273,7 +288,9 @@ def describe(a, peers, rows, budget):
             "Each workload runs in each contender in its own process, back to back: smelt (`smelt bench` on "
             "`benchmarks/workloads/NAME.ir`, random inputs, all cores), libtorch eager at 1 and 2 threads, "
             "torch.compile, jax.jit (`benchmarks/peers/`), and for gemm2048 OpenBLAS's cblas_sgemm called "
-            "directly (`benchmarks/native/sgemm_openblas.cpp`) at 1 and 2 threads.",
+            "directly (`benchmarks/native/sgemm_openblas.cpp`) at 1 and 2 threads with the kernels it picks for "
+            "this CPU, and on 2 threads with its SkylakeX (AVX-512) kernels forced by OPENBLAS_CORETYPE where "
+            "the CPU has AVX-512 (OpenBLAS 0.3.21 may not know a newer CPU and fall back to AVX2 kernels).",
             "`smelt bench` writes each run's results into the output tensors of the run before (smelt's "
             "executables allocate nothing on repeated runs); every peer's call returns new tensors, and the "
             "first touch of a fresh 64 MB output costs this machine tens of ms in page faults. So smelt is also "
@@ -286,7 +303,7 @@ def describe(a, peers, rows, budget):
             "written once. % of STREAM is that over the best STREAM copy bandwidth measured in this run "
             "on all cores.",
             "The best BLAS for gemm2048 is the fastest GEMM measured in this run among OpenBLAS (1 and 2 "
-            "threads), libtorch, torch.compile and jax.jit.",
+            "threads, its own kernels and AVX-512 ones), libtorch, torch.compile and jax.jit.",
             "mlp_train's runs time the forward and backward graph (loss and every parameter's gradient, no "
             "optimizer step) in every contender. smelt's cold compile is `smelt bench --grad ...` with an "
             "empty SMELT_CACHE_DIR (compile_ms: graph to ready executable, autodiff included); the warm "

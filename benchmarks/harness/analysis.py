@@ -14,6 +14,7 @@ LABELS = {
     "jax": "jax.jit",
     "openblas_t1": "OpenBLAS sgemm, 1 thread",
     "openblas_t2": "OpenBLAS sgemm, 2 threads",
+    "openblas_avx512": "OpenBLAS sgemm, 2 threads, SkylakeX (AVX-512) kernels",
 }
 PEER_KEYS = ["torch_compile", "jax"]
 
@@ -87,6 +88,9 @@ def analyze(workload, times, stream_copy_gbs, compile_result=None):
         if others:
             m["best_gemm"] = min(others, key=others.get)
             m["best_gemm_pct"] = _ratio(100 * others[m["best_gemm"]], smelt)
+        # Against OpenBLAS as it loads by default (the library smelt's GEMM calls), for information.
+        if row.ms("openblas_t2"):
+            m["openblas_pct"] = _ratio(100 * row.ms("openblas_t2"), smelt)
     if compile_result:
         m.update({k: v for k, v in compile_result.items() if k.endswith("_ms")})
         if "error" in compile_result:

@@ -76,9 +76,11 @@ def console(rows, stream, peers):
     for row in rows:
         m = row.metrics
         if "best_gemm" in m:
-            extra.append("gemm2048: smelt %s GFLOP/s; best GEMM %s (%s) %s GFLOP/s; smelt at %s of it" % (
-                _num(m["gflops"].get("smelt")), LABELS[m["best_gemm"]], fmt_ms(row.ms(m["best_gemm"])) + " ms",
-                _num(m["gflops"].get(m["best_gemm"])), fmt_pct(m.get("best_gemm_pct"))))
+            extra.append("gemm2048: smelt %s GFLOP/s; best GEMM %s (%s) %s GFLOP/s; smelt at %s of it, at %s of "
+                         "OpenBLAS with its default kernels" % (
+                             _num(m["gflops"].get("smelt")), LABELS[m["best_gemm"]],
+                             fmt_ms(row.ms(m["best_gemm"])) + " ms", _num(m["gflops"].get(m["best_gemm"])),
+                             fmt_pct(m.get("best_gemm_pct")), fmt_pct(m.get("openblas_pct"))))
         if "cold_compile_ms" in m or "compile_error" in m:
             extra.append("mlp_train compile: smelt cold %s ms, warm start %s ms (whole warm process %s ms); "
                          "first call: torch.compile %s ms, jax.jit %s ms" % (
@@ -181,8 +183,10 @@ def _workload_section(row):
         md.append("| " + " | ".join(cells) + " |")
     md.append("")
     if "best_gemm" in m:
-        md += ["Best GEMM on the machine in this run: %s at %s GFLOP/s; smelt reaches %s of it." % (
-            LABELS[m["best_gemm"]], "%.1f" % m["gflops"][m["best_gemm"]], fmt_pct(m.get("best_gemm_pct"))), ""]
+        md += ["Best GEMM on the machine in this run: %s at %s GFLOP/s; smelt reaches %s of it (and %s of "
+               "OpenBLAS on 2 threads with the kernels it picks by itself)." % (
+                   LABELS[m["best_gemm"]], "%.1f" % m["gflops"][m["best_gemm"]], fmt_pct(m.get("best_gemm_pct")),
+                   fmt_pct(m.get("openblas_pct"))), ""]
     if "cold_compile_ms" in m or "compile_error" in m:
         tc = row.times.get("torch_compile", {}).get("compile_ms")
         jx = row.times.get("jax", {}).get("compile_ms")
