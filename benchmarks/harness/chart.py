@@ -35,12 +35,11 @@ def _panel(x0, y0, width, height, title, groups, series, values, log, lo, hi, ba
         out.append(_text(x0 - 6, ypos(t) + 4, ("%g" % t) + label, 10, "end", COLORS["axis"]))
     out.append(_line(x0, ypos(base), x0 + width, ypos(base), COLORS["axis"], ' stroke-width="1.5"'))
     gw = width / max(len(groups), 1)
-    bw = min(28.0, gw * 0.8 / max(len(series), 1))
+    bw = min(28.0, gw * 0.85 / max(max(len(values.get(g, {})) for g in groups), 1))
     for gi, g in enumerate(groups):
-        gx = x0 + gi * gw + (gw - bw * len(series)) / 2
-        for si, (key, _, color) in enumerate(series):
-            if key not in values.get(g, {}):
-                continue  # not a contender for this workload
+        present = [s for s in series if s[0] in values.get(g, {})]  # this workload's contenders only
+        gx = x0 + gi * gw + (gw - bw * len(present)) / 2
+        for si, (key, _, color) in enumerate(present):
             v = values[g][key]
             bx = gx + si * bw
             if v is None or v <= 0:
@@ -53,10 +52,12 @@ def _panel(x0, y0, width, height, title, groups, series, values, log, lo, hi, ba
             out.append(_text(bx + bw / 2, ty, _short(v), 9))
         for threshold, key in targets.get(g, []):
             if key is None:
-                x1, x2 = gx - 2, gx + bw * len(series) + 2
-            else:
-                si = [s[0] for s in series].index(key)
+                x1, x2 = gx - 2, gx + bw * len(present) + 2
+            elif key in values.get(g, {}):
+                si = [s[0] for s in present].index(key)
                 x1, x2 = gx + si * bw - 2, gx + (si + 1) * bw + 2
+            else:
+                continue
             out.append(_line(x1, ypos(threshold), x2, ypos(threshold), COLORS["target"],
                              ' stroke-width="2" stroke-dasharray="4 2"'))
         out.append(_text(x0 + gi * gw + gw / 2, y0 + height + 16, g, 11))
@@ -70,7 +71,8 @@ def _panel(x0, y0, width, height, title, groups, series, values, log, lo, hi, ba
 
 
 def _short(v):
-    return "%.0f" % v if v >= 100 else "%.3g" % v
+    """Two significant digits (the tables carry the precision); whole numbers from 10 up."""
+    return "%.0f" % v if v >= 10 else "%.2g" % v
 
 
 def _range(vals, lo, hi):
