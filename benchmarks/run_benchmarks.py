@@ -260,8 +260,14 @@ def describe(a, peers, rows, budget):
     rel = lambda p: os.path.relpath(p, ROOT) if p.startswith(ROOT) else p
     cmd = [rel(os.path.abspath(sys.argv[0]))] + sys.argv[1:]
     gemm = next((r for r in rows if r.workload.name == "gemm2048"), None)
-    blas = "; ".join("%s: %s" % (analysis.LABELS[k], gemm.times[k]["config"])
-                     for k in ("openblas_t2", "openblas_avx512") if gemm and gemm.times.get(k, {}).get("config"))
+    # "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64": version and kernels.
+    configs = {k: gemm.times[k]["config"].split() for k in ("openblas_t2", "openblas_avx512")
+               if gemm and len(gemm.times.get(k, {}).get("config", "").split()) >= 3}
+    blas = ""
+    if "openblas_t2" in configs:
+        blas = "%s, %s kernels by its own CPU detection" % (configs["openblas_t2"][1], configs["openblas_t2"][-2])
+    if "openblas_avx512" in configs:
+        blas += "; %s kernels when forced" % configs["openblas_avx512"][-2]
     return {
         "command": "/usr/bin/python3 " + " ".join(cmd),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -281,6 +287,7 @@ def describe(a, peers, rows, budget):
             "/usr/bin/python3 benchmarks/run_benchmarks.py       # all workloads, all peers; writes this page",
             "/usr/bin/python3 benchmarks/run_benchmarks.py --quick --only ew_chain   # a smoke run",
             "/usr/bin/python3 benchmarks/run_benchmarks.py --rounds 3   # steadier medians on a noisy machine",
+            "ctest --test-dir build -R benchmarks/smoke   # every workload compiles, ew_chain runs once; no peers",
             "build/bin/smelt bench benchmarks/workloads/ew_chain.ir --runs 40   # one workload, smelt only",
             "build/bin/smelt bench benchmarks/workloads/mlp_train.ir --grad w1,b1,w2,b2,w3,b3",
         ],
