@@ -41,20 +41,6 @@ else()
   set(SMELT_HAVE_HIP OFF)
 endif()
 
-# BLAS for f32/f64 matmul and gemm on the CPU (OpenBLAS: Debian's libopenblas-dev). Its config sets
-# variables only, no imported target. Without it, generated kernels compute every product.
-option(SMELT_WITH_BLAS "Use OpenBLAS for f32/f64 matmul and gemm on the CPU backend" ON)
-set(SMELT_HAVE_BLAS OFF)
-if(SMELT_WITH_BLAS)
-  find_package(OpenBLAS CONFIG QUIET)
-  if(OpenBLAS_FOUND)
-    add_library(smelt_openblas INTERFACE)
-    target_include_directories(smelt_openblas SYSTEM INTERFACE ${OpenBLAS_INCLUDE_DIRS})
-    target_link_libraries(smelt_openblas INTERFACE ${OpenBLAS_LIBRARIES})
-    set(SMELT_HAVE_BLAS ON)
-  endif()
-endif()
-
 if(SMELT_BUILD_TESTS)
   find_package(doctest 2.4 REQUIRED CONFIG)
 endif()

@@ -1,6 +1,7 @@
-// The CPU's BLAS (OpenBLAS when the build found it): row-major f32/f64 GEMM, C = alpha * op(A) op(B)
-// (beta 0). Without BLAS in the build, available() is false and gemm is never called.
-//   if (blas::available()) blas::gemm(DType::f32, false, true, M, N, K, 1.0, a, K, b, K, c, N);
+// The CPU's BLAS (oneDNN for f32, OpenBLAS for f64 and f32 without oneDNN; loaded at run time): row-major
+// GEMM, C = alpha * op(A) op(B) (beta 0). Where no library serves a dtype, available(dtype) is false
+// and gemm is never called for it.
+//   if (blas::available(DType::f32)) blas::gemm(DType::f32, false, true, M, N, K, 1.0, a, K, b, K, c, N);
 #pragma once
 
 #include "ir/dtype.h"
@@ -9,16 +10,16 @@
 
 namespace smelt::blas {
 
-bool available();
+bool available(DType dtype);
 
 /// Row-major C[M,N] = alpha * op(A) * op(B); op transposes when `transA` / `transB`. f32 or f64 only.
 void gemm(DType dtype, bool transA, bool transB, int64_t m, int64_t n, int64_t k, double alpha, const void* a,
           int64_t lda, const void* b, int64_t ldb, void* c, int64_t ldc);
 
-/// The BLAS's own thread count (OpenBLAS keeps a pool beside smelt's).
+/// The libraries' own thread counts (OpenBLAS's pool and oneDNN's OpenMP threads, beside smelt's).
 void setThreads(int threads);
 
-/// "OpenBLAS 0.3.21 ... SkylakeX" or "none".
+/// "oneDNN (f32), OpenBLAS 0.3.21 ... (f64)" or "none".
 const char* description();
 
 }  // namespace smelt::blas

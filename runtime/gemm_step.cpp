@@ -82,12 +82,11 @@ void chooseResult(const Node& node, const Node& anchor, GemmPlan& plan) {
 }  // namespace
 
 std::optional<GemmPlan> planGemm(const Node& node) {
-  if (!blas::available()) return std::nullopt;
   std::optional<Anchor> found = findAnchor(node);
   if (!found) return std::nullopt;
   const Node& anchor = *found->node;
   DType dtype = anchor.result(0)->dtype();
-  if ((dtype != DType::f32 && dtype != DType::f64) || anchor.operand(0)->dtype() != dtype ||
+  if (!blas::available(dtype) || anchor.operand(0)->dtype() != dtype ||
       anchor.operand(1)->dtype() != dtype) {
     return std::nullopt;
   }

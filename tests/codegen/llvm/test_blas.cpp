@@ -46,7 +46,7 @@ int64_t checkBothWays(const std::string& text) {
 }  // namespace
 
 TEST_CASE("blas: matmul batches (own, shared and folded right-hand sides) and gemm's transposes, alpha and c") {
-  if (!blas::available()) return;  // a build without BLAS: nothing to compare
+  if (!blas::available(DType::f32) || !blas::available(DType::f64)) return;  // a build without BLAS: nothing to compare
   int64_t calls = checkBothWays(R"(graph @t(%a: $T[5,7], %b: $T[7,3], %ba: $T[2,3,5,7], %bb: $T[2,3,7,4], %sb: $T[7,6], %one: $T[1,7,2], %p: $T[7,5], %q: $T[3,7], %c: $T[3], %col: $T[5,1], %s: $T[]) {
   %0 = matmul(%a, %b) : $T[5,3]
   %1 = matmul(%ba, %bb) : $T[2,3,5,4]
@@ -63,7 +63,7 @@ TEST_CASE("blas: matmul batches (own, shared and folded right-hand sides) and ge
 }
 
 TEST_CASE("blas: epilogues after the product: bias and relu, a residual, the product itself also returned") {
-  if (!blas::available()) return;
+  if (!blas::available(DType::f32) || !blas::available(DType::f64)) return;
   int64_t calls = checkBothWays(R"(graph @t(%x: $T[6,8], %w: $T[5,8], %b: $T[5], %r: $T[6,5], %v: $T[8,5]) {
   %0 = gemm(%x, %w, %b) {trans_b = 1} : $T[6,5]
   %1 = relu(%0) : $T[6,5]
@@ -79,7 +79,7 @@ TEST_CASE("blas: epilogues after the product: bias and relu, a residual, the pro
 }
 
 TEST_CASE("blas: a product whose result would land over an operand its epilogue still reads goes to its own buffer") {
-  if (!blas::available()) return;
+  if (!blas::available(DType::f32) || !blas::available(DType::f64)) return;
   // The residual %h (another product, so not fused into the kernel) is an intermediate that dies at
   // the epilogue kernel of %0, which reads it only at the written index: the planner puts the kernel's
   // result %2 over it. The product must not go there.
@@ -96,7 +96,7 @@ TEST_CASE("blas: a product whose result would land over an operand its epilogue 
 }
 
 TEST_CASE("blas: conv2d as W times im2col columns: stride, asymmetric padding, dilation, groups, 1x1, bias, epilogue") {
-  if (!blas::available()) return;
+  if (!blas::available(DType::f32) || !blas::available(DType::f64)) return;
   int64_t calls = checkBothWays(R"(graph @t(%x: $T[2,4,9,8], %w: $T[6,4,3,3], %b: $T[6], %wg: $T[6,2,3,2], %w1: $T[5,4,1,1], %r: $T[2,6,5,4]) {
   %0 = conv2d(%x, %w, %b) {padding = [1, 0, 2, 1], stride = [2, 2]} : $T[2,6,5,4]
   %1 = relu(%0) : $T[2,6,5,4]
