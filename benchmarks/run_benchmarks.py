@@ -111,15 +111,17 @@ def measure_workload(a, w, budget, peers, cache, order_reversed):
         if jx and jx.python:
             steps.append(("jax", lambda: peer_result(runners.peer(jx.python, "jax_workloads.py", [w.name], budget),
                                                      w.name)))
-        blas = os.path.join(os.path.dirname(a.smelt), "smelt_sgemm_openblas")
+        blas = os.path.join(os.path.dirname(a.smelt), "smelt_sgemm")
         if w.name == "gemm2048":
             missing = None if os.path.exists(blas) else {"error": "%s is not built" % blas}
             for t in (1, 2):
-                steps.append(("openblas_t%d" % t, lambda t=t: missing or runners.openblas(blas, t, budget)))
+                steps.append(("openblas_t%d" % t, lambda t=t: missing or runners.sgemm(blas, "openblas", t, budget)))
             # OpenBLAS 0.3.21 may not know this CPU and fall back to AVX2 (Haswell) kernels: time its
             # AVX-512 ones too where the CPU has them, so the best BLAS is the best it can do here.
             if "avx512f" in cpu_flags():
-                steps.append(("openblas_avx512", lambda: missing or runners.openblas(blas, 2, budget, "SkylakeX")))
+                steps.append(("openblas_avx512",
+                              lambda: missing or runners.sgemm(blas, "openblas", 2, budget, "SkylakeX")))
+            steps.append(("onednn", lambda: missing or runners.sgemm(blas, "onednn", 2, budget)))
     results = {}
     for key, fn in (reversed(steps) if order_reversed else steps):
         r = fn()
@@ -188,7 +190,7 @@ def main(argv):
         # A snapshot of the binaries: the whole run measures one build, even if build/ is rebuilt meanwhile.
         bin_dir = os.path.join(scratch, "bin")
         os.makedirs(bin_dir)
-        for name in ("smelt", "smelt_stream", "smelt_sgemm_openblas"):
+        for name in ("smelt", "smelt_stream", "smelt_sgemm"):
             src = os.path.join(os.path.dirname(a.smelt), name) if name != "smelt" else a.smelt
             if os.path.exists(src):
                 shutil.copy2(src, os.path.join(bin_dir, name))
@@ -281,9 +283,10 @@ def describe(a, peers, rows, budget):
                        "the rounds' medians)" % a.rounds,
         "libtorch_version": libtorch_version() if not a.no_peers else "not run (--no-peers)",
         "openblas_config": blas or None,
+        "onednn": (gemm.times.get("onednn", {}).get("config") or None) if gemm else None,
         "rel": rel,
         "how_to_run": [
-            "cmake --build build -j2 --target smelt_benchmarks   # smelt, smelt_stream, smelt_sgemm_openblas",
+            "cmake --build build -j2 --target smelt_benchmarks   # smelt, smelt_stream, smelt_sgemm",
             "/usr/bin/python3 benchmarks/run_benchmarks.py       # all workloads, all peers; writes this page",
             "/usr/bin/python3 benchmarks/run_benchmarks.py --quick --only ew_chain   # a smoke run",
             "/usr/bin/python3 benchmarks/run_benchmarks.py --rounds 3   # steadier medians on a noisy machine",
@@ -295,9 +298,10 @@ def describe(a, peers, rows, budget):
             "Each workload runs in each contender in its own process, back to back: smelt (`smelt bench` on "
             "`benchmarks/workloads/NAME.ir`, random inputs, all cores), libtorch eager at 1 and 2 threads, "
             "torch.compile, jax.jit (`benchmarks/peers/`), and for gemm2048 OpenBLAS's cblas_sgemm called "
-            "directly (`benchmarks/native/sgemm_openblas.cpp`) at 1 and 2 threads with the kernels it picks for "
-            "this CPU, and on 2 threads with its SkylakeX (AVX-512) kernels forced by OPENBLAS_CORETYPE where "
-            "the CPU has AVX-512 (OpenBLAS 0.3.21 may not know a newer CPU and fall back to AVX2 kernels).",
+            "directly (`benchmarks/native/sgemm.cpp`) at 1 and 2 threads with the kernels it picks for this "
+            "CPU, and on 2 threads with its SkylakeX (AVX-512) kernels forced by OPENBLAS_CORETYPE where the "
+            "CPU has AVX-512 (OpenBLAS 0.3.21 may not know a newer CPU and fall back to AVX2 kernels), and "
+            "oneDNN's dnnl_sgemm on 2 threads where libdnnl is installed.",
             "`smelt bench` writes each run's results into the output tensors of the run before (smelt's "
             "executables allocate nothing on repeated runs); every peer's call returns new tensors, and the "
             "first touch of a fresh 64 MB output costs this machine tens of ms in page faults. So smelt is also "
@@ -310,7 +314,7 @@ def describe(a, peers, rows, budget):
             "written once. % of STREAM is that over the best STREAM copy bandwidth measured in this run "
             "on all cores.",
             "The best BLAS for gemm2048 is the fastest GEMM measured in this run among OpenBLAS (1 and 2 "
-            "threads, its own kernels and AVX-512 ones), libtorch, torch.compile and jax.jit.",
+            "threads, its own kernels and AVX-512 ones), oneDNN, libtorch, torch.compile and jax.jit.",
             "mlp_train's runs time the forward and backward graph (loss and every parameter's gradient, no "
             "optimizer step) in every contender. smelt's cold compile is `smelt bench --grad ...` with an "
             "empty SMELT_CACHE_DIR (compile_ms: graph to ready executable, autodiff included); the warm "

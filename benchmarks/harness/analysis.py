@@ -15,6 +15,7 @@ LABELS = {
     "openblas_t1": "OpenBLAS sgemm, 1 thread",
     "openblas_t2": "OpenBLAS sgemm, 2 threads",
     "openblas_avx512": "OpenBLAS sgemm, 2 threads, SkylakeX (AVX-512) kernels",
+    "onednn": "oneDNN sgemm, 2 threads",
 }
 PEER_KEYS = ["torch_compile", "jax"]
 

@@ -6,7 +6,7 @@ import math
 from xml.sax.saxutils import escape
 
 COLORS = {"smelt": "#e8590c", "smelt_fresh": "#ffa94d", "libtorch": "#4c6ef5", "torch_compile": "#7048e8",
-          "jax": "#2f9e44", "openblas_t2": "#adb5bd", "openblas_avx512": "#495057", "target": "#c92a2a",
+          "jax": "#2f9e44", "openblas_t2": "#adb5bd", "openblas_avx512": "#495057", "onednn": "#1098ad", "target": "#c92a2a",
           "axis": "#495057", "grid": "#dee2e6"}
 FONT = 'font-family="sans-serif"'
 
@@ -91,7 +91,8 @@ def svg(rows, title):
     series = [("smelt", "smelt", COLORS["smelt"]), ("smelt_fresh", "smelt, new outputs", COLORS["smelt_fresh"]),
               ("torch_compile", "torch.compile", COLORS["torch_compile"]),
               ("jax", "jax.jit", COLORS["jax"]), ("openblas_t2", "OpenBLAS", COLORS["openblas_t2"]),
-              ("openblas_avx512", "OpenBLAS, AVX-512 kernels", COLORS["openblas_avx512"])]
+              ("openblas_avx512", "OpenBLAS, AVX-512 kernels", COLORS["openblas_avx512"]),
+              ("onednn", "oneDNN", COLORS["onednn"])]
     values, targets = {}, {}
     for row in rows:
         best = row.ms(row.libtorch_best) if row.libtorch_best else None

@@ -233,6 +233,8 @@ def _peers_section(peers, info):
                                                          ", installed by this run" if p.installed_now else ""))
         else:
             md.append("| %s | - | **not run**: %s |" % (p.name, p.reason.replace("|", "/")))
-    md.append("| OpenBLAS sgemm | %s | `benchmarks/native/sgemm_openblas.cpp`, cblas_sgemm called directly |" % (
+    md.append("| OpenBLAS sgemm | %s | `benchmarks/native/sgemm.cpp`, cblas_sgemm called directly |" % (
         info.get("openblas_config") or "not run"))
+    md.append("| oneDNN sgemm | %s | `benchmarks/native/sgemm.cpp`, dnnl_sgemm called directly |" % (
+        info.get("onednn") or "not run"))
     return md + [""]

@@ -117,12 +117,13 @@ def stream(binary, threads, mb=256, reps=20, timeout=600):
             "array_mb": int(p.get("array_mb", mb)), "reps": int(p.get("reps", reps))}
 
 
-def openblas(binary, threads, budget, coretype=None, timeout=1800):
-    """OpenBLAS SGEMM 2048; `coretype` forces its kernels (OPENBLAS_CORETYPE) instead of its CPU detection."""
-    cmd = [binary, "--size", "2048", "--threads", str(threads), "--runs", str(budget.runs), "--warmup",
-           str(max(budget.warmup, 1)), "--max-seconds", str(budget.max_seconds)]
+def sgemm(binary, library, threads, budget, coretype=None, timeout=1800):
+    """A BLAS library's SGEMM 2048 timed directly (`smelt_sgemm --library openblas|onednn`); `coretype`
+    forces OpenBLAS's kernels (OPENBLAS_CORETYPE) instead of its CPU detection."""
+    cmd = [binary, "--library", library, "--size", "2048", "--threads", str(threads), "--runs", str(budget.runs),
+           "--warmup", str(max(budget.warmup, 1)), "--max-seconds", str(budget.max_seconds)]
     out, err = run(cmd, timeout, env={"OPENBLAS_CORETYPE": coretype} if coretype else None)
     if err:
-        return {"error": "smelt_sgemm_openblas: " + err}
-    config = next((l[len("config "):] for l in out.splitlines() if l.startswith("config ")), "")
+        return {"error": "smelt_sgemm: " + err}
+    config = next((l[len("library "):] for l in out.splitlines() if l.startswith("library ")), "")
     return {"ms": parse_pairs(out).get("median_ms"), "config": config}
