@@ -90,9 +90,25 @@ def peer_result(out, name):
     return {"ms": out[name], "compile_ms": out.get(name + ":compile")}
 
 
-def measure_workload(a, w, budget, peers, cache, order_reversed):
+def around_stream(a, w, fn, streams):
+    """smelt's runs of a memory-bound workload between two STREAM samples: this machine's bandwidth drifts
+    (38 to 75 GB/s within minutes here), so the better of the two is that workload's reference."""
+    def run():
+        before = stream_sample(a, os.cpu_count(), a.quick)
+        r = fn()
+        after = stream_sample(a, os.cpu_count(), a.quick)
+        streams.extend([("%s, before smelt" % w.name, before), ("%s, after smelt" % w.name, after)])
+        ok = [s["copy_gbs"] for s in (before, after) if "error" not in s]
+        if ok and "error" not in r:
+            r["stream_copy_gbs"] = max(ok)
+        return r
+    return run
+
+
+def measure_workload(a, w, budget, peers, cache, order_reversed, streams):
     """One round of one workload: {contender key: result}, each in its own process."""
-    steps = [("smelt", lambda: runners.smelt_bench(a.smelt, w, budget, cache)),
+    smelt = lambda: runners.smelt_bench(a.smelt, w, budget, cache)
+    steps = [("smelt", around_stream(a, w, smelt, streams) if w.min_bytes else smelt),
              ("smelt_fresh", lambda: runners.smelt_bench(a.smelt, w, budget, cache, fresh_outputs=True))]
     if not a.no_peers:
         for t in (1, 2):
@@ -225,7 +241,7 @@ def run(a, cache):
             streams.append(("start, 1 thread", stream_sample(a, 1, a.quick)))
         streams.append(("round %d start" % (rnd + 1), stream_sample(a, os.cpu_count(), a.quick)))
         for w in a.workloads:
-            for key, r in measure_workload(a, w, budget, peers, cache, rnd % 2 == 1).items():
+            for key, r in measure_workload(a, w, budget, peers, cache, rnd % 2 == 1, streams).items():
                 samples[w.name].setdefault(key, []).append(r)
             if w.name == "mlp_train" and rnd == 0:
                 compile_result = runners.mlp_compile(a.smelt, w, 1 if a.quick else 5)
@@ -311,8 +327,9 @@ def describe(a, peers, rows, budget):
             "time budget is reached (never fewer than the minimum); the figure is the median. Compile time "
             "is never part of a run's time.",
             "Bandwidth counts the fewest bytes a workload must move: each input read once, each output "
-            "written once. % of STREAM is that over the best STREAM copy bandwidth measured in this run "
-            "on all cores.",
+            "written once. % of STREAM is that over the STREAM copy bandwidth on all cores measured just "
+            "before and just after smelt's runs of that workload (the better of the two): the bandwidth this "
+            "VM gets drifts, 38 to 75 GB/s within minutes, so a run-wide figure would mislead.",
             "The best BLAS for gemm2048 is the fastest GEMM measured in this run among OpenBLAS (1 and 2 "
             "threads, its own kernels and AVX-512 ones), oneDNN, libtorch, torch.compile and jax.jit.",
             "mlp_train's runs time the forward and backward graph (loss and every parameter's gradient, no "

@@ -6,8 +6,8 @@ import math
 from xml.sax.saxutils import escape
 
 COLORS = {"smelt": "#e8590c", "smelt_fresh": "#ffa94d", "libtorch": "#4c6ef5", "torch_compile": "#7048e8",
-          "jax": "#2f9e44", "openblas_t2": "#adb5bd", "openblas_avx512": "#495057", "onednn": "#1098ad", "target": "#c92a2a",
-          "axis": "#495057", "grid": "#dee2e6"}
+          "jax": "#2f9e44", "openblas_t2": "#adb5bd", "openblas_avx512": "#495057", "onednn": "#1098ad",
+          "target": "#c92a2a", "axis": "#495057", "grid": "#dee2e6"}
 FONT = 'font-family="sans-serif"'
 
 

@@ -156,8 +156,9 @@ def _workload_section(row):
     w, m = row.workload, row.metrics
     md = ["### %s" % w.name, "", w.summary + ".", ""]
     if w.min_bytes:
-        md += ["Fewest bytes moved: %.1f MB (each input read once, each output written once)." % (
-            w.min_bytes / 1e6), ""]
+        md += ["Fewest bytes moved: %.1f MB (each input read once, each output written once). STREAM copy "
+               "reference: %s GB/s (the better of the samples taken just before and just after smelt's runs)." % (
+                   w.min_bytes / 1e6, _num(m.get("stream_ref_gbs"))), ""]
     if w.flops:
         md += ["Work: %.2f GFLOP." % (w.flops / 1e9), ""]
     head = "| contender | median ms | smelt speedup (its ms / smelt's) |"
@@ -211,8 +212,10 @@ def _stream_section(stream):
     md = ["## Memory bandwidth (STREAM)", "",
           "`benchmarks/native/stream.cpp`: McCalpin's copy and triad loops over 3 arrays of %s, split over "
           "the threads; copy counts 2 arrays per element, triad 3 (write-allocate traffic not counted, as "
-          "STREAM does). Run at the start and the end of each round; the best on all cores is the "
-          "reference for %% of STREAM." % size, "", "| run | threads | copy GB/s | triad GB/s |", "|---|---|---|---|"]
+          "STREAM does). Run at the start and the end of each round, and just before and after smelt's runs "
+          "of each memory-bound workload: this machine's bandwidth drifts, so each such workload is held "
+          "against the better of its own two samples." % size, "",
+          "| run | threads | copy GB/s | triad GB/s |", "|---|---|---|---|"]
     for label, s in stream.get("samples", []):
         if "error" in s:
             md.append("| %s | | failed: %s | |" % (label, s["error"]))
