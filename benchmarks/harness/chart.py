@@ -61,12 +61,15 @@ def _panel(x0, y0, width, height, title, groups, series, values, log, lo, hi, ba
             out.append(_line(x1, ypos(threshold), x2, ypos(threshold), COLORS["target"],
                              ' stroke-width="2" stroke-dasharray="4 2"'))
         out.append(_text(x0 + gi * gw + gw / 2, y0 + height + 16, g, 11))
-    # Legend.
-    lx = x0
+    # Legend, wrapping onto a second row when it would pass the panel's right edge.
+    lx, ly = x0, y0 + height + 28
     for key, name, color in series + [("target", "target", COLORS["target"])]:
-        out.append('<rect x="%.1f" y="%.1f" width="10" height="10" fill="%s"/>' % (lx, y0 + height + 28, color))
-        out.append(_text(lx + 14, y0 + height + 37, name, 10, "start"))
-        lx += 24 + 6.5 * len(name)
+        step = 24 + 6 * len(name)
+        if lx + step > x0 + width + 20:
+            lx, ly = x0, ly + 16
+        out.append('<rect x="%.1f" y="%.1f" width="10" height="10" fill="%s"/>' % (lx, ly, color))
+        out.append(_text(lx + 14, ly + 9, name, 10, "start"))
+        lx += step
     return out
 
 
