@@ -5,7 +5,14 @@
 
 namespace smelt {
 
-Tensor::Tensor(TensorType type) : type_(std::move(type)), bytes_(type_.byteSize()) {}
+Tensor::Tensor(TensorType type) : type_(std::move(type)), bytes_(type_.byteSize(), std::byte{0}) {}
+
+Tensor Tensor::uninitialized(TensorType type) {
+  Tensor t;
+  t.bytes_.resize(type.byteSize());
+  t.type_ = std::move(type);
+  return t;
+}
 
 Expected<Tensor> Tensor::fromBytes(TensorType type, std::span<const std::byte> bytes) {
   if (bytes.size() != type.byteSize()) {

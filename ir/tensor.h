@@ -5,17 +5,40 @@
 #include "ir/type.h"
 
 #include <cstddef>
+#include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace smelt {
 
 /// A dense, row-major host tensor that owns its bytes.
+/// An allocator whose value-initialization leaves bytes as they are: a tensor about to be overwritten
+/// whole (a compiled graph's output) is not zero-filled first, which would touch every page twice.
+template <typename T>
+struct DefaultInitAllocator : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = DefaultInitAllocator<U>;
+  };
+  using std::allocator<T>::allocator;
+  template <typename U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+
 class Tensor {
  public:
   Tensor() = default;
   /// A zero-filled tensor of `type`.
   explicit Tensor(TensorType type);
+  /// A tensor of `type` whose bytes are not initialized: for results that are written whole.
+  static Tensor uninitialized(TensorType type);
   /// A tensor of `type` holding a copy of `bytes` (which must be type.byteSize() long).
   static Expected<Tensor> fromBytes(TensorType type, std::span<const std::byte> bytes);
   /// A tensor from C++ values: `Tensor::of<float>({2, 2}, {1, 2, 3, 4})`.
@@ -64,7 +87,7 @@ class Tensor {
 
  private:
   TensorType type_;
-  std::vector<std::byte> bytes_;
+  std::vector<std::byte, DefaultInitAllocator<std::byte>> bytes_;
 };
 
 /// Converts a double to a storage type T the way Tensor::setDouble does.

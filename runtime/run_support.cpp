@@ -37,7 +37,11 @@ void prepareOutputs(const Graph& graph, std::vector<Tensor>& outputs) {
   for (size_t i = 0; i < graph.outputs().size(); ++i) {
     // (A default-constructed Tensor says f32[] but holds no bytes: check the storage too.)
     const TensorType& type = graph.outputs()[i].value->type();
-    if (!(outputs[i].type() == type) || outputs[i].bytes().size() != type.byteSize()) outputs[i] = Tensor(type);
+    // Every output is written whole by the run (kernels, or copies of inputs and constants), so new
+    // ones are not zero-filled first.
+    if (!(outputs[i].type() == type) || outputs[i].bytes().size() != type.byteSize()) {
+      outputs[i] = Tensor::uninitialized(type);
+    }
   }
 }
 
