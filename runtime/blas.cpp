@@ -52,6 +52,11 @@ const Library& library() {
   static std::once_flag once;
   std::call_once(once, [] {
     std::string parts;
+    // oneDNN runs on OpenMP, whose threads by default spin after each call; between products smelt's
+    // own pool runs the epilogues and the other kernels, and on 2 cores the spinning threads starved
+    // it (MLP training step 117 ms on a busy machine, 29 ms with passive waiting). libgomp reads this
+    // when it loads, which is here (unless the user chose otherwise).
+    setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0);
     if (void* dnnl = openFirst({"libdnnl.so.3", "libdnnl.so.2"})) {
       lib.dnnlSgemm = reinterpret_cast<DnnlSgemm>(dlsym(dnnl, "dnnl_sgemm"));
       lib.ompThreads = reinterpret_cast<SetThreads>(dlsym(dnnl, "omp_set_num_threads"));
