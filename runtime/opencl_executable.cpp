@@ -2,6 +2,7 @@
 // program, + one device arena; run = upload the feeds, enqueue the kernels in order, read the outputs.
 #include "runtime/opencl_executable.h"
 
+#include "runtime/device_arena.h"
 #include "runtime/run_support.h"
 
 #include <fmt/format.h>
@@ -99,14 +100,6 @@ struct Step {
   std::string label;
 };
 
-/// Where an input, parameter or constant lives in the arena.
-struct Slot {
-  int64_t offset = 0;
-  const Value* value = nullptr;
-};
-
-int64_t alignUp(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
-
 }  // namespace
 
 struct OpenClExecutable::Impl {
@@ -116,7 +109,7 @@ struct OpenClExecutable::Impl {
   std::string source;
   opencl::Buffer arena;
   std::vector<Step> steps;
-  std::vector<Slot> inputs, parameters;
+  std::vector<ArenaSlot> inputs, parameters;
   /// Parameters whose slot holds a fed value rather than the initial one (restored on the next run
   /// that does not feed them).
   std::vector<bool> parameterFed;
@@ -125,40 +118,11 @@ struct OpenClExecutable::Impl {
   bool checkKernels = std::getenv("SMELT_CHECK_KERNELS") != nullptr;
   // Set by prepare(), used by finish().
   std::chrono::steady_clock::time_point start;
-  std::vector<Slot> constants;
+  std::vector<ArenaSlot> constants;
   int64_t arenaBytes = 0;
   std::vector<codegen::Kernel> kernels;  // dropped once built
   std::vector<std::string> symbols;
   std::vector<int64_t> kernelOfStep;  // per step: its kernel, or -1 (interpreted)
-
-  /// Lays out the arena: the memory plan's buffers first, then one slot per input, parameter,
-  /// constant and computed graph output, each 64-byte aligned.
-  int64_t layout(const MemoryPlan& plan, std::map<const Value*, int64_t>& offsets) {
-    int64_t end = plan.peakBytes;
-    auto slot = [&](const Value* v) {
-      end = alignUp(end, kArenaAlignment);
-      offsets[v] = end;
-      end += static_cast<int64_t>(v->type().byteSize());
-      return end - static_cast<int64_t>(v->type().byteSize());
-    };
-    for (const Value* v : graph.inputs()) inputs.push_back({slot(v), v});
-    for (const Value* v : graph.parameters()) parameters.push_back({slot(v), v});
-    for (const auto& node : graph.nodes()) {
-      if (node->opName() == "constant") slot(node->result(0));
-    }
-    // Graph outputs are outside the memory plan (it keeps them apart for the caller): each computed
-    // one gets its own slot, read back after a run.
-    for (const GraphOutput& o : graph.outputs()) {
-      if (o.value->kind() == ValueKind::Result && !offsets.count(o.value)) slot(o.value);
-    }
-    return end;
-  }
-
-  int64_t offsetOf(const Value* v, const MemoryPlan& plan, const std::map<const Value*, int64_t>& slots) const {
-    if (auto it = slots.find(v); it != slots.end()) return it->second;
-    const BufferAssignment* a = plan.find(v);
-    return a ? a->offset : 0;  // empty tensors have none and are never touched
-  }
 
   Status upload(int64_t offset, const Tensor& t) const {
     return context->write(arena, t.raw(), t.byteSize(), static_cast<size_t>(offset));
@@ -200,13 +164,16 @@ Status OpenClExecutable::prepare(const Graph& source, const OpenClCompileOptions
   (void)changed;
   SMELT_TRY(x.context, contextFor(options.device));
   MemoryPlan plan = planMemory(x.graph);
-  std::map<const Value*, int64_t> slots;
-  x.arenaBytes = x.layout(plan, slots);
+  DeviceArenaLayout arena = layoutDeviceArena(x.graph, plan);
+  x.inputs = arena.inputs;
+  x.parameters = arena.parameters;
+  x.constants = arena.constants;
+  x.arenaBytes = arena.bytes;
   for (const auto& node : x.graph.nodes()) {
     if (node->opName() == "constant") continue;
     Step step{node.get(), {}, std::nullopt, 0, x.graph.labelOf(*node)};
-    for (const Value* o : node->operands()) step.buffers.push_back(x.offsetOf(o, plan, slots));
-    for (const Value* r : node->results()) step.buffers.push_back(x.offsetOf(r, plan, slots));
+    for (const Value* o : node->operands()) step.buffers.push_back(arena.offsetOf(o, plan));
+    for (const Value* r : node->results()) step.buffers.push_back(arena.offsetOf(r, plan));
     if (codegen::canLower(*node)) {
       SMELT_TRY(codegen::Kernel kernel, codegen::lowerToKernel(x.graph, *node));
       if (kernel.buffers.size() != step.buffers.size()) {
@@ -226,10 +193,7 @@ Status OpenClExecutable::prepare(const Graph& source, const OpenClCompileOptions
     x.steps.push_back(std::move(step));
     ++x.report.kernels;
   }
-  for (const GraphOutput& o : x.graph.outputs()) x.outputs.push_back(x.offsetOf(o.value, plan, slots));
-  for (const auto& node : x.graph.nodes()) {
-    if (node->opName() == "constant") x.constants.push_back({slots.at(node->result(0)), node->result(0)});
-  }
+  for (const GraphOutput& o : x.graph.outputs()) x.outputs.push_back(arena.offsetOf(o.value, plan));
   return Status::success();
 }
 
@@ -258,10 +222,10 @@ Status OpenClExecutable::finish(std::shared_ptr<opencl::Program> program, const 
     step.kernel = std::move(k);
   }
   // Constants and parameters' initial values are uploaded once.
-  for (const Slot& c : x.constants) {
+  for (const ArenaSlot& c : x.constants) {
     SMELT_CHECK_OK(x.upload(c.offset, std::get<Tensor>(c.value->producer()->attrs().at("value"))));
   }
-  for (const Slot& p : x.parameters) SMELT_CHECK_OK(x.upload(p.offset, p.value->initialValue()));
+  for (const ArenaSlot& p : x.parameters) SMELT_CHECK_OK(x.upload(p.offset, p.value->initialValue()));
   x.parameterFed.assign(x.parameters.size(), false);
   x.report.arenaBytes = x.arenaBytes;
   x.report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - x.start).count();
@@ -315,7 +279,7 @@ Status OpenClExecutable::run(const TensorMap& feeds, std::vector<Tensor>& output
   SMELT_TRY(BoundFeeds fed, bindFeeds(g, feeds));
   for (size_t i = 0; i < x.inputs.size(); ++i) SMELT_CHECK_OK(x.upload(x.inputs[i].offset, *fed.inputs[i]));
   for (size_t i = 0; i < x.parameters.size(); ++i) {
-    const Slot& p = x.parameters[i];
+    const ArenaSlot& p = x.parameters[i];
     const Tensor* given = fed.parameters[i];
     if (given || x.parameterFed[i]) SMELT_CHECK_OK(x.upload(p.offset, given ? *given : p.value->initialValue()));
     x.parameterFed[i] = given != nullptr;
