@@ -1,9 +1,11 @@
 // decompose: rewrites composite ops (those with a `decompose` facet: softmax, log_softmax, layer_norm,
 // batch_norm, grid_sample, ...) into the primitives they are made of, so fusion and codegen only ever
-// see primitives. softmax becomes exp(x - logsumexp(x)): one reduction sweep and one elementwise sweep.
-//   %0 = softmax(%x) : f32[4,8]      ->   %0 = reduce_logsumexp(%x) {axes = [1], keepdims = 1} : f32[4,1]
+// see primitives. softmax becomes e / sum(e) with e = exp(x - max(x)), the reference's own formula:
+//   %0 = softmax(%x) : f32[4,8]      ->   %0 = reduce_max(%x) {axes = [1], keepdims = 1} : f32[4,1]
 //                                          %1 = sub(%x, %0) : f32[4,8]
 //                                          %2 = exp(%1) : f32[4,8]
+//                                          %3 = reduce_sum(%2) {axes = [1], keepdims = 1} : f32[4,1]
+//                                          %4 = div(%2, %3) : f32[4,8]
 // `fused` also has a decomposition (its body inlined) but is left alone: it is already a kernel.
 #include "ir/builder.h"
 #include "passes/passes.h"
