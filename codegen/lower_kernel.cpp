@@ -157,8 +157,7 @@ class Lowerer {
       return b_.add(acc, bias);
     }
     if (external_->opName() != "gemm" || external_->numOperands() < 3) return acc;
-    auto given = external_->attrs().find("beta");
-    double beta = given != external_->attrs().end() ? std::get<double>(given->second) : 1.0;  // gemm's default
+    double beta = std::get<double>(external_->attrs().at("beta"));
     if (beta == 0) return acc;
     const Value* c = external_->operand(2);
     KValue term = valueAt(c, broadcastIndex(b_, index, c->shape()));

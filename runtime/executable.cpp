@@ -50,10 +50,19 @@ struct Step {
   /// arena bytes with an operand the epilogue still reads).
   std::vector<std::byte> product;
   std::vector<std::byte> columns;  // a convolution's im2col matrix
+  // Their 64-byte-aligned starts (null when unused), found once at compile time.
+  char* productAt = nullptr;
+  char* columnsAt = nullptr;
 };
 
 bool overlaps(const Binding& x, int64_t xBytes, const Binding& y, int64_t yBytes) {
   return x.kind == Binding::Arena && y.kind == Binding::Arena && x.index < y.index + yBytes && y.index < x.index + xBytes;
+}
+
+char* alignedStart(std::vector<std::byte>& storage) {
+  if (storage.empty()) return nullptr;
+  auto base = reinterpret_cast<uintptr_t>(storage.data());
+  return reinterpret_cast<char*>(storage.data() + ((64 - base % 64) % 64));
 }
 
 /// BLAS for `node` when it qualifies: the product's buffer and the epilogue kernel, if any.
@@ -74,6 +83,9 @@ Status planBlasStep(const Graph& graph, const Node& node, bool parallel, Step& s
     step.product.resize(static_cast<size_t>(productBytes) + 64);
   }
   if (plan.columnElements > 0) step.columns.resize(static_cast<size_t>(plan.columnElements) * dtypeSize(plan.dtype) + 64);
+  // (A vector keeps its storage when the step is moved into the executable.)
+  step.productAt = alignedStart(step.product);
+  step.columnsAt = alignedStart(step.columns);
   if (!plan.epilogue) return Status::success();
   SMELT_TRY(codegen::Kernel kernel, codegen::lowerEpilogue(graph, node, *plan.anchor));
   codegen::CompileInfo info;
@@ -85,11 +97,6 @@ Status planBlasStep(const Graph& graph, const Node& node, bool parallel, Step& s
   return Status::success();
 }
 
-char* alignedProduct(std::vector<std::byte>& storage) {
-  if (storage.empty()) return nullptr;
-  auto base = reinterpret_cast<uintptr_t>(storage.data());
-  return reinterpret_cast<char*>(storage.data() + ((64 - base % 64) % 64));
-}
 
 /// Rough work per outer point: the product of nested loop extents, summed. Small kernels run inline:
 /// waking the pool costs more than they do.
@@ -256,9 +263,9 @@ Status Executable::run(const TensorMap& feeds, std::vector<Tensor>& outputs) {
     if (step.gemm) {
       // The product first, then the epilogue reading it from one more buffer after the results.
       const GemmPlan& plan = *step.gemm;
-      char* product = plan.result >= 0 ? x.pointers[step.node->numOperands() + static_cast<size_t>(plan.result)]
-                                       : alignedProduct(const_cast<std::vector<std::byte>&>(step.product));
-      runGemm(plan, x.pointers.data(), product, alignedProduct(const_cast<std::vector<std::byte>&>(step.columns)));
+      char* product =
+          plan.result >= 0 ? x.pointers[step.node->numOperands() + static_cast<size_t>(plan.result)] : step.productAt;
+      runGemm(plan, x.pointers.data(), product, step.columnsAt);
       x.pointers.push_back(product);
     }
     char** bufs = x.pointers.data();

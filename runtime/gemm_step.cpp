@@ -9,18 +9,10 @@ namespace smelt {
 
 namespace {
 
+/// Attribute `name` of `node` (nodes hold every attribute, defaults filled in when they were added).
 template <typename T>
-T attrOr(const Node& node, const std::string& name, T fallback) {
-  auto it = node.attrs().find(name);
-  if (it != node.attrs().end()) {
-    if (const T* v = std::get_if<T>(&it->second)) return *v;
-  }
-  for (const AttrSpec& spec : node.op().attrs) {
-    if (spec.name == name && spec.defaultValue) {
-      if (const T* v = std::get_if<T>(&*spec.defaultValue)) return *v;
-    }
-  }
-  return fallback;
+const T& attr(const Node& node, const char* name) {
+  return std::get<T>(node.attrs().at(name));
 }
 
 /// The anchor of `node` and, for each of the anchor's first two operands, the node operand it is.
@@ -34,7 +26,7 @@ std::optional<Anchor> findAnchor(const Node& node) {
     return n.opName() == "matmul" || n.opName() == "gemm" || n.opName() == "conv2d";
   };
   if (isAnchor(node)) return Anchor{&node, 0, 1};
-  if (node.opName() != "fused" || attrOr<std::string>(node, "kind", "") != "epilogue") return std::nullopt;
+  if (node.opName() != "fused" || attr<std::string>(node, "kind") != "epilogue") return std::nullopt;
   const Graph* body = std::get<GraphRef>(node.attrs().at("body")).get();
   if (!body) return std::nullopt;
   const Node* anchor = nullptr;
@@ -62,7 +54,7 @@ std::optional<Anchor> findAnchor(const Node& node) {
 /// runs after the GEMM.
 void chooseResult(const Node& node, const Node& anchor, GemmPlan& plan) {
   const Value* product = anchor.result(0);
-  bool hasC = (anchor.opName() == "gemm" && anchor.numOperands() == 3 && attrOr<double>(anchor, "beta", 1.0) != 0) ||
+  bool hasC = (anchor.opName() == "gemm" && anchor.numOperands() == 3 && attr<double>(anchor, "beta") != 0) ||
               (anchor.opName() == "conv2d" && anchor.numOperands() == 3);
   std::vector<const Value*> results;
   if (&node == &anchor) {
@@ -100,12 +92,12 @@ std::optional<GemmPlan> planGemm(const Node& node) {
   plan.operandB = found->b;
   if (anchor.opName() == "conv2d") {
     if (a.size() != 4 || b.size() != 4 || out.size() != 4) return std::nullopt;
-    auto ints = [&](const char* name, std::vector<int64_t> fallback) { return attrOr(anchor, name, fallback); };
-    std::vector<int64_t> stride = ints("stride", {1, 1}), padding = ints("padding", {0, 0, 0, 0}),
-                         dilation = ints("dilation", {1, 1});
+    using Ints = std::vector<int64_t>;
+    const Ints &stride = attr<Ints>(anchor, "stride"), &padding = attr<Ints>(anchor, "padding"),
+               &dilation = attr<Ints>(anchor, "dilation");
     if (stride.size() != 2 || padding.size() != 4 || dilation.size() != 2) return std::nullopt;
     ConvGeometry g{a[0], a[1], a[2], a[3], out[1], out[2], out[3], b[2], b[3], stride[0], stride[1], padding[0],
-                   padding[1], dilation[0], dilation[1], attrOr<int64_t>(anchor, "groups", 1)};
+                   padding[1], dilation[0], dilation[1], attr<int64_t>(anchor, "groups")};
     if (g.groups < 1 || g.c % g.groups != 0 || g.o % g.groups != 0) return std::nullopt;
     // Per image and group: W_g [o/groups, c/groups*kh*kw] times columns [c/groups*kh*kw, oh*ow].
     plan.m = g.o / g.groups;
@@ -116,9 +108,9 @@ std::optional<GemmPlan> planGemm(const Node& node) {
     plan.conv = g;
   } else if (anchor.opName() == "gemm") {
     if (a.size() != 2 || b.size() != 2) return std::nullopt;
-    plan.transA = attrOr<int64_t>(anchor, "trans_a", 0) != 0;
-    plan.transB = attrOr<int64_t>(anchor, "trans_b", 0) != 0;
-    plan.alpha = attrOr<double>(anchor, "alpha", 1.0);
+    plan.transA = attr<int64_t>(anchor, "trans_a") != 0;
+    plan.transB = attr<int64_t>(anchor, "trans_b") != 0;
+    plan.alpha = attr<double>(anchor, "alpha");
     plan.m = out[0];
     plan.n = out[1];
     plan.k = plan.transA ? a[0] : a[1];
