@@ -8,6 +8,9 @@
 //                                                               }
 #include "codegen/kernel_opt.h"
 
+#include "codegen/kernel_walk.h"
+#include "codegen/reuse_through_output.h"
+
 #include <bit>
 #include <functional>
 #include <map>
@@ -18,79 +21,6 @@
 namespace smelt::codegen {
 
 namespace {
-
-using LoopPtr = std::shared_ptr<KLoop>;
-
-void forEachUse(const KStmt& s, const std::function<void(int32_t)>& f);
-
-void forEachUseInBlock(const KBlock& b, const std::function<void(int32_t)>& f) {
-  for (const KStmt& s : b.stmts) forEachUse(s, f);
-}
-
-// Every value a statement reads, loop bodies included.
-void forEachUse(const KStmt& s, const std::function<void(int32_t)>& f) {
-  if (const KInst* i = std::get_if<KInst>(&s)) {
-    for (int32_t o : {i->a, i->b, i->c}) {
-      if (o >= 0) f(o);
-    }
-  } else if (const KStore* st = std::get_if<KStore>(&s)) {
-    f(st->offset);
-    f(st->value);
-  } else {
-    const KLoop& l = *std::get<LoopPtr>(s);
-    for (int32_t v : l.init) f(v);
-    for (int32_t v : l.next) f(v);
-    forEachUseInBlock(l.body, f);
-  }
-}
-
-// Every value a statement defines, loop bodies included.
-void forEachDef(const KStmt& s, const std::function<void(int32_t)>& f) {
-  if (const KInst* i = std::get_if<KInst>(&s)) {
-    f(i->result);
-  } else if (const LoopPtr* lp = std::get_if<LoopPtr>(&s)) {
-    const KLoop& l = **lp;
-    f(l.index);
-    for (int32_t v : l.carried) f(v);
-    for (int32_t v : l.results) f(v);
-    for (const KStmt& inner : l.body.stmts) forEachDef(inner, f);
-  }
-}
-
-bool hasStore(const KBlock& b) {
-  for (const KStmt& s : b.stmts) {
-    if (std::holds_alternative<KStore>(s)) return true;
-    if (const LoopPtr* l = std::get_if<LoopPtr>(&s); l && hasStore((*l)->body)) return true;
-  }
-  return false;
-}
-
-void renameBlock(KBlock& b, const std::unordered_map<int32_t, int32_t>& map);
-
-int32_t renamed(int32_t v, const std::unordered_map<int32_t, int32_t>& map) {
-  auto it = map.find(v);
-  return it == map.end() ? v : it->second;
-}
-
-void renameStmt(KStmt& s, const std::unordered_map<int32_t, int32_t>& map) {
-  if (KInst* i = std::get_if<KInst>(&s)) {
-    for (int32_t* o : {&i->a, &i->b, &i->c}) {
-      if (*o >= 0) *o = renamed(*o, map);
-    }
-  } else if (KStore* st = std::get_if<KStore>(&s)) {
-    st->offset = renamed(st->offset, map);
-    st->value = renamed(st->value, map);
-  } else {
-    KLoop& l = *std::get<LoopPtr>(s);
-    for (int32_t& v : l.init) v = renamed(v, map);
-    for (int32_t& v : l.next) v = renamed(v, map);
-    renameBlock(l.body, map);
-  }
-}
-
-void renameBlock(KBlock& b, const std::unordered_map<int32_t, int32_t>& map) {
-  for (KStmt& s : b.stmts) renameStmt(s, map);
-}
 
 /// Tries to merge loop `j` into loop `i` (same extent, `j` independent of `i`); the statements between
 /// them that do not depend on loop i move before it.
@@ -160,7 +90,8 @@ void cseBlock(KBlock& block, std::vector<std::map<Key, int32_t>>& scopes, std::u
   for (KStmt& s : block.stmts) {
     renameStmt(s, map);
     if (KInst* i = std::get_if<KInst>(&s)) {
-      // Loads are pure here: kernels never store to a buffer they read within one body.
+      // Loads are pure here: the one buffer a kernel both stores and loads is an output that
+      // reuseThroughOutput stores to in one loop and loads from, once per element, in a later one.
       Key key{static_cast<int>(i->kind), static_cast<int>(i->dtype), i->a, i->b, i->c, static_cast<int>(i->unary),
               static_cast<int>(i->binary), i->ibits, std::bit_cast<uint64_t>(i->fbits)};
       int32_t found = -1;
@@ -268,6 +199,8 @@ void hoistReciprocals(Kernel& kernel, KBlock& block, std::unordered_set<int32_t>
 
 void optimizeKernel(Kernel& kernel) {
   fuseLoops(kernel.body);
+  // Before the reciprocals: they are numbered per loop, and would hide a value's twin in another loop.
+  reuseThroughOutput(kernel);
   hoistReciprocals(kernel, kernel.body, {}, roundingSensitive(kernel));
   std::vector<std::map<Key, int32_t>> scopes;
   std::unordered_map<int32_t, int32_t> map;

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
+#include <thread>
 
 namespace {
 
@@ -72,6 +73,14 @@ Api load() {
   // SMELT_OPENCL_NAMESPACE=shared / private forces either way (for debugging).
   const char* force = std::getenv("SMELT_OPENCL_NAMESPACE");
   bool isolate = force ? std::strcmp(force, "private") == 0 : otherLlvmLoaded();
+  if (isolate) {
+    // The private namespace brings its own libc, whose pthread_create does not tell this namespace's
+    // libc that the process has threads. The dynamic linker, shared by both, allocates PoCL worker
+    // threads' TLS with this libc's malloc, which skips its locks while it believes it runs one thread:
+    // resnet18's gradient on opencl corrupted the heap in most runs. One thread started here first
+    // makes this libc lock from then on.
+    std::thread([] {}).join();
+  }
   void* handle = nullptr;
   for (const char* name : {"libOpenCL.so.1", "libOpenCL.so"}) {
     handle = isolate ? dlmopen(LM_ID_NEWLM, name, RTLD_NOW | RTLD_LOCAL) : dlopen(name, RTLD_NOW | RTLD_LOCAL);

@@ -251,3 +251,62 @@ TEST_CASE("a float division inside a loop by a per-row value becomes a multiplic
   REQUIRE(expected.ok());
   checkRun(optimized, feeds, *expected, "after the default pipeline", "softmax and floor(x / max)");
 }
+
+namespace {
+
+size_t occurrences(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+  return n;
+}
+
+/// The default pipeline's graph and the text of its one fused kernel.
+std::pair<Graph, std::string> fusedKernel(const Graph& graph) {
+  Graph optimized = graph.clone();
+  auto pm = PassManager::defaultPipeline(PassManagerOptions{});
+  REQUIRE(pm.ok());
+  REQUIRE(pm->run(optimized).ok());
+  const Node* fused = nullptr;
+  for (const auto& n : optimized.nodes()) {
+    if (n->opName() == "fused") fused = n.get();
+  }
+  REQUIRE(fused != nullptr);
+  auto kernel = codegen::lowerToKernel(optimized, *fused);
+  REQUIRE_MESSAGE(kernel.ok(), (kernel.ok() ? "" : kernel.error().message()));
+  return {std::move(optimized), codegen::printKernel(*kernel)};
+}
+
+}  // namespace
+
+TEST_CASE("softmax computes exp once: its sum sweep keeps exp in the output, the write sweep reads it back") {
+  Graph graph = testing::parseOrFail(R"(graph @t(%x: f32[5,77], %w: f32[77]) {
+  %0 = mul(%x, %w) : f32[5,77]
+  %1 = softmax(%0) {axis = 1} : f32[5,77]
+  return y = %1
+})");
+  auto [optimized, text] = fusedKernel(graph);
+  CHECK_MESSAGE(occurrences(text, " = exp ") == 1, text);
+  CHECK_MESSAGE(occurrences(text, "store %b2[") == 2, text);
+  CHECK_MESSAGE(occurrences(text, "load %b2[") == 1, text);
+  TensorMap feeds = testing::randomFeeds(graph, testing::testSeed());
+  auto expected = interpret(graph, feeds);
+  REQUIRE(expected.ok());
+  checkRun(optimized, feeds, *expected, "after the default pipeline", "softmax of x * w");
+}
+
+TEST_CASE("exp is computed again when the output may be written in place over an input the write sweep reads") {
+  // y = softmax(x) + z: y may take z's buffer (z is read only at y's index), so storing exp into y early
+  // would overwrite z before the write sweep reads it.
+  Graph graph = testing::parseOrFail(R"(graph @t(%x: f32[5,77], %z: f32[5,77]) {
+  %0 = softmax(%x) {axis = 1} : f32[5,77]
+  %1 = add(%0, %z) : f32[5,77]
+  return y = %1
+})");
+  auto [optimized, text] = fusedKernel(graph);
+  CHECK_MESSAGE(occurrences(text, " = exp ") == 2, text);
+  CHECK_MESSAGE(occurrences(text, "store ") == 1, text);
+  TensorMap feeds = testing::randomFeeds(graph, testing::testSeed());
+  auto expected = interpret(graph, feeds);
+  REQUIRE(expected.ok());
+  checkRun(optimized, feeds, *expected, "after the default pipeline", "softmax(x) + z");
+}

@@ -11,7 +11,6 @@ __kernel void k0_fused_0(__global const float* b0, long b0_off, __global float* 
   b0 += b0_off;
   b1 += b1_off;
   long v0 = p;
-  long v2 = 0L;
   long v3 = 100L;
   long v4 = (long)((ulong)v0 * (ulong)v3);
   float v7 = (-as_float(0x7f800000u));
@@ -31,17 +30,16 @@ __kernel void k0_fused_0(__global const float* b0, long b0_off, __global float* 
     float v21 = v20 - v13;
     float v22 = exp(v21);
     float v23 = v18 + v22;
+    b1[v19] = v22;
     v18 = v23;
   }
   float v24 = v18;
-  float v26 = 1.0f;
-  float v27 = v26 / v24;
+  float v27 = 1.0f;
+  float v28 = v27 / v24;
   for (long v1 = 0; v1 < 100; ++v1) {
     long v5 = (long)((ulong)v1 + (ulong)v4);
-    float v6 = b0[v5];
-    float v14 = v6 - v13;
-    float v15 = exp(v14);
-    float v25 = v15 * v27;
+    float v26 = b1[v5];
+    float v25 = v26 * v28;
     b1[v5] = v25;
   }
 }

@@ -9,7 +9,6 @@ extern "C" __global__ void k0_fused_0(const float* b0, float* b1, long long n) {
   long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (p >= n) return;
   long long v0 = p;
-  long long v2 = 0LL;
   long long v3 = 100LL;
   long long v4 = (long long)((unsigned long long)v0 * (unsigned long long)v3);
   float v7 = (-__uint_as_float(0x7f800000u));
@@ -29,17 +28,16 @@ extern "C" __global__ void k0_fused_0(const float* b0, float* b1, long long n) {
     float v21 = v20 - v13;
     float v22 = expf(v21);
     float v23 = v18 + v22;
+    b1[v19] = v22;
     v18 = v23;
   }
   float v24 = v18;
-  float v26 = 1.0f;
-  float v27 = v26 / v24;
+  float v27 = 1.0f;
+  float v28 = v27 / v24;
   for (long long v1 = 0; v1 < 100; ++v1) {
     long long v5 = (long long)((unsigned long long)v1 + (unsigned long long)v4);
-    float v6 = b0[v5];
-    float v14 = v6 - v13;
-    float v15 = expf(v14);
-    float v25 = v15 * v27;
+    float v26 = b1[v5];
+    float v25 = v26 * v28;
     b1[v5] = v25;
   }
 }

@@ -1,0 +1,35 @@
+// Walking and renaming the values of a kernel description's statements, shared by the kernel-level
+// rewrites (kernel_opt.cpp, reuse_through_output.cpp).
+#pragma once
+
+#include "codegen/kernel.h"
+
+#include <functional>
+#include <memory>
+#include <unordered_map>
+
+namespace smelt::codegen {
+
+using LoopPtr = std::shared_ptr<KLoop>;
+
+/// Every value a statement reads, loop bodies included.
+void forEachUse(const KStmt& s, const std::function<void(int32_t)>& f);
+void forEachUseInBlock(const KBlock& b, const std::function<void(int32_t)>& f);
+
+/// Every value a statement defines, loop bodies included.
+void forEachDef(const KStmt& s, const std::function<void(int32_t)>& f);
+
+/// True when the block (or a loop in it) stores.
+bool hasStore(const KBlock& b);
+
+/// `map[v]` where present, else v.
+int32_t renamed(int32_t v, const std::unordered_map<int32_t, int32_t>& map);
+
+/// Replaces every use of a mapped value (loop bodies, inits and nexts included).
+void renameStmt(KStmt& s, const std::unordered_map<int32_t, int32_t>& map);
+void renameBlock(KBlock& b, const std::unordered_map<int32_t, int32_t>& map);
+
+/// Drops instructions whose results nothing reads (loads included: kernels' loads have no effects).
+void removeDeadInstructions(Kernel& kernel);
+
+}  // namespace smelt::codegen
