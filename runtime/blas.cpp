@@ -8,6 +8,8 @@
 // A dtype with no library is not available and its products stay on generated kernels.
 #include "runtime/blas.h"
 
+#include "runtime/thread_pool.h"
+
 #include <dlfcn.h>
 
 #include <cstdlib>
@@ -52,14 +54,17 @@ const Library& library() {
   static std::once_flag once;
   std::call_once(once, [] {
     std::string parts;
-    // oneDNN runs on OpenMP, whose threads by default spin after each call; between products smelt's
-    // own pool runs the epilogues and the other kernels, and on 2 cores the spinning threads starved
-    // it (MLP training step 117 ms on a busy machine, 29 ms with passive waiting). libgomp reads this
-    // when it loads, which is here (unless the user chose otherwise).
-    setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0);
     if (void* dnnl = openFirst({"libdnnl.so.3", "libdnnl.so.2"})) {
       lib.dnnlSgemm = reinterpret_cast<DnnlSgemm>(dlsym(dnnl, "dnnl_sgemm"));
       lib.ompThreads = reinterpret_cast<SetThreads>(dlsym(dnnl, "omp_set_num_threads"));
+      // oneDNN runs on OpenMP (libgomp), whose threads spin for a while after each region. smelt's own
+      // pool then ran the kernels between products on a second set of threads: on 2 cores the two
+      // sets either starved each other (spinning: MLP training step 117 ms on a busy machine) or
+      // handed over through sleeps (passive: a 256x1024x1024 product 3.5 ms instead of 1.8). The
+      // generated kernels now run on OpenMP's threads too.
+      if (auto parallel = reinterpret_cast<ThreadPool::OpenMpParallel>(dlsym(dnnl, "GOMP_parallel"))) {
+        ThreadPool::runOnOpenMp(parallel);
+      }
       if (lib.dnnlSgemm) parts = "oneDNN (f32)";
     }
     if (void* openblas = openFirst({"libopenblas.so.0", "libopenblas.so"})) {

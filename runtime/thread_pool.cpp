@@ -6,6 +6,28 @@
 
 namespace smelt {
 
+std::atomic<ThreadPool::OpenMpParallel> ThreadPool::openMp_{nullptr};
+
+void ThreadPool::runOnOpenMp(OpenMpParallel parallel) { openMp_.store(parallel); }
+
+namespace {
+
+// One parallelFor on OpenMP's threads: each takes chunks from a shared counter until none are left.
+struct OpenMpJob {
+  const std::function<void(int64_t, int64_t)>* fn;
+  int64_t total, chunk;
+  std::atomic<int64_t> next{0};
+
+  static void run(void* data) {
+    auto& job = *static_cast<OpenMpJob*>(data);
+    for (int64_t begin = job.next.fetch_add(job.chunk); begin < job.total; begin = job.next.fetch_add(job.chunk)) {
+      (*job.fn)(begin, std::min(job.total, begin + job.chunk));
+    }
+  }
+};
+
+}  // namespace
+
 ThreadPool::ThreadPool(int threads) {
   if (threads <= 0) {
     const char* env = std::getenv("SMELT_NUM_THREADS");
@@ -68,12 +90,18 @@ void ThreadPool::parallelFor(int64_t total, const std::function<void(int64_t, in
     fn(0, total);
     return;
   }
+  // A few chunks per thread balance uneven rows without much locking.
+  const int64_t chunk = std::max<int64_t>(1, (total + threads() * 4 - 1) / (threads() * 4));
+  if (OpenMpParallel openMp = openMp_.load()) {
+    OpenMpJob job{&fn, total, chunk};
+    openMp(&OpenMpJob::run, &job, static_cast<unsigned>(threads()), 0);
+    return;
+  }
   {
     std::lock_guard lock(mutex_);
     job_ = &fn;
     total_ = total;
-    // A few chunks per thread balance uneven rows without much locking.
-    chunk_ = std::max<int64_t>(1, (total + threads() * 4 - 1) / (threads() * 4));
+    chunk_ = chunk;
     next_ = 0;
     ++generation_;
   }

@@ -1,8 +1,13 @@
 // A fixed pool of worker threads for running one kernel's outer points in parallel. The caller takes
 // part, so a pool of N threads uses N-1 workers; small ranges run inline with no synchronization.
+// Once a BLAS that runs on OpenMP is loaded (runtime/blas.cpp), parallel loops run on OpenMP's threads
+// instead: one set of threads serves both the library's products and the generated kernels around
+// them, spinning briefly between the two rather than two sets handing over through sleeps and wake-ups
+// (which cost the MLP training step's medium-sized products up to half their speed).
 //   ThreadPool::global().parallelFor(total, [&](int64_t begin, int64_t end) { entry(bufs, begin, end); });
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -28,6 +33,11 @@ class ThreadPool {
   /// Calls `fn` on disjoint chunks covering [0, total), in parallel when `parallel` and the pool is free.
   void parallelFor(int64_t total, const std::function<void(int64_t, int64_t)>& fn, bool parallel = true);
 
+  /// libgomp's entry for a parallel region: fn(data) on `threads` threads, the caller among them.
+  using OpenMpParallel = void (*)(void (*fn)(void*), void* data, unsigned threads, unsigned flags);
+  /// From now on every pool's parallel loops run on OpenMP's threads through `parallel`.
+  static void runOnOpenMp(OpenMpParallel parallel);
+
  private:
   void work();
   void runChunks();
@@ -39,6 +49,7 @@ class ThreadPool {
   int64_t total_ = 0, chunk_ = 1, next_ = 0, active_ = 0;
   uint64_t generation_ = 0;
   bool stop_ = false;
+  static std::atomic<OpenMpParallel> openMp_;
 };
 
 }  // namespace smelt
