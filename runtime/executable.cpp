@@ -5,6 +5,7 @@
 #include "codegen/llvm/llvm_jit.h"
 #include "codegen/log.h"
 #include "codegen/lower_kernel.h"
+#include "codegen/tile_columns.h"
 #include "passes/pass_manager.h"
 #include "passes/plan_memory.h"
 #include "runtime/blas.h"
@@ -178,6 +179,9 @@ Expected<std::unique_ptr<Executable>> Executable::compile(const Graph& source, c
                      step.gemm->batch, step.entry ? " and an epilogue kernel" : "");
     } else if (codegen::canLower(*node)) {
       SMELT_TRY(codegen::Kernel kernel, codegen::lowerToKernel(x.graph, *node));
+      if (codegen::tileColumns(kernel)) {  // CPU only: GPUs keep a thread per column
+        logger().debug("{}: column loops tiled ({} tiles)", step.label, kernel.domainSize());
+      }
       codegen::CompileInfo info;
       SMELT_TRY(step.entry, jit->compile(kernel, &info));
       step.points = kernel.domainSize();

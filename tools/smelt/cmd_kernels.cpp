@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #ifdef SMELT_HAVE_LLVM
 #include "codegen/llvm/llvm_jit.h"
+#include "codegen/tile_columns.h"
 #endif
 
 namespace smelt::cli {
@@ -51,6 +52,7 @@ Action addKernelsCommand(CLI::App& app) {
         fmt::print("{}\n", text);
       } else if (options->backend == "llvm") {
 #ifdef SMELT_HAVE_LLVM
+        codegen::tileColumns(*kernel);  // as the llvm executable compiles it
         SMELT_TRY_CLI(codegen::LlvmJit * jit, codegen::LlvmJit::global());
         SMELT_TRY_CLI(std::string ir, jit->renderIr(*kernel, true));
         fmt::print("{}\n", ir);

@@ -8,7 +8,8 @@
 
 namespace smelt::testing {
 
-Expected<std::vector<Tensor>> runWithKernels(const Graph& graph, const TensorMap& feeds) {
+Expected<std::vector<Tensor>> runWithKernels(const Graph& graph, const TensorMap& feeds,
+                                             const std::function<void(codegen::Kernel&)>& rewrite) {
   std::unordered_map<const Value*, Tensor> env;
   for (const Value* v : graph.inputs()) {
     auto it = feeds.find(v->name());
@@ -22,6 +23,7 @@ Expected<std::vector<Tensor>> runWithKernels(const Graph& graph, const TensorMap
       continue;
     }
     SMELT_TRY(codegen::Kernel kernel, codegen::lowerToKernel(graph, *node));
+    if (rewrite) rewrite(kernel);
     std::vector<Tensor> tensors;
     for (const Value* o : node->operands()) tensors.push_back(env.at(o));
     for (const Value* r : node->results()) tensors.emplace_back(r->type());

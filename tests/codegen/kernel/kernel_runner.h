@@ -2,12 +2,17 @@
 // (codegen/lower_kernel.h) and interpreted. The lowering's oracle test compares it with the reference.
 #pragma once
 
+#include "codegen/kernel.h"
 #include "ir/interpreter.h"
+
+#include <functional>
 
 namespace smelt::testing {
 
-/// The graph's outputs computed through lowered kernels; constants are taken as they are.
-Expected<std::vector<Tensor>> runWithKernels(const Graph& graph, const TensorMap& feeds);
+/// The graph's outputs computed through lowered kernels; constants are taken as they are. `rewrite`,
+/// when given, changes each kernel before it runs (a backend's own kernel rewrite under test).
+Expected<std::vector<Tensor>> runWithKernels(const Graph& graph, const TensorMap& feeds,
+                                             const std::function<void(codegen::Kernel&)>& rewrite = {});
 
 /// How far kernel results may be from the reference's (relative, plus the same absolute): kernels
 /// compute f32 in f32 and accumulate reductions in f32 (the reference: double, rounded once), and
