@@ -73,12 +73,12 @@ void chooseResult(const Node& node, const Node& anchor, GemmPlan& plan) {
 
 }  // namespace
 
-std::optional<GemmPlan> planGemm(const Node& node) {
+std::optional<GemmPlan> planGemm(const Node& node, bool (*available)(DType)) {
   std::optional<Anchor> found = findAnchor(node);
   if (!found) return std::nullopt;
   const Node& anchor = *found->node;
   DType dtype = anchor.result(0)->dtype();
-  if (!blas::available(dtype) || anchor.operand(0)->dtype() != dtype ||
+  if (!(available ? available : &blas::available)(dtype) || anchor.operand(0)->dtype() != dtype ||
       anchor.operand(1)->dtype() != dtype) {
     return std::nullopt;
   }

@@ -1,4 +1,5 @@
-// f32/f64 matmul, gemm and conv2d through the CPU's BLAS, for the LLVM executable: which nodes qualify
+// f32/f64 matmul, gemm and conv2d through a BLAS (the CPU's for the LLVM executable; CLBlast for the
+// OpenCL one, without conv2d): which nodes qualify
 // (a lone product, or an epilogue kernel whose anchor reads two of the kernel's operands as they are),
 // how the product maps onto row-major GEMM calls (batched, or one call when a shared right-hand side
 // lets the batch fold into M; a convolution as W times its input's im2col columns, per image and
@@ -45,7 +46,8 @@ struct GemmPlan {
 
 /// The GEMM plan for `node`, or nothing when BLAS is not in the build or the node does not qualify
 /// (other dtypes, vectors, partly broadcast batches, empty dims, an anchor reading a view).
-std::optional<GemmPlan> planGemm(const Node& node);
+/// `available` says which dtypes the library covers (default: the CPU's BLAS, blas::available).
+std::optional<GemmPlan> planGemm(const Node& node, bool (*available)(DType) = nullptr);
 
 /// alpha * op(a) op(b) for every batch item (or the convolution without its bias) into `product`;
 /// `operands` are the node's operand buffers, `columns` a buffer of plan.columnElements.

@@ -3,6 +3,8 @@
 #include "runtime/opencl_executable.h"
 
 #include "runtime/device_arena.h"
+#include "runtime/gemm_step.h"
+#include "runtime/opencl/clblast.h"
 #include "runtime/run_support.h"
 
 #include <fmt/format.h>
@@ -27,6 +29,8 @@ namespace smelt {
 OpenClCompileOptions::OpenClCompileOptions() {
   const char* env = std::getenv("SMELT_PIPELINE");
   pipeline = env ? std::string(env) : std::string(kDefaultPipeline);
+  const char* useBlas = std::getenv("SMELT_BLAS");
+  blas = !(useBlas && std::string_view(useBlas) == "0");
 }
 
 std::string openClBuildOptions(const opencl::DeviceInfo& device) {
@@ -89,11 +93,15 @@ Expected<std::shared_ptr<opencl::Program>> programFor(const opencl::Context& con
   return it->second;
 }
 
-/// One node: a kernel launch, or the reference interpreter for a node without a lowering.
+/// One node: a kernel launch, a CLBlast product (then its epilogue kernel, if any), or the reference
+/// interpreter for a node without a lowering.
 struct Step {
   const Node* node = nullptr;
-  /// Byte offsets in the arena of the node's operands, then its results.
+  /// Byte offsets in the arena of the node's operands, then its results (then, for a product with an
+  /// epilogue, the product's).
   std::vector<int64_t> buffers;
+  std::optional<GemmPlan> gemm;
+  int64_t productOffset = 0;
   /// Absent for an interpreted node.
   std::optional<opencl::Kernel> kernel;
   int64_t points = 0;
@@ -126,6 +134,47 @@ struct OpenClExecutable::Impl {
 
   Status upload(int64_t offset, const Tensor& t) const {
     return context->write(arena, t.raw(), t.byteSize(), static_cast<size_t>(offset));
+  }
+
+  /// A CLBlast product for the step's node when it qualifies (f32/f64 matmul or gemm, not conv2d):
+  /// where the product lands (the result it becomes, else its own arena slot past the plan's, which
+  /// the epilogue then reads as one more buffer).
+  void planProduct(Step& step) {
+    const Node& node = *step.node;
+    std::optional<GemmPlan> plan = planGemm(node, &opencl::clblastAvailable);
+    if (!plan || plan->conv || (plan->dtype == DType::f64 && !context->device().fp64)) return;
+    int64_t productBytes = plan->anchor->result(0)->type().byteSize();
+    auto overlaps = [](int64_t a, int64_t aBytes, int64_t b, int64_t bBytes) { return a < b + bBytes && b < a + aBytes; };
+    if (plan->result >= 0) {
+      int64_t into = step.buffers[node.numOperands() + static_cast<size_t>(plan->result)];
+      for (size_t i = 0; i < node.numOperands(); ++i) {
+        if (overlaps(into, productBytes, step.buffers[i], node.operand(i)->type().byteSize())) plan->result = -1;
+      }
+    }
+    if (plan->result >= 0) {
+      step.productOffset = step.buffers[node.numOperands() + static_cast<size_t>(plan->result)];
+    } else {
+      plan->epilogue = true;
+      step.productOffset = alignUp(arenaBytes, 64);
+      arenaBytes = step.productOffset + productBytes;
+    }
+    if (plan->epilogue) step.buffers.push_back(step.productOffset);
+    step.gemm = std::move(plan);
+  }
+
+  /// The step's product on CLBlast, one call per batch item.
+  Status runProduct(const Step& step) const {
+    const GemmPlan& p = *step.gemm;
+    auto elements = [&](int64_t bytes) { return bytes / static_cast<int64_t>(dtypeSize(p.dtype)); };
+    for (int64_t i = 0; i < p.batch; ++i) {
+      opencl::GemmCall call{.dtype = p.dtype, .transA = p.transA, .transB = p.transB, .m = p.m, .n = p.n, .k = p.k,
+                            .alpha = p.alpha, .offsetA = elements(step.buffers[p.operandA]) + i * p.strideA,
+                            .lda = p.transA ? p.m : p.k, .offsetB = elements(step.buffers[p.operandB]) + i * p.strideB,
+                            .ldb = p.transB ? p.k : p.n, .offsetC = elements(step.productOffset) + i * p.strideC,
+                            .ldc = p.n};
+      SMELT_CHECK_OK(opencl::clblastGemm(*context, arena, call));
+    }
+    return Status::success();
   }
 
   /// Copies of a step's operands (first) or results out of the arena (the blocking read waits for the
@@ -171,11 +220,20 @@ Status OpenClExecutable::prepare(const Graph& source, const OpenClCompileOptions
   x.arenaBytes = arena.bytes;
   for (const auto& node : x.graph.nodes()) {
     if (node->opName() == "constant") continue;
-    Step step{node.get(), {}, std::nullopt, 0, x.graph.labelOf(*node)};
+    Step step{node.get(), {}, std::nullopt, 0, std::nullopt, 0, x.graph.labelOf(*node)};
     for (const Value* o : node->operands()) step.buffers.push_back(arena.offsetOf(o, plan));
     for (const Value* r : node->results()) step.buffers.push_back(arena.offsetOf(r, plan));
-    if (codegen::canLower(*node)) {
-      SMELT_TRY(codegen::Kernel kernel, codegen::lowerToKernel(x.graph, *node));
+    if (options.blas) x.planProduct(step);
+    if (step.gemm) {
+      ++x.report.blas;
+      logger().debug("{}: CLBlast {}x{}x{} (batch {}){}", step.label, step.gemm->m, step.gemm->n, step.gemm->k,
+                     step.gemm->batch, step.gemm->epilogue ? " and an epilogue kernel" : "");
+    }
+    if (step.gemm && !step.gemm->epilogue) {
+      x.kernelOfStep.push_back(-1);
+    } else if (step.gemm || codegen::canLower(*node)) {
+      SMELT_TRY(codegen::Kernel kernel, step.gemm ? codegen::lowerEpilogue(x.graph, *node, *step.gemm->anchor)
+                                                  : codegen::lowerToKernel(x.graph, *node));
       if (kernel.buffers.size() != step.buffers.size()) {
         return makeError("{}: its kernel has {} buffers, the node {} operands and results", step.label,
                          kernel.buffers.size(), step.buffers.size());
@@ -285,6 +343,22 @@ Status OpenClExecutable::run(const TensorMap& feeds, std::vector<Tensor>& output
     x.parameterFed[i] = given != nullptr;
   }
   for (Step& step : x.steps) {
+    if (step.gemm) {
+      std::vector<Tensor> before;
+      if (x.checkKernels) {
+        SMELT_TRY(before, x.download(step, false));
+      }
+      SMELT_CHECK_OK(x.runProduct(step));
+      if (step.kernel && step.points > 0) {
+        auto global = static_cast<size_t>(alignUp(step.points, static_cast<int64_t>(kLocalSize)));
+        SMELT_CHECK_OK(x.context->enqueue(*step.kernel, opencl::NDRange(global), opencl::NDRange(kLocalSize)));
+      }
+      if (x.checkKernels) {
+        SMELT_TRY(std::vector<Tensor> after, x.download(step, true));
+        SMELT_CHECK_OK(checkAgainstReference(g, *step.node, step.label, before, after));
+      }
+      continue;
+    }
     if (step.kernel) {
       if (step.points == 0) continue;
       // SMELT_CHECK_KERNELS=1: the operands are copied before the kernel runs (an in-place result

@@ -32,6 +32,9 @@ struct OpenClCompileOptions {
   std::string pipeline;
   /// The device (opencl::Context::create's selector); empty: $SMELT_OPENCL_DEVICE, else PoCL's CPU.
   std::string device;
+  /// Whether f32/f64 matmul and gemm may run on CLBlast where it is installed (SMELT_BLAS=0 turns it
+  /// off, as for the CPU): the rest of such a kernel runs after it as a generated epilogue.
+  bool blas = true;
   OpenClCompileOptions();
 };
 

@@ -7,6 +7,7 @@ packages=(
   libfmt-dev libspdlog-dev doctest-dev libcli11-dev nlohmann-json3-dev
   libxxhash-dev                            # kernel cache keys and entry checksums (codegen/cache)
   libdnnl2 libopenblas0                    # f32 (oneDNN) and f64 (OpenBLAS) products on the CPU, loaded with dlopen
+  libclblast1                              # f32/f64 products on the opencl backend (CLBlast), loaded with dlopen
   libonnx-dev libprotobuf-dev protobuf-compiler   # ONNX import
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo   # OpenCL backend on the CPU (PoCL)
   libamdhip64-dev libamd-comgr2            # HIPRTC (hiprtc.h; comgr is dlopen'ed by libamdhip64) for the HIP backend

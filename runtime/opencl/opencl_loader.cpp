@@ -48,6 +48,8 @@ constexpr cl_int kUnavailable = -1001;
 
 /// The loader's functions (null when it could not be opened).
 struct Api {
+  void* handle = nullptr;
+  bool isolated = false;
 #define SMELT_CL_MEMBER(name) decltype(&::name) name = nullptr;
   SMELT_CL_FUNCTIONS(SMELT_CL_MEMBER)
 #undef SMELT_CL_MEMBER
@@ -87,6 +89,8 @@ Api load() {
     if (handle) break;
   }
   if (!handle) return api;
+  api.handle = handle;
+  api.isolated = isolate;
 #define SMELT_CL_LOAD(name) api.name = reinterpret_cast<decltype(api.name)>(dlsym(handle, #name));
   SMELT_CL_FUNCTIONS(SMELT_CL_LOAD)
 #undef SMELT_CL_LOAD
@@ -100,6 +104,19 @@ const Api& api() {
 }
 
 }  // namespace
+
+namespace smelt::opencl {
+
+void* openBesideLoader(const char* soname) {
+  const Api& a = api();
+  if (!a.handle) return nullptr;
+  if (!a.isolated) return dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+  Lmid_t namespaceId = 0;
+  if (dlinfo(a.handle, RTLD_DI_LMID, &namespaceId) != 0) return nullptr;
+  return dlmopen(namespaceId, soname, RTLD_NOW | RTLD_LOCAL);
+}
+
+}  // namespace smelt::opencl
 
 extern "C" {
 
