@@ -12,6 +12,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -32,6 +33,8 @@ using CblasDgemm = void (*)(int, int, int, int, int, int, double, const double*,
 using DnnlSgemm = int (*)(char, char, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t,
                           float, float*, int64_t);
 using SetThreads = void (*)(int);
+// cblas_somatcopy(order, trans, rows, cols, alpha, a, lda, b, ldb): OpenBLAS's out-of-place copy.
+using Somatcopy = void (*)(int, int, int, int, float, const float*, int, float*, int);
 
 struct Library {
   DnnlSgemm dnnlSgemm = nullptr;
@@ -39,6 +42,7 @@ struct Library {
   CblasDgemm dgemm = nullptr;
   SetThreads openblasThreads = nullptr;
   SetThreads ompThreads = nullptr;  // oneDNN's OpenMP runtime
+  Somatcopy somatcopy = nullptr;
   std::string description = "none";
 };
 
@@ -70,6 +74,7 @@ const Library& library() {
     if (void* openblas = openFirst({"libopenblas.so.0", "libopenblas.so"})) {
       lib.sgemm = reinterpret_cast<CblasSgemm>(dlsym(openblas, "cblas_sgemm"));
       lib.dgemm = reinterpret_cast<CblasDgemm>(dlsym(openblas, "cblas_dgemm"));
+      lib.somatcopy = reinterpret_cast<Somatcopy>(dlsym(openblas, "cblas_somatcopy"));
       lib.openblasThreads = reinterpret_cast<SetThreads>(dlsym(openblas, "openblas_set_num_threads"));
       using Config = char* (*)();
       auto config = reinterpret_cast<Config>(dlsym(openblas, "openblas_get_config"));
@@ -90,6 +95,24 @@ bool available(DType dtype) {
   if (dtype == DType::f32) return lib.dnnlSgemm || lib.sgemm;
   if (dtype == DType::f64) return lib.dgemm != nullptr;
   return false;
+}
+
+bool onednn() { return library().dnnlSgemm != nullptr; }
+
+void transpose(const float* a, int64_t rows, int64_t cols, float* t, int64_t ldt) {
+  if (const Library& lib = library(); lib.somatcopy) {
+    auto i = [](int64_t v) { return static_cast<int>(v); };
+    lib.somatcopy(kRowMajor, kTrans, i(rows), i(cols), 1.0f, a, i(cols), t, i(ldt));
+    return;
+  }
+  constexpr int64_t kTile = 16;
+  for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
+    for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+      for (int64_t c = c0; c < std::min(cols, c0 + kTile); ++c) {
+        for (int64_t r = r0; r < std::min(rows, r0 + kTile); ++r) t[c * ldt + r] = a[r * cols + c];
+      }
+    }
+  }
 }
 
 void gemm(DType dtype, bool transA, bool transB, int64_t m, int64_t n, int64_t k, double alpha, const void* a,

@@ -11,10 +11,16 @@
 namespace smelt::blas {
 
 bool available(DType dtype);
+/// Whether f32 products run on oneDNN.
+bool onednn();
 
 /// Row-major C[M,N] = alpha * op(A) * op(B); op transposes when `transA` / `transB`. f32 or f64 only.
 void gemm(DType dtype, bool transA, bool transB, int64_t m, int64_t n, int64_t k, double alpha, const void* a,
           int64_t lda, const void* b, int64_t ldb, void* c, int64_t ldc);
+
+/// `rows` rows of a row-major matrix with `cols` columns (leading dimension `cols`), transposed into
+/// `t` (leading dimension `ldt`), on one thread: OpenBLAS's somatcopy when loaded, else a tiled loop.
+void transpose(const float* a, int64_t rows, int64_t cols, float* t, int64_t ldt);
 
 /// The libraries' own thread counts (OpenBLAS's pool and oneDNN's OpenMP threads, beside smelt's).
 void setThreads(int threads);

@@ -72,6 +72,7 @@ Status planBlasStep(const Graph& graph, const Node& node, bool parallel, Step& s
   step.gemm = planGemm(node);
   if (!step.gemm) return Status::success();
   GemmPlan& plan = *step.gemm;
+  preferUntransposedB(plan);
   int64_t productBytes = plan.anchor->result(0)->type().byteSize();
   if (plan.result >= 0) {
     const Binding& into = step.buffers[node.numOperands() + static_cast<size_t>(plan.result)];

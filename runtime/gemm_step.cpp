@@ -2,6 +2,7 @@
 #include "runtime/gemm_step.h"
 
 #include "runtime/blas.h"
+#include "runtime/thread_pool.h"
 
 #include <algorithm>
 
@@ -203,15 +204,43 @@ void runConv(const GemmPlan& p, char* const* operands, char* product, char* colu
 
 }  // namespace
 
+void preferUntransposedB(GemmPlan& plan) {
+  if (!plan.transB || plan.conv || plan.batch != 1 || plan.dtype != DType::f32 || !blas::onednn()) return;
+  plan.transposeB = true;
+  plan.columnElements = plan.k * plan.n;
+}
+
+namespace {
+
+/// `b` (rows x cols, row-major) into `t` (cols x rows): bands of rows on the thread pool's threads.
+void transposeInto(const float* b, int64_t rows, int64_t cols, float* t) {
+  constexpr int64_t kBand = 64;
+  ThreadPool::global().parallelFor(
+      (rows + kBand - 1) / kBand,
+      [&](int64_t begin, int64_t end) {
+        int64_t r0 = begin * kBand, r1 = std::min(rows, end * kBand);
+        blas::transpose(b + r0 * cols, r1 - r0, cols, t + r0, rows);
+      },
+      rows * cols >= 65536);
+}
+
+}  // namespace
+
 void runGemm(const GemmPlan& p, char* const* operands, char* product, char* columns) {
   if (p.conv) return runConv(p, operands, product, columns);
   size_t bytes = dtypeSize(p.dtype);
   const char* a = operands[p.operandA];
   const char* b = operands[p.operandB];
+  bool transB = p.transB;
+  if (p.transposeB) {
+    transposeInto(reinterpret_cast<const float*>(b), p.n, p.k, reinterpret_cast<float*>(columns));
+    b = columns;
+    transB = false;
+  }
   int64_t lda = p.transA ? p.m : p.k;
-  int64_t ldb = p.transB ? p.k : p.n;
+  int64_t ldb = transB ? p.k : p.n;
   for (int64_t i = 0; i < p.batch; ++i) {
-    blas::gemm(p.dtype, p.transA, p.transB, p.m, p.n, p.k, p.alpha, a + i * p.strideA * bytes,
+    blas::gemm(p.dtype, p.transA, transB, p.m, p.n, p.k, p.alpha, a + i * p.strideA * bytes,
                lda, b + i * p.strideB * bytes, ldb, product + i * p.strideC * bytes, p.n);
   }
 }

@@ -109,3 +109,14 @@ TEST_CASE("blas: conv2d as W times im2col columns: stride, asymmetric padding, d
 })");
   CHECK(calls >= 3);
 }
+
+TEST_CASE("blas: a transposed right-hand side large enough to be transposed first, in bands on the thread pool") {
+  if (!blas::available(DType::f32) || !blas::available(DType::f64)) return;
+  // 260 rows of w: four bands of 64 and a partial one (f32 on oneDNN transposes w before the product).
+  int64_t calls = checkBothWays(R"(graph @t(%x: $T[70,300], %w: $T[260,300], %b: $T[260]) {
+  %0 = gemm(%x, %w, %b) {trans_b = 1} : $T[70,260]
+  %1 = relu(%0) : $T[70,260]
+  return y = %1
+})");
+  CHECK(calls == 1);
+}
