@@ -1,0 +1,195 @@
+// train_digits: trains a small CNN on handwritten digits with smelt's model API and prints, as its
+// last line, `test accuracy: X`. By default the data are the UCI optical digits shipped in
+// data/digits (1,437 training and 360 test images of 8x8, IDX files); --mnist DIR trains on real MNIST
+// IDX files instead (train-images-idx3-ubyte, ... as distributed, uncompressed).
+//   build/bin/train_digits [--epochs 30] [--batch 32] [--lr 0.002] [--seed 1] [--checkpoint PATH]
+// The whole training step (forward, cross-entropy, gradients, Adam) is one graph compiled once; each
+// batch then runs it with the parameters and Adam's moments resident between steps.
+#include "frontend/data/idx.h"
+#include "frontend/nn/losses.h"
+#include "frontend/nn/safetensors.h"
+#include "frontend/nn/train_step.h"
+#include "progress.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <numeric>
+#include <random>
+
+using namespace smelt;
+
+namespace {
+
+struct Split {
+  Tensor images;  // f32 [N, 1, H, W] in [0, 1]
+  Tensor labels;  // i64 [N]
+};
+
+Expected<Split> loadSplit(const std::string& dir, const std::string& prefix) {
+  SMELT_TRY(Tensor images, data::readIdx(dir + "/" + prefix + "-images-idx3-ubyte"));
+  SMELT_TRY(Tensor labels, data::readIdx(dir + "/" + prefix + "-labels-idx1-ubyte"));
+  if (images.rank() != 3 || labels.rank() != 1 || images.shape()[0] != labels.shape()[0]) {
+    return makeError("{}: {} images {} do not pair with labels {}", dir, prefix, images.type().toString(),
+                     labels.type().toString());
+  }
+  return Split{data::imagesToFloat(images), data::labelsToInt64(labels)};
+}
+
+/// Two 3x3 convolutions with ReLU and 2x2 max pooling, then a linear classifier (a hidden layer for
+/// images larger than the 8x8 digits).
+nn::ModulePtr makeNetwork(int64_t height, int64_t width) {
+  auto net = nn::sequential({nn::conv2d(1, 32, 3, {.padding = 1}), nn::relu(), nn::maxPool2d(2),
+                             nn::conv2d(32, 64, 3, {.padding = 1}), nn::relu(), nn::maxPool2d(2), nn::flatten()});
+  int64_t features = 64 * (height / 4) * (width / 4);
+  if (features > 1024) {
+    net->add(nn::linear(features, 128));
+    net->add(nn::relu());
+    features = 128;
+  }
+  net->add(nn::linear(features, 10));
+  return net;
+}
+
+/// Rows `order[begin, begin + count)` of `t` (any rank, first axis) into `out`.
+void gatherRows(const Tensor& t, const std::vector<int64_t>& order, size_t begin, Tensor& out) {
+  size_t rowBytes = t.byteSize() / static_cast<size_t>(t.shape()[0]);
+  for (int64_t i = 0; i < out.shape()[0]; ++i) {
+    std::memcpy(out.raw() + static_cast<size_t>(i) * rowBytes,
+                t.raw() + static_cast<size_t>(order[begin + static_cast<size_t>(i)]) * rowBytes, rowBytes);
+  }
+}
+
+/// Correct predictions among the first `rows` rows of `logits` [N, C] for `labels` from `offset`.
+int64_t correct(const Tensor& logits, const Tensor& labels, int64_t offset = 0, int64_t rows = -1) {
+  int64_t n = rows >= 0 ? rows : logits.shape()[0], classes = logits.shape()[1], hits = 0;
+  const float* p = logits.data<float>();
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t best = std::max_element(p + i * classes, p + (i + 1) * classes) - (p + i * classes);
+    hits += best == labels.data<int64_t>()[offset + i];
+  }
+  return hits;
+}
+
+/// Accuracy of the model on a whole split, in batches of the predictor's size (the remainder padded).
+Expected<double> evaluate(nn::Predictor& predict, const Split& split, int64_t batch) {
+  int64_t n = split.images.shape()[0], hits = 0;
+  Shape shape = split.images.shape();
+  shape[0] = batch;
+  Tensor x(TensorType{DType::f32, shape});
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  for (int64_t begin = 0; begin < n; begin += batch) {
+    int64_t count = std::min(batch, n - begin);
+    std::vector<int64_t> rows(order.begin() + begin, order.begin() + begin + count);
+    rows.resize(static_cast<size_t>(batch), rows.back());  // padding rows, not counted
+    gatherRows(split.images, rows, 0, x);
+    SMELT_TRY(Tensor logits, predict.run(x));
+    hits += correct(logits, split.labels, begin, count);
+  }
+  return static_cast<double>(hits) / static_cast<double>(n);
+}
+
+/// `name` in the folder of this executable (build/bin), else in the current folder.
+std::string besideExecutable(const std::string& name) {
+  std::error_code error;
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", error);
+  return error ? name : (exe.parent_path() / name).string();
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"Trains a small CNN on handwritten digits (smelt's model API) and reports test accuracy"};
+  std::string dataDir = SMELT_DIGITS_DIR, mnistDir, checkpoint = besideExecutable("train_digits.safetensors");
+  int64_t epochs = 30, batch = 32;
+  double lr = 2e-3;
+  uint64_t seed = 1;
+  app.add_option("--data", dataDir, "Folder with the IDX files (default: the bundled UCI digits)");
+  app.add_option("--mnist", mnistDir, "Folder with real MNIST IDX files (train-images-idx3-ubyte, ...)");
+  app.add_option("--epochs", epochs, "Passes over the training set")->check(CLI::PositiveNumber);
+  app.add_option("--batch", batch, "Images per step")->check(CLI::PositiveNumber);
+  app.add_option("--lr", lr, "Adam's peak learning rate (cosine schedule)")->check(CLI::PositiveNumber);
+  app.add_option("--seed", seed, "Seed of the initial weights and the shuffling");
+  app.add_option("--checkpoint", checkpoint, "Where to save the trained parameters (safetensors)");
+  CLI11_PARSE(app, argc, argv);
+  if (!mnistDir.empty()) dataDir = mnistDir;
+
+  auto fail = [](const Error& e) {
+    fmt::print(stderr, "train_digits: error: {}\n", e.message());
+    return 1;
+  };
+  auto train = loadSplit(dataDir, "train");
+  if (!train.ok()) return fail(train.error());
+  auto test = loadSplit(dataDir, "t10k");
+  if (!test.ok()) return fail(test.error());
+  const Shape& imageShape = train->images.shape();
+  int64_t n = imageShape[0], height = imageShape[2], width = imageShape[3];
+  batch = std::min(batch, n);
+  int64_t stepsPerEpoch = n / batch;  // the last partial batch is dropped (a new shuffle each epoch)
+  fmt::print("data: {} ({} training, {} test images of {}x{})\n", dataDir, n, test->images.shape()[0], height, width);
+
+  auto start = std::chrono::steady_clock::now();
+  nn::Model model(makeNetwork(height, width), seed);
+  TensorType inputType{DType::f32, {batch, 1, height, width}};
+  TensorType labelType{DType::i64, {batch}};
+  nn::TrainStepOptions options;
+  options.schedule = nn::cosineSchedule(lr, epochs * stepsPerEpoch, lr / 20);
+  auto step = nn::TrainStep::create(model, nn::crossEntropy, nn::adam({.lr = lr}), inputType, labelType, options);
+  if (!step.ok()) return fail(step.error());
+  int64_t evalBatch = std::min<int64_t>(test->images.shape()[0], 500);
+  auto predict = nn::Predictor::create(model, TensorType{DType::f32, {evalBatch, 1, height, width}});
+  if (!predict.ok()) return fail(predict.error());
+  double compileSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  fmt::print("model: {}\n", model.net->describe());
+  fmt::print("{} parameters; training step compiled in {:.2f} s ({} kernels, {} on the BLAS)\n",
+             model.parameterCount(), compileSeconds, (*step)->report().kernels, (*step)->report().blas);
+
+  examples::Progress progress(epochs, stepsPerEpoch);
+  std::mt19937_64 rng(seed);
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  Tensor x(inputType), y(labelType), logits;
+  double testAccuracy = 0;
+  for (int64_t epoch = 1; epoch <= epochs; ++epoch) {
+    std::shuffle(order.begin(), order.end(), rng);
+    auto epochStart = std::chrono::steady_clock::now();
+    double lossSum = 0;
+    int64_t hits = 0, seen = 0;
+    double rate = 0;
+    for (int64_t s = 0; s < stepsPerEpoch; ++s) {
+      gatherRows(train->images, order, static_cast<size_t>(s * batch), x);
+      gatherRows(train->labels, order, static_cast<size_t>(s * batch), y);
+      auto loss = (*step)->run(x, y, &logits);
+      if (!loss.ok()) return fail(loss.error());
+      lossSum += *loss;
+      hits += correct(logits, y);
+      seen += batch;
+      rate = static_cast<double>(seen) /
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - epochStart).count();
+      progress.step(epoch, s + 1, lossSum / static_cast<double>(s + 1), static_cast<double>(hits) / static_cast<double>(seen), rate);
+    }
+    bool last = epoch == epochs;
+    double measured = -1;
+    if (last || epoch % 5 == 0) {
+      auto acc = evaluate(**predict, *test, evalBatch);
+      if (!acc.ok()) return fail(acc.error());
+      measured = testAccuracy = *acc;
+    }
+    progress.endEpoch(epoch, lossSum / static_cast<double>(stepsPerEpoch), static_cast<double>(hits) / static_cast<double>(seen),
+                      rate, measured);
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  Status saved = nn::saveSafetensors(checkpoint, model.state, {{"model", model.net->describe()}, {"data", dataDir}});
+  if (!saved.ok()) return fail(saved.error());
+  fmt::print("trained in {:.1f} s ({} steps); checkpoint (parameters and Adam state, safetensors): {}\n", seconds,
+             (*step)->steps(), checkpoint);
+  fmt::print("test accuracy: {:.4f}\n", testAccuracy);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return run(argc, argv); }

@@ -1,0 +1,25 @@
+// See graph_context.h.
+#include "frontend/nn/graph_context.h"
+
+namespace smelt::nn {
+
+GraphContext::GraphContext(Graph& graph, StateDict& state, bool training, uint64_t seed)
+    : graph_(graph), builder_(graph), state_(state), training_(training), seed_(seed) {}
+
+Value* GraphContext::parameter(const std::string& name, const Shape& shape, const Initializer& init, bool trainable) {
+  std::string full = prefix_ + name;
+  if (Value* existing = graph_.findParameter(full)) return existing;
+  auto it = state_.find(full);
+  if (it == state_.end()) it = state_.emplace(full, init(shape, seedFor(seed_, full))).first;
+  if (!(it->second.type() == TensorType{DType::f32, shape})) {
+    return builder_.fail(makeError("parameter '{}' is {} in the model's state, but the layer expects {}", full,
+                                   it->second.type().toString(), TensorType{DType::f32, shape}.toString()));
+  }
+  Value* p = graph_.addParameter(full, it->second, trainable);
+  if (trainable) trainable_.push_back(p);
+  return p;
+}
+
+int64_t GraphContext::nextSeed() { return static_cast<int64_t>(seedFor(seed_, "draw" + std::to_string(draws_++)) >> 1); }
+
+}  // namespace smelt::nn

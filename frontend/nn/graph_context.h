@@ -1,0 +1,70 @@
+// Building one graph from modules: the graph and its builder, whether it is a training graph, the
+// model's state (parameter values by name, shared by every graph built from the model), and the name
+// prefix of the module being built ("features.0.").
+//   nn::GraphContext ctx(graph, model.state(), /*training=*/true);
+//   Value* w = ctx.parameter("weight", {out, in}, nn::kaimingUniform(in));   // "features.0.weight"
+#pragma once
+
+#include "frontend/nn/init.h"
+#include "ir/builder.h"
+#include "ir/graph.h"
+#include "ir/interpreter.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace smelt::nn {
+
+/// Tensors by name: a model's parameters and buffers, an optimizer's state. Ordered, as checkpoints
+/// are; the executables' feed map type, so entries move between the two without copies.
+using StateDict = TensorMap;
+
+class GraphContext {
+ public:
+  /// Values missing from `state` are initialized there as parameters are first asked for, from
+  /// `seed` and the parameter's name (so the same model and seed give the same values, in any order).
+  GraphContext(Graph& graph, StateDict& state, bool training, uint64_t seed = 0);
+
+  Graph& graph() { return graph_; }
+  Builder& b() { return builder_; }
+  bool training() const { return training_; }
+  StateDict& state() { return state_; }
+
+  /// The parameter `prefix + name` of `shape` (f32), created in this graph on first use with the
+  /// state's value, which `init` makes when the state has none. Trainable ones get gradients; the
+  /// others (running statistics) are state the graph may update.
+  Value* parameter(const std::string& name, const Shape& shape, const Initializer& init, bool trainable = true);
+  /// The trainable parameters created so far, in creation order.
+  const std::vector<Value*>& trainable() const { return trainable_; }
+  /// New values for non-trainable parameters (a batch norm's running statistics), by full name.
+  void assign(const std::string& fullName, Value* value) { assigned_.emplace_back(fullName, value); }
+  const std::vector<std::pair<std::string, Value*>>& assigned() const { return assigned_; }
+
+  /// Runs `build` with `part + "."` appended to the name prefix.
+  template <typename F>
+  auto scoped(const std::string& part, F&& build) {
+    std::string saved = prefix_;
+    prefix_ += part + ".";
+    auto result = build();
+    prefix_ = std::move(saved);
+    return result;
+  }
+  const std::string& prefix() const { return prefix_; }
+
+  /// A per-graph seed for random ops (dropout), distinct per call.
+  int64_t nextSeed();
+
+ private:
+  Graph& graph_;
+  Builder builder_;
+  StateDict& state_;
+  bool training_;
+  uint64_t seed_;
+  uint64_t draws_ = 0;
+  std::string prefix_;
+  std::vector<Value*> trainable_;
+  std::vector<std::pair<std::string, Value*>> assigned_;
+};
+
+}  // namespace smelt::nn

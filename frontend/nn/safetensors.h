@@ -1,0 +1,26 @@
+// Checkpoints in the safetensors format (Hugging Face's: an 8-byte little-endian header length, a
+// JSON header naming each tensor's dtype, shape and byte range, then the raw little-endian data), so
+// PyTorch (safetensors.torch.load_file) reads what smelt saves and smelt reads what PyTorch saves.
+//   SMELT_CHECK_OK(nn::saveSafetensors("digits.safetensors", model.state));
+//   SMELT_CHECK_OK(nn::loadInto(model.state, "digits.safetensors"));
+#pragma once
+
+#include "frontend/nn/graph_context.h"
+
+#include <map>
+#include <string>
+
+namespace smelt::nn {
+
+/// Writes every tensor of `state` (and `metadata` strings) to `path`, atomically (a temporary file,
+/// then a rename).
+Status saveSafetensors(const std::string& path, const StateDict& state,
+                       const std::map<std::string, std::string>& metadata = {});
+/// Every tensor in the file; a clear error for a malformed file (naming the tensor where one is bad).
+Expected<StateDict> loadSafetensors(const std::string& path);
+/// Replaces `state`'s tensors by the file's. The file must hold exactly the tensors `state` has, each
+/// of the same dtype and shape (when `state` is empty, it takes the file's as they are); a mismatch
+/// is an error naming the tensor, and leaves `state` unchanged.
+Status loadInto(StateDict& state, const std::string& path);
+
+}  // namespace smelt::nn

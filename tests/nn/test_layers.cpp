@@ -1,0 +1,131 @@
+// Layers: parameters named as PyTorch's state_dict, shapes, numbers against host formulas, batch norm's
+// running statistics in training and evaluation graphs, dropout only while training.
+#include "frontend/nn/losses.h"
+#include "frontend/nn/train_step.h"
+#include "tests/support/random_tensors.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+using namespace smelt;
+
+TEST_CASE("nn layers: a Sequential's parameters carry PyTorch's names and shapes, seeded initial values") {
+  auto net = nn::sequential({nn::conv2d(3, 8, 3, {.padding = 1}), nn::batchNorm(8), nn::relu(), nn::maxPool2d(2),
+                             nn::flatten(), nn::linear(8 * 4 * 4, 10), nn::layerNorm(10)});
+  nn::Model model(net, 3);
+  auto predict = nn::Predictor::create(model, TensorType{DType::f32, {2, 3, 8, 8}});
+  REQUIRE_MESSAGE(predict.ok(), (predict.ok() ? "" : predict.error().message()));
+  std::map<std::string, Shape> expected{{"0.weight", {8, 3, 3, 3}}, {"0.bias", {8}},          {"1.weight", {8}},
+                                        {"1.bias", {8}},            {"1.running_mean", {8}},  {"1.running_var", {8}},
+                                        {"5.weight", {10, 128}},    {"5.bias", {10}},         {"6.weight", {10}},
+                                        {"6.bias", {10}}};
+  REQUIRE(model.state.size() == expected.size());
+  for (const auto& [name, shape] : expected) {
+    REQUIRE_MESSAGE(model.state.count(name), name);
+    CHECK_MESSAGE(model.state.at(name).shape() == shape, name);
+  }
+  CHECK(model.parameterCount() == 8 * 27 + 8 + 4 * 8 + 10 * 128 + 10 + 20);
+  // Linear's weight in U(-1/sqrt(in), 1/sqrt(in)), not constant; the same seed gives the same values.
+  std::vector<double> w = model.state.at("5.weight").toDoubles();
+  double bound = 1 / std::sqrt(128.0);
+  CHECK(*std::max_element(w.begin(), w.end()) <= bound);
+  CHECK(*std::min_element(w.begin(), w.end()) >= -bound);
+  CHECK(*std::max_element(w.begin(), w.end()) > 0.5 * bound);
+  nn::Model again(net, 3), other(net, 4);
+  REQUIRE(nn::Predictor::create(again, TensorType{DType::f32, {2, 3, 8, 8}}).ok());
+  REQUIRE(nn::Predictor::create(other, TensorType{DType::f32, {2, 3, 8, 8}}).ok());
+  CHECK(again.state.at("5.weight") == model.state.at("5.weight"));
+  CHECK_FALSE(other.state.at("5.weight") == model.state.at("5.weight"));
+  auto out = (*predict)->run(testing::randomTensor(TensorType{DType::f32, {2, 3, 8, 8}}, testing::testSeed()));
+  REQUIRE(out.ok());
+  CHECK(out->shape() == Shape{2, 10});
+}
+
+TEST_CASE("nn layers: Linear computes x W^T + b") {
+  nn::Model model(nn::linear(4, 3), 1);
+  auto predict = nn::Predictor::create(model, TensorType{DType::f32, {2, 4}});
+  REQUIRE(predict.ok());
+  Tensor x = testing::randomTensor(TensorType{DType::f32, {2, 4}}, testing::testSeed());
+  auto y = (*predict)->run(x);
+  REQUIRE(y.ok());
+  const Tensor &w = model.state.at("weight"), &b = model.state.at("bias");
+  for (int64_t i = 0; i < 2; ++i) {
+    for (int64_t o = 0; o < 3; ++o) {
+      double expect = b.getDouble(o);
+      for (int64_t k = 0; k < 4; ++k) expect += x.getDouble(i * 4 + k) * w.getDouble(o * 4 + k);
+      CHECK(y->getDouble(i * 3 + o) == doctest::Approx(expect).epsilon(1e-5));
+    }
+  }
+}
+
+TEST_CASE("nn layers: batch norm trains on batch statistics, updates its running ones, evaluates on them") {
+  nn::Model model(nn::sequential({nn::batchNorm(2, 1e-5, 0.25)}), 1);
+  TensorType type{DType::f32, {4, 2, 3, 3}};
+  // The loss ignores its target: the sum of the normalized output.
+  auto step = nn::TrainStep::create(model, [](nn::GraphContext& ctx, Value* out, Value*) { return ctx.b().op("reduce_sum", {out}); },
+                                    nn::sgd({.lr = 0.0}), type, TensorType{DType::f32, {}});
+  REQUIRE_MESSAGE(step.ok(), (step.ok() ? "" : step.error().message()));
+  Tensor x = testing::randomTensor(type, testing::testSeed());
+  REQUIRE((*step)->run(x, Tensor(TensorType{DType::f32, {}})).ok());
+  for (int64_t c = 0; c < 2; ++c) {
+    double sum = 0, sq = 0;
+    int64_t n = 0;
+    for (int64_t i = 0; i < 4; ++i) {
+      for (int64_t k = 0; k < 9; ++k) {
+        double v = x.getDouble((i * 2 + c) * 9 + k);
+        sum += v, sq += v * v, ++n;
+      }
+    }
+    double mean = sum / static_cast<double>(n);
+    // Running mean: 0.75 * 0 + 0.25 * batch mean (PyTorch's momentum 0.25).
+    CHECK(model.state.at("0.running_mean").getDouble(c) == doctest::Approx(0.25 * mean).epsilon(1e-4));
+    CHECK(model.state.at("0.running_var").getDouble(c) != doctest::Approx(1.0));
+  }
+  auto predict = nn::Predictor::create(model, type);
+  REQUIRE(predict.ok());
+  auto y = (*predict)->run(x);
+  REQUIRE(y.ok());
+  double m0 = model.state.at("0.running_mean").getDouble(0), v0 = model.state.at("0.running_var").getDouble(0);
+  CHECK(y->getDouble(0) == doctest::Approx((x.getDouble(0) - m0) / std::sqrt(v0 + 1e-5)).epsilon(1e-4));
+}
+
+TEST_CASE("nn layers: a parameter whose state has another shape is an error naming it") {
+  nn::Model model(nn::linear(4, 3), 1);
+  model.state.emplace("weight", Tensor(TensorType{DType::f32, {3, 5}}));
+  auto predict = nn::Predictor::create(model, TensorType{DType::f32, {2, 4}});
+  REQUIRE_FALSE(predict.ok());
+  CHECK(predict.error().message().find("'weight'") != std::string::npos);
+}
+
+TEST_CASE("nn losses: cross-entropy, NLL and MSE against host formulas") {
+  Graph g;
+  Value* logits = g.addInput("logits", TensorType{DType::f32, {3, 4}});
+  Value* labels = g.addInput("labels", TensorType{DType::i64, {3}});
+  Value* target = g.addInput("target", TensorType{DType::f32, {3, 4}});
+  nn::StateDict state;
+  nn::GraphContext ctx(g, state, true);
+  g.addOutput("ce", nn::crossEntropy(ctx, logits, labels));
+  g.addOutput("mse", nn::mseLoss(ctx, logits, target));
+  REQUIRE(ctx.b().status().ok());
+  TensorMap feeds{{"logits", testing::randomTensor(TensorType{DType::f32, {3, 4}}, testing::testSeed())},
+                  {"labels", Tensor::of<int64_t>({3}, {2, 0, 3})},
+                  {"target", testing::randomTensor(TensorType{DType::f32, {3, 4}}, testing::testSeed() + 1)}};
+  auto out = interpret(g, feeds);
+  REQUIRE(out.ok());
+  const Tensor& z = feeds.at("logits");
+  double ce = 0, mse = 0;
+  for (int64_t i = 0; i < 3; ++i) {
+    double mx = -1e300, sum = 0;
+    for (int64_t c = 0; c < 4; ++c) mx = std::max(mx, z.getDouble(i * 4 + c));
+    for (int64_t c = 0; c < 4; ++c) sum += std::exp(z.getDouble(i * 4 + c) - mx);
+    ce -= z.getDouble(i * 4 + feeds.at("labels").getInt(i)) - mx - std::log(sum);
+    for (int64_t c = 0; c < 4; ++c) mse += std::pow(z.getDouble(i * 4 + c) - feeds.at("target").getDouble(i * 4 + c), 2);
+  }
+  CHECK((*out)[0].getDouble(0) == doctest::Approx(ce / 3).epsilon(1e-5));
+  CHECK((*out)[1].getDouble(0) == doctest::Approx(mse / 12).epsilon(1e-5));
+  // Labels of the wrong shape: an error, not a crash.
+  Value* bad = g.addInput("bad", TensorType{DType::i64, {2}});
+  CHECK(nn::crossEntropy(ctx, logits, bad) == nullptr);
+  CHECK_FALSE(ctx.b().status().ok());
+}
