@@ -20,6 +20,11 @@ Value* GraphContext::parameter(const std::string& name, const Shape& shape, cons
   return p;
 }
 
+Value* GraphContext::stepInput() {
+  if (Value* v = graph_.findInput("step")) return v;
+  return graph_.addInput("step", TensorType{DType::i64, {}});
+}
+
 int64_t GraphContext::nextSeed() { return static_cast<int64_t>(seedFor(seed_, "draw" + std::to_string(draws_++)) >> 1); }
 
 }  // namespace smelt::nn

@@ -52,8 +52,11 @@ class GraphContext {
   }
   const std::string& prefix() const { return prefix_; }
 
-  /// A per-graph seed for random ops (dropout), distinct per call.
+  /// A seed for a random op (dropout), distinct per call within the graph.
   int64_t nextSeed();
+  /// The step number, an i64 scalar input named "step" that training steps feed (1, 2, ...): random
+  /// ops add it to their seed, so one compiled step draws new masks every time.
+  Value* stepInput();
 
  private:
   Graph& graph_;

@@ -136,7 +136,8 @@ class Dropout final : public Module {
   explicit Dropout(double ratio) : ratio_(ratio) {}
   Value* forward(GraphContext& ctx, Value* x) override {
     if (!ctx.training() || ratio_ == 0) return x;
-    std::vector<Value*> r = ctx.b().ops("dropout", {x}, {{"ratio", ratio_}, {"seed", ctx.nextSeed()}});
+    std::vector<Value*> r =
+        ctx.b().ops("dropout", {x, ctx.stepInput()}, {{"ratio", ratio_}, {"seed", ctx.nextSeed()}});
     return r.empty() ? nullptr : r[0];
   }
   std::string describe() const override { return fmt::format("Dropout({})", ratio_); }

@@ -89,6 +89,7 @@ Expected<double> TrainStep::run(const Tensor& input, const Tensor& target, Tenso
   for (const auto& [name, value] : optimizer_->feeds(steps_ + 1, learningRate())) {
     feeds.emplace(name, Tensor::scalar(DType::f32, value));
   }
+  if (g.findInput("step")) feeds.emplace("step", Tensor::scalar(DType::i64, static_cast<double>(steps_ + 1)));
   lend(model_->state, feeds, fedState_);
   Status status = exe_->run(feeds, outputs_);
   giveBack(model_->state, feeds, fedState_);

@@ -129,3 +129,28 @@ TEST_CASE("nn losses: cross-entropy, NLL and MSE against host formulas") {
   CHECK(nn::crossEntropy(ctx, logits, bad) == nullptr);
   CHECK_FALSE(ctx.b().status().ok());
 }
+
+TEST_CASE("nn layers: dropout draws a new mask every training step and is the identity in evaluation") {
+  nn::Model model(nn::sequential({nn::dropout(0.5)}), 1);
+  TensorType type{DType::f32, {64}};
+  Tensor x(type);
+  for (int64_t i = 0; i < 64; ++i) x.setDouble(i, 1.0);
+  auto step = nn::TrainStep::create(model, [](nn::GraphContext& ctx, Value* out, Value*) { return ctx.b().op("reduce_sum", {out}); },
+                                    nn::sgd({.lr = 0.0}), type, TensorType{DType::f32, {}});
+  REQUIRE_MESSAGE(step.ok(), (step.ok() ? "" : step.error().message()));
+  Tensor out1, out2;
+  REQUIRE((*step)->run(x, Tensor(TensorType{DType::f32, {}}), &out1).ok());
+  REQUIRE((*step)->run(x, Tensor(TensorType{DType::f32, {}}), &out2).ok());
+  int64_t kept = 0;
+  for (int64_t i = 0; i < 64; ++i) {
+    CHECK((out1.getDouble(i) == 0.0 || out1.getDouble(i) == 2.0));
+    kept += out1.getDouble(i) != 0;
+  }
+  CHECK((kept > 16 && kept < 48));
+  CHECK_FALSE(out1 == out2);
+  auto predict = nn::Predictor::create(model, type);
+  REQUIRE(predict.ok());
+  auto y = (*predict)->run(x);
+  REQUIRE(y.ok());
+  CHECK(*y == x);
+}
