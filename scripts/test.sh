@@ -16,7 +16,7 @@ bash scripts/build.sh build
 registered=$(cd build && ctest -N)
 for required in onnx/conformance onnx/conformance_llvm onnx/conformance_opencl models/pytorch_exports \
     models/pytorch_exports_llvm models/pytorch_exports_opencl models/pytorch_gradients models/pytorch_gradients_llvm \
-    models/pytorch_gradients_opencl models/memory_plan cli/smelt examples/train_digits; do
+    models/pytorch_gradients_opencl models/memory_plan cli/smelt examples/train_digits package/find_package; do
   grep -q ": $required\$" <<<"$registered" || { echo "test $required is not registered"; exit 1; }
 done
 (cd build && ctest --output-on-failure -j "$jobs")
@@ -27,6 +27,7 @@ bash scripts/build.sh build-asan -DSMELT_SANITIZE=ON
 # NVRTC, HIPRTC) or repeat the reference suites on another backend ran above; under the sanitizers they
 # would add minutes without exercising any smelt code the other tests do not (CI's 30-minute budget).
 # The main job's 1,320 training steps likewise: tests/nn trains and checkpoints under the sanitizers.
-asan_skip="opencl backend, every op|cuda backend: every op|NVRTC compiles the CUDA C|HIPRTC compiles the HIP|_llvm\$|_opencl\$|examples/train_digits"
+# The package test builds an outside project, which would need the sanitizers' flags too.
+asan_skip="opencl backend, every op|cuda backend: every op|NVRTC compiles the CUDA C|HIPRTC compiles the HIP|_llvm\$|_opencl\$|examples/train_digits|package/find_package"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --output-on-failure -j "$jobs" -E "$asan_skip")

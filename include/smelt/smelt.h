@@ -1,0 +1,29 @@
+// smelt's public API in one header: graphs and tensors (ir/), the reference interpreter, gradients
+// (GradientTape), the pass pipeline, compiled executables, model loading (IR text, ONNX, .npy), the
+// model API (layers, losses, optimizers, training steps, checkpoints) and IDX data. An installed
+// smelt (`cmake --install`) is used as
+//   find_package(smelt REQUIRED)
+//   target_link_libraries(app PRIVATE smelt::smelt)
+//   #include <smelt/smelt.h>
+// None of these headers exposes LLVM, ONNX or protobuf.
+#pragma once
+
+#include "autodiff/gradient_tape.h"
+#include "frontend/data/idx.h"
+#include "frontend/model_loader.h"
+#include "frontend/nn/init.h"
+#include "frontend/nn/layers.h"
+#include "frontend/nn/losses.h"
+#include "frontend/nn/optimizers.h"
+#include "frontend/nn/safetensors.h"
+#include "frontend/nn/train_step.h"
+#include "frontend/npy.h"
+#include "ir/builder.h"
+#include "ir/graph.h"
+#include "ir/interpreter.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "ir/tensor.h"
+#include "passes/pass_manager.h"
+#include "runtime/backend.h"
+#include "runtime/executable.h"
