@@ -11,6 +11,7 @@
 #include "autodiff/gradient_tape.h"
 #include "frontend/data/idx.h"
 #include "frontend/model_loader.h"
+#include "frontend/nn/imported.h"
 #include "frontend/nn/init.h"
 #include "frontend/nn/layers.h"
 #include "frontend/nn/losses.h"
