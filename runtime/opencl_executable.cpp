@@ -343,32 +343,19 @@ Status OpenClExecutable::run(const TensorMap& feeds, std::vector<Tensor>& output
     x.parameterFed[i] = given != nullptr;
   }
   for (Step& step : x.steps) {
-    if (step.gemm) {
-      std::vector<Tensor> before;
-      if (x.checkKernels) {
-        SMELT_TRY(before, x.download(step, false));
-      }
-      SMELT_CHECK_OK(x.runProduct(step));
-      if (step.kernel && step.points > 0) {
-        auto global = static_cast<size_t>(alignUp(step.points, static_cast<int64_t>(kLocalSize)));
-        SMELT_CHECK_OK(x.context->enqueue(*step.kernel, opencl::NDRange(global), opencl::NDRange(kLocalSize)));
-      }
-      if (x.checkKernels) {
-        SMELT_TRY(std::vector<Tensor> after, x.download(step, true));
-        SMELT_CHECK_OK(checkAgainstReference(g, *step.node, step.label, before, after));
-      }
-      continue;
-    }
-    if (step.kernel) {
-      if (step.points == 0) continue;
-      // SMELT_CHECK_KERNELS=1: the operands are copied before the kernel runs (an in-place result
+    if (step.gemm || step.kernel) {
+      if (!step.gemm && step.points == 0) continue;
+      // SMELT_CHECK_KERNELS=1: the operands are copied before the step runs (an in-place result
       // overwrites one), then its results are checked against the reference.
       std::vector<Tensor> before;
       if (x.checkKernels) {
         SMELT_TRY(before, x.download(step, false));
       }
-      auto global = static_cast<size_t>(alignUp(step.points, static_cast<int64_t>(kLocalSize)));
-      SMELT_CHECK_OK(x.context->enqueue(*step.kernel, opencl::NDRange(global), opencl::NDRange(kLocalSize)));
+      if (step.gemm) SMELT_CHECK_OK(x.runProduct(step));  // then its epilogue, if any
+      if (step.kernel && step.points > 0) {
+        auto global = static_cast<size_t>(alignUp(step.points, static_cast<int64_t>(kLocalSize)));
+        SMELT_CHECK_OK(x.context->enqueue(*step.kernel, opencl::NDRange(global), opencl::NDRange(kLocalSize)));
+      }
       if (x.checkKernels) {
         SMELT_TRY(std::vector<Tensor> after, x.download(step, true));
         SMELT_CHECK_OK(checkAgainstReference(g, *step.node, step.label, before, after));

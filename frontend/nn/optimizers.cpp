@@ -22,30 +22,30 @@ Value* slot(GraphContext& ctx, Value* p, const std::string& name, double init = 
 
 Value* withWeightDecay(Builder& b, Value* g, Value* p, double wd) { return wd != 0 ? b.add(g, b.scale(p, wd)) : g; }
 
-class Sgd final : public Optimizer {
+using Updates = std::vector<std::pair<std::string, Value*>>;
+
+/// An optimizer that updates each parameter on its own: the loop over parameters, the learning-rate
+/// input and its feed, shared by all but Adam's own scalars.
+class PerParameter : public Optimizer {
  public:
-  explicit Sgd(SgdOptions o) : o_(o) {}
-  std::vector<std::pair<std::string, Value*>> update(GraphContext& ctx, const std::vector<Value*>& params,
-                                                     const std::vector<Value*>& grads) override {
-    Builder& b = ctx.b();
-    Value* lr = scalarInput(ctx, "optim.lr");
-    std::vector<std::pair<std::string, Value*>> out;
-    for (size_t i = 0; i < params.size(); ++i) {
-      Value* p = params[i];
-      Value* g = withWeightDecay(b, grads[i], p, o_.weightDecay);
-      if (o_.momentum != 0) {
-        // buf = momentum * buf + (1 - dampening) * g; zero-initialized, so the first step gives
-        // (1 - dampening) * g where PyTorch starts from g: equal for the default dampening 0.
-        Value* buf = slot(ctx, p, "momentum_buffer");
-        Value* next = b.add(b.scale(buf, o_.momentum), b.scale(g, 1.0 - o_.dampening));
-        out.emplace_back(buf->name(), next);
-        g = o_.nesterov ? b.add(g, b.scale(next, o_.momentum)) : next;
-      }
-      out.emplace_back(p->name(), b.sub(p, b.mul(g, lr)));
-    }
+  Updates update(GraphContext& ctx, const std::vector<Value*>& params, const std::vector<Value*>& grads) final {
+    declareInputs(ctx);
+    Updates out;
+    for (size_t i = 0; i < params.size(); ++i) updateOne(ctx, params[i], grads[i], out);
     return out;
   }
   std::map<std::string, double> feeds(int64_t, double lr) const override { return {{"optim.lr", lr}}; }
+
+ protected:
+  virtual void declareInputs(GraphContext& ctx) { lr_ = scalarInput(ctx, "optim.lr"); }
+  /// Appends the new values of p and of its slots.
+  virtual void updateOne(GraphContext& ctx, Value* p, Value* g, Updates& out) = 0;
+  Value* lr_ = nullptr;
+};
+
+class Sgd final : public PerParameter {
+ public:
+  explicit Sgd(SgdOptions o) : o_(o) {}
   double learningRate() const override { return o_.lr; }
   std::string describe() const override {
     return fmt::format("SGD(lr {}, momentum {}{}, weight decay {})", o_.lr, o_.momentum, o_.nesterov ? ", Nesterov" : "",
@@ -53,40 +53,30 @@ class Sgd final : public Optimizer {
   }
 
  private:
+  void updateOne(GraphContext& ctx, Value* p, Value* grad, Updates& out) override {
+    Builder& b = ctx.b();
+    Value* g = withWeightDecay(b, grad, p, o_.weightDecay);
+    if (o_.momentum != 0) {
+      // buf = momentum * buf + (1 - dampening) * g; zero-initialized, so the first step gives
+      // (1 - dampening) * g where PyTorch starts from g: equal for the default dampening 0.
+      Value* buf = slot(ctx, p, "momentum_buffer");
+      Value* next = b.add(b.scale(buf, o_.momentum), b.scale(g, 1.0 - o_.dampening));
+      out.emplace_back(buf->name(), next);
+      g = o_.nesterov ? b.add(g, b.scale(next, o_.momentum)) : next;
+    }
+    out.emplace_back(p->name(), b.sub(p, b.mul(g, lr_)));
+  }
   SgdOptions o_;
 };
 
-class Adam final : public Optimizer {
+class Adam final : public PerParameter {
  public:
   explicit Adam(AdamOptions o) : o_(o) {}
-  std::vector<std::pair<std::string, Value*>> update(GraphContext& ctx, const std::vector<Value*>& params,
-                                                     const std::vector<Value*>& grads) override {
-    Builder& b = ctx.b();
-    // step_size = lr / (1 - beta1^t) and 1 / sqrt(1 - beta2^t), fed per step.
-    Value* stepSize = scalarInput(ctx, "optim.step_size");
-    Value* invRootBc2 = scalarInput(ctx, "optim.inv_sqrt_bias_correction2");
-    Value* lr = o_.decoupled && o_.weightDecay != 0 ? scalarInput(ctx, "optim.lr") : nullptr;
-    std::vector<std::pair<std::string, Value*>> out;
-    for (size_t i = 0; i < params.size(); ++i) {
-      Value* p = params[i];
-      Value* g = o_.decoupled ? grads[i] : withWeightDecay(b, grads[i], p, o_.weightDecay);
-      Value* base = lr ? b.sub(p, b.mul(b.scale(p, o_.weightDecay), lr)) : p;  // AdamW: p *= 1 - lr * wd
-      Value* m = slot(ctx, p, "exp_avg");
-      Value* v = slot(ctx, p, "exp_avg_sq");
-      Value* m2 = b.add(b.scale(m, o_.beta1), b.scale(g, 1.0 - o_.beta1));
-      Value* v2 = b.add(b.scale(v, o_.beta2), b.scale(b.square(g), 1.0 - o_.beta2));
-      Value* denom = b.add(b.mul(b.sqrt(v2), invRootBc2), b.scalarLike(o_.epsilon, v2));
-      out.emplace_back(m->name(), m2);
-      out.emplace_back(v->name(), v2);
-      out.emplace_back(p->name(), b.sub(base, b.mul(b.div(m2, denom), stepSize)));
-    }
-    return out;
-  }
   std::map<std::string, double> feeds(int64_t step, double lr) const override {
     double t = static_cast<double>(step);
     double bc1 = 1.0 - std::pow(o_.beta1, t), bc2 = 1.0 - std::pow(o_.beta2, t);
     std::map<std::string, double> f{{"optim.step_size", lr / bc1}, {"optim.inv_sqrt_bias_correction2", 1.0 / std::sqrt(bc2)}};
-    if (o_.decoupled && o_.weightDecay != 0) f["optim.lr"] = lr;
+    if (decays()) f["optim.lr"] = lr;
     return f;
   }
   double learningRate() const override { return o_.lr; }
@@ -96,64 +86,70 @@ class Adam final : public Optimizer {
   }
 
  private:
+  bool decays() const { return o_.decoupled && o_.weightDecay != 0; }
+  void declareInputs(GraphContext& ctx) override {
+    // step_size = lr / (1 - beta1^t) and 1 / sqrt(1 - beta2^t), fed per step.
+    stepSize_ = scalarInput(ctx, "optim.step_size");
+    invRootBc2_ = scalarInput(ctx, "optim.inv_sqrt_bias_correction2");
+    lr_ = decays() ? scalarInput(ctx, "optim.lr") : nullptr;
+  }
+  void updateOne(GraphContext& ctx, Value* p, Value* grad, Updates& out) override {
+    Builder& b = ctx.b();
+    Value* g = o_.decoupled ? grad : withWeightDecay(b, grad, p, o_.weightDecay);
+    Value* base = lr_ ? b.sub(p, b.mul(b.scale(p, o_.weightDecay), lr_)) : p;  // AdamW: p *= 1 - lr * wd
+    Value* m = slot(ctx, p, "exp_avg");
+    Value* v = slot(ctx, p, "exp_avg_sq");
+    Value* m2 = b.add(b.scale(m, o_.beta1), b.scale(g, 1.0 - o_.beta1));
+    Value* v2 = b.add(b.scale(v, o_.beta2), b.scale(b.square(g), 1.0 - o_.beta2));
+    Value* denom = b.add(b.mul(b.sqrt(v2), invRootBc2_), b.scalarLike(o_.epsilon, v2));
+    out.emplace_back(m->name(), m2);
+    out.emplace_back(v->name(), v2);
+    out.emplace_back(p->name(), b.sub(base, b.mul(b.div(m2, denom), stepSize_)));
+  }
   AdamOptions o_;
+  Value* stepSize_ = nullptr;
+  Value* invRootBc2_ = nullptr;
 };
 
-class RmsProp final : public Optimizer {
+class RmsProp final : public PerParameter {
  public:
   explicit RmsProp(RmsPropOptions o) : o_(o) {}
-  std::vector<std::pair<std::string, Value*>> update(GraphContext& ctx, const std::vector<Value*>& params,
-                                                     const std::vector<Value*>& grads) override {
-    Builder& b = ctx.b();
-    Value* lr = scalarInput(ctx, "optim.lr");
-    std::vector<std::pair<std::string, Value*>> out;
-    for (size_t i = 0; i < params.size(); ++i) {
-      Value* p = params[i];
-      Value* g = withWeightDecay(b, grads[i], p, o_.weightDecay);
-      Value* sq = slot(ctx, p, "square_avg");
-      Value* sq2 = b.add(b.scale(sq, o_.alpha), b.scale(b.square(g), 1.0 - o_.alpha));
-      Value* step = b.div(g, b.add(b.sqrt(sq2), b.scalarLike(o_.epsilon, sq2)));
-      out.emplace_back(sq->name(), sq2);
-      if (o_.momentum != 0) {
-        Value* buf = slot(ctx, p, "momentum_buffer");
-        step = b.add(b.scale(buf, o_.momentum), step);
-        out.emplace_back(buf->name(), step);
-      }
-      out.emplace_back(p->name(), b.sub(p, b.mul(step, lr)));
-    }
-    return out;
-  }
-  std::map<std::string, double> feeds(int64_t, double lr) const override { return {{"optim.lr", lr}}; }
   double learningRate() const override { return o_.lr; }
   std::string describe() const override { return fmt::format("RMSprop(lr {}, alpha {})", o_.lr, o_.alpha); }
 
  private:
+  void updateOne(GraphContext& ctx, Value* p, Value* grad, Updates& out) override {
+    Builder& b = ctx.b();
+    Value* g = withWeightDecay(b, grad, p, o_.weightDecay);
+    Value* sq = slot(ctx, p, "square_avg");
+    Value* sq2 = b.add(b.scale(sq, o_.alpha), b.scale(b.square(g), 1.0 - o_.alpha));
+    Value* step = b.div(g, b.add(b.sqrt(sq2), b.scalarLike(o_.epsilon, sq2)));
+    out.emplace_back(sq->name(), sq2);
+    if (o_.momentum != 0) {
+      Value* buf = slot(ctx, p, "momentum_buffer");
+      step = b.add(b.scale(buf, o_.momentum), step);
+      out.emplace_back(buf->name(), step);
+    }
+    out.emplace_back(p->name(), b.sub(p, b.mul(step, lr_)));
+  }
   RmsPropOptions o_;
 };
 
-class Adagrad final : public Optimizer {
+class Adagrad final : public PerParameter {
  public:
   explicit Adagrad(AdagradOptions o) : o_(o) {}
-  std::vector<std::pair<std::string, Value*>> update(GraphContext& ctx, const std::vector<Value*>& params,
-                                                     const std::vector<Value*>& grads) override {
-    Builder& b = ctx.b();
-    Value* lr = scalarInput(ctx, "optim.lr");
-    std::vector<std::pair<std::string, Value*>> out;
-    for (size_t i = 0; i < params.size(); ++i) {
-      Value* p = params[i];
-      Value* g = withWeightDecay(b, grads[i], p, o_.weightDecay);
-      Value* sum = slot(ctx, p, "sum", o_.initialAccumulator);
-      Value* sum2 = b.add(sum, b.square(g));
-      out.emplace_back(sum->name(), sum2);
-      out.emplace_back(p->name(), b.sub(p, b.mul(b.div(g, b.add(b.sqrt(sum2), b.scalarLike(o_.epsilon, sum2))), lr)));
-    }
-    return out;
-  }
-  std::map<std::string, double> feeds(int64_t, double lr) const override { return {{"optim.lr", lr}}; }
   double learningRate() const override { return o_.lr; }
   std::string describe() const override { return fmt::format("Adagrad(lr {})", o_.lr); }
 
  private:
+  void updateOne(GraphContext& ctx, Value* p, Value* grad, Updates& out) override {
+    Builder& b = ctx.b();
+    Value* g = withWeightDecay(b, grad, p, o_.weightDecay);
+    Value* sum = slot(ctx, p, "sum", o_.initialAccumulator);
+    Value* sum2 = b.add(sum, b.square(g));
+    out.emplace_back(sum->name(), sum2);
+    out.emplace_back(p->name(), b.sub(p, b.mul(b.div(g, b.add(b.sqrt(sum2), b.scalarLike(o_.epsilon, sum2))), lr_)));
+  }
   AdagradOptions o_;
 };
 

@@ -211,47 +211,6 @@ TEST_CASE("gemm kernels: transposes, alpha and beta, every shape of c, integral 
                dtypes::kNumeric);
 }
 
-TEST_CASE("a float division inside a loop by a per-row value becomes a multiplication, except under floor") {
-  // softmax's e / sum: the kernel optimizer takes 1 / sum once before the write loop. floor(x / m) keeps
-  // its division, or an exact quotient could round down to the integer below.
-  Graph graph = testing::parseOrFail(R"(graph @t(%x: f32[4,64]) {
-  %0 = softmax(%x) : f32[4,64]
-  %1 = reduce_max(%x) {axes = [1], keepdims = 1} : f32[4,1]
-  %2 = div(%x, %1) : f32[4,64]
-  %3 = floor(%2) : f32[4,64]
-  %4 = add(%3, %0) : f32[4,64]
-  return y = %4
-})");
-  Graph optimized = graph.clone();
-  auto pm = PassManager::defaultPipeline(PassManagerOptions{});
-  REQUIRE(pm.ok());
-  REQUIRE(pm->run(optimized).ok());
-  const Node* fused = nullptr;
-  for (const auto& n : optimized.nodes()) {
-    if (n->opName() == "fused") fused = n.get();
-  }
-  REQUIRE(fused != nullptr);
-  auto kernel = codegen::lowerToKernel(optimized, *fused);
-  REQUIRE_MESSAGE(kernel.ok(), (kernel.ok() ? "" : kernel.error().message()));
-  std::string text = codegen::printKernel(*kernel);
-  // One division left in the write loop (floor's), one reciprocal before it.
-  size_t loopAt = text.rfind("loop ");
-  REQUIRE(loopAt != std::string::npos);
-  std::string before = text.substr(0, loopAt), inside = text.substr(loopAt);
-  auto count = [](const std::string& s, const std::string& what) {
-    size_t n = 0;
-    for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
-    return n;
-  };
-  CHECK_MESSAGE(count(inside, " = div ") == 1, text);
-  CHECK_MESSAGE(count(inside, " = mul ") >= 1, text);
-  CHECK_MESSAGE(count(before, " = div ") >= 1, text);
-  TensorMap feeds = testing::randomFeeds(graph, testing::testSeed());
-  auto expected = interpret(graph, feeds);
-  REQUIRE(expected.ok());
-  checkRun(optimized, feeds, *expected, "after the default pipeline", "softmax and floor(x / max)");
-}
-
 namespace {
 
 size_t occurrences(const std::string& s, const std::string& what) {
@@ -277,6 +236,32 @@ std::pair<Graph, std::string> fusedKernel(const Graph& graph) {
 }
 
 }  // namespace
+
+TEST_CASE("a float division inside a loop by a per-row value becomes a multiplication, except under floor") {
+  // softmax's e / sum: the kernel optimizer takes 1 / sum once before the write loop. floor(x / m) keeps
+  // its division, or an exact quotient could round down to the integer below.
+  Graph graph = testing::parseOrFail(R"(graph @t(%x: f32[4,64]) {
+  %0 = softmax(%x) : f32[4,64]
+  %1 = reduce_max(%x) {axes = [1], keepdims = 1} : f32[4,1]
+  %2 = div(%x, %1) : f32[4,64]
+  %3 = floor(%2) : f32[4,64]
+  %4 = add(%3, %0) : f32[4,64]
+  return y = %4
+})");
+  auto [optimized, text] = fusedKernel(graph);
+  // One division left in the write loop (floor's), one reciprocal before it.
+  size_t loopAt = text.rfind("loop ");
+  REQUIRE(loopAt != std::string::npos);
+  std::string before = text.substr(0, loopAt), inside = text.substr(loopAt);
+  CHECK_MESSAGE(occurrences(inside, " = div ") == 1, text);
+  CHECK_MESSAGE(occurrences(inside, " = mul ") >= 1, text);
+  CHECK_MESSAGE(occurrences(before, " = div ") >= 1, text);
+  TensorMap feeds = testing::randomFeeds(graph, testing::testSeed());
+  auto expected = interpret(graph, feeds);
+  REQUIRE(expected.ok());
+  checkRun(optimized, feeds, *expected, "after the default pipeline", "softmax and floor(x / max)");
+}
+
 
 TEST_CASE("softmax computes exp once: its sum sweep keeps exp in the output, the write sweep reads it back") {
   Graph graph = testing::parseOrFail(R"(graph @t(%x: f32[5,77], %w: f32[77]) {
