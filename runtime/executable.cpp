@@ -240,9 +240,16 @@ Expected<std::vector<Tensor>> Executable::run(const TensorMap& feeds) {
 }
 
 Status Executable::run(const TensorMap& feeds, std::vector<Tensor>& outputs) {
+  SMELT_TRY(BoundFeeds fed, bindFeeds(impl_->graph, feeds));
+  return run(fed.inputs, fed.parameters, outputs);
+}
+
+Status Executable::run(std::span<const Tensor* const> inputs, std::span<const Tensor* const> parameters,
+                       std::vector<Tensor>& outputs) {
   Impl& x = *impl_;
   const Graph& g = x.graph;
-  SMELT_TRY(BoundFeeds fed, bindFeeds(g, feeds));
+  SMELT_CHECK_OK(checkPositionalFeeds(g, inputs, parameters));
+  BoundFeeds fed{{inputs.begin(), inputs.end()}, {parameters.begin(), parameters.end()}};
   prepareOutputs(g, outputs);
   auto pointerOf = [&](const Binding& b) -> char* {
     switch (b.kind) {

@@ -8,6 +8,7 @@
 #include "ir/interpreter.h"
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,10 @@ class Executable {
   /// The same into `outputs`, reusing its tensors when their types match (no allocation at all on
   /// repeated runs; kernels write graph outputs straight into them).
   Status run(const TensorMap& feeds, std::vector<Tensor>& outputs);
+  /// The same with feeds by position: `inputs[i]` for graph input i (exactly its type), `parameters[i]`
+  /// for parameter i or null for its initial value. No names are looked up and nothing is copied.
+  Status run(std::span<const Tensor* const> inputs, std::span<const Tensor* const> parameters,
+             std::vector<Tensor>& outputs);
   /// The graph after the pipeline, as it runs.
   const Graph& graph() const;
   const CompileReport& report() const;

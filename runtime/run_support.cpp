@@ -32,6 +32,28 @@ Expected<BoundFeeds> bindFeeds(const Graph& graph, const TensorMap& feeds) {
   return bound;
 }
 
+Status checkPositionalFeeds(const Graph& graph, std::span<const Tensor* const> inputs,
+                            std::span<const Tensor* const> parameters) {
+  if (inputs.size() != graph.inputs().size() || parameters.size() != graph.parameters().size()) {
+    return makeError("graph @{} takes {} inputs and {} parameters, given {} and {}", graph.name(), graph.inputs().size(),
+                     graph.parameters().size(), inputs.size(), parameters.size());
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Value* v = graph.inputs()[i];
+    if (!inputs[i]) return makeError("input '{}' ({}) was not fed", v->name(), v->type().toString());
+    if (!(inputs[i]->type() == v->type())) {
+      return makeError("input '{}' expects {}, got {}", v->name(), v->type().toString(), inputs[i]->type().toString());
+    }
+  }
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    const Value* v = graph.parameters()[i];
+    if (parameters[i] && !(parameters[i]->type() == v->type())) {
+      return makeError("parameter '{}' expects {}, got {}", v->name(), v->type().toString(), parameters[i]->type().toString());
+    }
+  }
+  return Status::success();
+}
+
 void prepareOutputs(const Graph& graph, std::vector<Tensor>& outputs) {
   outputs.resize(graph.outputs().size());
   for (size_t i = 0; i < graph.outputs().size(); ++i) {

@@ -4,6 +4,7 @@
 
 #include "ir/interpreter.h"
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,9 @@ struct BoundFeeds {
 /// Checks `feeds` against `graph` (missing inputs, wrong types, names that match nothing) and binds
 /// them by position.
 Expected<BoundFeeds> bindFeeds(const Graph& graph, const TensorMap& feeds);
+/// Checks feeds given by position: one per input (exactly its type), one or null per parameter.
+Status checkPositionalFeeds(const Graph& graph, std::span<const Tensor* const> inputs,
+                            std::span<const Tensor* const> parameters);
 
 /// Makes `outputs` hold one tensor of each graph output's type, keeping those that already match (no
 /// allocation on repeated runs with the same vector).

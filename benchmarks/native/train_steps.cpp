@@ -82,8 +82,8 @@ int main(int argc, char** argv) {
     nn::Model model(nn::sequential({nn::linear(64, 64), nn::relu()}), 0);
     auto predict = nn::Predictor::create(model, TensorType{DType::f32, {64, 64}});
     if (!predict.ok()) return fail(predict.error());
-    Tensor x = randomNormal(TensorType{DType::f32, {64, 64}}, 2);
-    double ms = medianMs([&] { (void)(*predict)->run(x); }, seconds, 200);
+    Tensor x = randomNormal(TensorType{DType::f32, {64, 64}}, 2), y;
+    double ms = medianMs([&] { (void)(*predict)->run(x, y); }, seconds, 200);
     fmt::print("tiny_latency median_ms {:.6f} peak_rss_mb {:.1f}\n", ms, peakRssMb());
   }
   return 0;

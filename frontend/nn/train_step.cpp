@@ -9,19 +9,14 @@ namespace smelt::nn {
 
 namespace {
 
-/// Moves the named state entries into `feeds` (and back with giveBack), so the executable reads the
-/// model's own tensors.
-void lend(StateDict& state, TensorMap& feeds, const std::vector<std::string>& names) {
-  for (const std::string& n : names) {
-    auto node = state.extract(n);
-    if (!node.empty()) feeds.insert(std::move(node));
+/// The model's state for each of the graph's parameters, by position (null: the graph's initial value).
+std::vector<const Tensor*> stateFor(const Graph& graph, const StateDict& state) {
+  std::vector<const Tensor*> params;
+  for (const Value* p : graph.parameters()) {
+    auto it = state.find(p->name());
+    params.push_back(it == state.end() ? nullptr : &it->second);
   }
-}
-void giveBack(StateDict& state, TensorMap& feeds, const std::vector<std::string>& names) {
-  for (const std::string& n : names) {
-    auto node = feeds.extract(n);
-    if (!node.empty()) state.insert(std::move(node));
-  }
+  return params;
 }
 
 Status checkType(const char* what, const Tensor& t, const TensorType& expected) {
@@ -69,8 +64,10 @@ Expected<std::unique_ptr<TrainStep>> TrainStep::create(Model& model, LossFn loss
     graph.addOutput(fmt::format("state{}", i), updates[i].second);
     step->stateNames_.push_back(updates[i].first);
   }
-  for (const Value* p : graph.parameters()) step->fedState_.push_back(p->name());
   SMELT_TRY(step->exe_, Executable::compile(graph, options.compile));
+  for (const Value* in : graph.inputs()) {
+    if (in->name() != "input" && in->name() != "target") step->scalars_.emplace(in->name(), Tensor(in->type()));
+  }
   step->model_ = &model;
   step->optimizer_ = std::move(optimizer);
   step->schedule_ = options.schedule ? options.schedule : constantSchedule(step->optimizer_->learningRate());
@@ -83,17 +80,11 @@ Expected<double> TrainStep::run(const Tensor& input, const Tensor& target, Tenso
   const Graph& g = exe_->graph();
   SMELT_CHECK_OK(checkType("input", input, g.inputs()[0]->type()));
   SMELT_CHECK_OK(checkType("target", target, g.inputs()[1]->type()));
-  TensorMap feeds;
-  feeds.emplace("input", input);
-  feeds.emplace("target", target);
-  for (const auto& [name, value] : optimizer_->feeds(steps_ + 1, learningRate())) {
-    feeds.emplace(name, Tensor::scalar(DType::f32, value));
-  }
-  if (g.findInput("step")) feeds.emplace("step", Tensor::scalar(DType::i64, static_cast<double>(steps_ + 1)));
-  lend(model_->state, feeds, fedState_);
-  Status status = exe_->run(feeds, outputs_);
-  giveBack(model_->state, feeds, fedState_);
-  SMELT_CHECK_OK(status);
+  for (const auto& [name, value] : optimizer_->feeds(steps_ + 1, learningRate())) scalars_.at(name).setDouble(0, value);
+  if (auto it = scalars_.find("step"); it != scalars_.end()) it->second.setInt(0, steps_ + 1);
+  std::vector<const Tensor*> inputs{&input, &target};
+  for (size_t i = 2; i < g.inputs().size(); ++i) inputs.push_back(&scalars_.at(g.inputs()[i]->name()));
+  SMELT_CHECK_OK(exe_->run(inputs, stateFor(g, model_->state), outputs_));
   // The new state lands in outputs_; swapping gives the model the new tensors and the executable the
   // old ones to overwrite next time.
   for (size_t i = 0; i < stateNames_.size(); ++i) std::swap(model_->state[stateNames_[i]], outputs_[2 + i]);
@@ -112,21 +103,26 @@ Expected<std::unique_ptr<Predictor>> Predictor::create(Model& model, const Tenso
   SMELT_CHECK_OK(ctx.b().status());
   graph.addOutput("output", output);
   auto p = std::unique_ptr<Predictor>(new Predictor());
-  for (const Value* v : graph.parameters()) p->fedState_.push_back(v->name());
   SMELT_TRY(p->exe_, Executable::compile(graph, options));
   p->model_ = &model;
   return p;
 }
 
 Expected<Tensor> Predictor::run(const Tensor& input) {
-  SMELT_CHECK_OK(checkType("input", input, exe_->graph().inputs()[0]->type()));
-  TensorMap feeds;
-  feeds.emplace("input", input);
-  lend(model_->state, feeds, fedState_);
-  Status status = exe_->run(feeds, outputs_);
-  giveBack(model_->state, feeds, fedState_);
-  SMELT_CHECK_OK(status);
-  return outputs_[0];
+  Tensor output;
+  SMELT_CHECK_OK(run(input, output));
+  return output;
+}
+
+Status Predictor::run(const Tensor& input, Tensor& output) {
+  const Graph& g = exe_->graph();
+  SMELT_CHECK_OK(checkType("input", input, g.inputs()[0]->type()));
+  const Tensor* inputs[] = {&input};
+  if (outputs_.empty()) outputs_.resize(1);
+  std::swap(outputs_[0], output);
+  Status status = exe_->run(inputs, stateFor(g, model_->state), outputs_);
+  std::swap(outputs_[0], output);
+  return status;
 }
 
 }  // namespace smelt::nn

@@ -59,7 +59,7 @@ class TrainStep {
   Schedule schedule_;
   std::unique_ptr<Executable> exe_;
   std::vector<std::string> stateNames_;  // the state each output after loss and output updates
-  std::vector<std::string> fedState_;    // the state entries the graph reads, as parameters
+  TensorMap scalars_;                    // the per-step scalar inputs (learning rate, step, ...)
   std::vector<Tensor> outputs_;
   int64_t steps_ = 0;
 };
@@ -70,12 +70,13 @@ class Predictor {
   static Expected<std::unique_ptr<Predictor>> create(Model& model, const TensorType& input,
                                                      const CompileOptions& options = {});
   Expected<Tensor> run(const Tensor& input);
+  /// The same into `output` (reused when its type matches: no allocation, no copy).
+  Status run(const Tensor& input, Tensor& output);
 
  private:
   Predictor() = default;
   Model* model_ = nullptr;
   std::unique_ptr<Executable> exe_;
-  std::vector<std::string> fedState_;
   std::vector<Tensor> outputs_;
 };
 
