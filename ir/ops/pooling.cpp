@@ -349,6 +349,27 @@ Value* scatterWindows(Builder& b, Value* v, Value* kernel, int64_t channels, con
                {"output_padding", outPad}});
 }
 
+/// max_pool2d's gradient when the windows tile the input exactly (stride = kernel, no padding or
+/// dilation, sizes divisible, as in 2x2 / stride 2 pooling): the input viewed as [N, C, OH, KH, OW, KW]
+/// holds each window on axes 3 and 5, so finding the first maximum and routing dy to it are a
+/// reduction and an elementwise select on that view, which fuse (no tap slices, no scatter).
+Value* gradTiledMaxPool2d(Builder& b, const GradientContext& c, int64_t kh, int64_t kw) {
+  Value* x = c.x(0);
+  const Shape& xs = x->shape();
+  const Shape& ys = c.y()->shape();
+  int64_t n = xs[0], ch = xs[1], oh = ys[2], ow = ys[3], taps = kh * kw;
+  std::vector<double> indices(static_cast<size_t>(taps));
+  for (int64_t t = 0; t < taps; ++t) indices[static_cast<size_t>(t)] = static_cast<double>(t);
+  // Tap t = i * KW + j at window position (i, j): [KH, 1, KW] broadcasts over [..., KH, OW, KW].
+  Value* tap = constantTensor(b, {DType::i64, {kh, 1, kw}}, indices);
+  Value* window = b.reshape(x, {n, ch, oh, kh, ow, kw});
+  Value* hit = b.op("eq", {window, b.reshape(c.y(), {n, ch, oh, 1, ow, 1})});
+  Value* first = b.op("reduce_min", {b.where(hit, tap, b.scalar(static_cast<double>(taps), DType::i64))},
+                      {{"axes", Ints{3, 5}}, {"keepdims", int64_t{1}}});
+  Value* routed = b.where(b.op("eq", {tap, first}), b.reshape(c.dy(), {n, ch, oh, 1, ow, 1}), b.scalarLike(0.0, x));
+  return b.reshape(routed, xs);
+}
+
 // max_pool2d: dy goes to the first maximum of each window in scan order (kh, then kw), as PyTorch's
 // max_pool2d indices do. The input is padded with -inf (padding never wins), every tap's strided slice
 // is compared with y, the first matching tap index per window is taken by reduce_min, and dy routed to
@@ -360,6 +381,9 @@ std::vector<Value*> gradMaxPool2d(Builder& b, const GradientContext& c) {
   const Shape& xs = x->shape();
   const Shape& ys = c.y()->shape();
   int64_t n = xs[0], ch = xs[1], oh = ys[2], ow = ys[3], kh = win.kernel[0], kw = win.kernel[1], taps = kh * kw;
+  bool tiled = win.stride == win.kernel && win.dilation == Ints{1, 1} && win.padding == Ints{0, 0, 0, 0} &&
+               xs[2] == oh * kh && xs[3] == ow * kw;
+  if (tiled) return {gradTiledMaxPool2d(b, c, kh, kw)};
   // Padding on the far side too when ceil_mode windows reach past the input and its padding.
   Ints padEnd(2);
   for (int a = 0; a < 2; ++a) {
