@@ -9,6 +9,9 @@ export POCL_CACHE_DIR=${POCL_CACHE_DIR:-$PWD/build/pocl-cache}
 # Compiled kernels go to a cache inside the checkout, not the user's ~/.cache/smelt.
 export SMELT_CACHE_DIR=${SMELT_CACHE_DIR:-$PWD/build/kernel-cache}
 
+# ctest's doctest discovery splits test names at ';' and the pieces then match no test (a silent pass).
+if grep -rnE 'TEST_CASE\("[^"]*;' tests/; then echo "test names must not contain ';'"; exit 1; fi
+
 echo "== build (RelWithDebInfo) and test"
 bash scripts/build.sh build
 # The suites that need Debian's python3-onnx/python3-torch must be registered, never silently absent.

@@ -47,7 +47,7 @@ TEST_CASE("the gradient of sum(exp(x)) is exp(x)") {
   checkValues(evaluate(g, *dx, {{"x", f64({3}, {0.5, -1, 2})}}), {std::exp(0.5), std::exp(-1.0), std::exp(2.0)});
 }
 
-TEST_CASE("a non-scalar target contributes the sum of its elements; an output gradient gives the VJP") {
+TEST_CASE("a non-scalar target contributes the sum of its elements, an output gradient gives the VJP") {
   Graph g("t");
   Value* x = g.addInput("x", {DType::f64, {2}});
   Value* w = g.addParameter("w", f64({2}, {3, -4}));

@@ -131,7 +131,7 @@ TEST_CASE("unary float ops match numpy/PyTorch values in f64 and f32") {
   }
 }
 
-TEST_CASE("sigmoid and softplus are stable far from zero; relu and sign keep NaN") {
+TEST_CASE("sigmoid and softplus are stable far from zero, relu and sign keep NaN") {
   // softplus(-40) = log1p(e^-40) = 4.248354255291589e-18; a naive log(1 + e^-40) gives 0.
   auto out = runOutputs(oneNode("softplus", {"f64[4]"}, "", "f64[4]"),
                         {{"a", Tensor::of<double>({4}, {1000, -1000, -40, 40})}});
@@ -234,7 +234,7 @@ TEST_CASE("min and max propagate NaN and are exact on 64-bit integers") {
   CHECK(out[0].data<uint64_t>()[0] == kU64Max - 1);
 }
 
-TEST_CASE("comparisons give bool; eq and ne accept bool; logical ops") {
+TEST_CASE("comparisons give bool, eq and ne accept bool, logical ops") {
   TensorMap feeds = {{"a", Tensor::of<float>({4}, {1, 2, 3, NAN})}, {"b", Tensor::of<float>({4}, {2, 2, 2, NAN})}};
   const std::pair<const char*, std::vector<int64_t>> cases[] = {
       {"eq", {0, 1, 0, 0}}, {"ne", {1, 0, 1, 1}}, {"lt", {1, 0, 0, 0}},

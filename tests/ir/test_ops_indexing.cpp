@@ -81,7 +81,7 @@ TEST_CASE("slice: ONNX semantics match numpy slicing, with clamping, negative st
   }
 }
 
-TEST_CASE("pad: reflect, edge and constant against numpy.pad; negative pads crop") {
+TEST_CASE("pad: reflect, edge and constant against numpy.pad, negative pads crop") {
   Tensor y = iota(DType::u8, {2, 3}, 1, 1);  // [[1,2,3],[4,5,6]]
   auto padded = [&](const char* attrs, const char* result, const Tensor& x) {
     std::string type = fmt::format("{}{}", dtypeName(x.dtype()), shapeToString(x.shape()));

@@ -131,7 +131,7 @@ TEST_CASE("logsumexp is stable for large values") {
   }
 }
 
-TEST_CASE("integer reductions are exact and wrap; reduce_mean truncates") {
+TEST_CASE("integer reductions are exact and wrap, reduce_mean truncates") {
   const char* text = R"(graph @t(%x: i32[2,3]) {
   %0 = reduce_sum(%x) {axes = [0]} : i32[3]
   %1 = reduce_mean(%x) {axes = [1]} : i32[2]

@@ -30,7 +30,7 @@ void writeAll(const std::string& path, const std::string& bytes) {
 
 }  // namespace
 
-TEST_CASE("safetensors: every dtype round-trips; the header is the format's JSON after an 8-byte length") {
+TEST_CASE("safetensors: every dtype round-trips, the header is the format's JSON after an 8-byte length") {
   nn::StateDict state;
   uint64_t seed = testing::testSeed();
   for (DType d : kAllDTypes) state.emplace(std::string("t.") + std::string(dtypeName(d)), testing::randomTensor(TensorType{d, {2, 3}}, seed++));

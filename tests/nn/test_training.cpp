@@ -30,7 +30,7 @@ nn::ModulePtr mlp() { return nn::sequential({nn::linear(2, 16), nn::tanh(), nn::
 
 }  // namespace
 
-TEST_CASE("training: an MLP learns four clusters with Adam; a checkpoint restores its predictions") {
+TEST_CASE("training: an MLP learns four clusters with Adam, a checkpoint restores its predictions") {
   nn::Model model(mlp(), 5);
   TensorType xType{DType::f32, {64, 2}}, yType{DType::i64, {64}};
   auto step = nn::TrainStep::create(model, nn::crossEntropy, nn::adam({.lr = 0.02}), xType, yType);

@@ -182,7 +182,7 @@ TEST_CASE("concat kernels: an empty input, a middle axis, a single input") {
                dtypes::kAll);
 }
 
-TEST_CASE("matmul kernels: batch broadcasting, vectors, empty K; integer sums wrap") {
+TEST_CASE("matmul kernels: batch broadcasting, vectors, empty K, integer sums wrap") {
   // K = 8 makes u8 and i8 sums of random values wrap.
   checkKernels("matmul", R"(graph @t(%a: $T[3,1,2,4], %b: $T[5,4,3], %v: $T[4], %c: $T[2,4,3], %d: $T[2,3,4], %s: $T[8], %e: $T[2,0], %f: $T[0,3], %g: $T[1,2,8], %h: $T[3,8,2]) {
   %0 = matmul(%a, %b) : $T[3,5,2,3]
