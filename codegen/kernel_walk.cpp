@@ -70,6 +70,29 @@ void renameBlock(KBlock& b, const std::unordered_map<int32_t, int32_t>& map) {
   for (KStmt& s : b.stmts) renameStmt(s, map);
 }
 
+bool loadsAny(const KStmt& s, const std::unordered_set<int64_t>& buffers) {
+  if (const KInst* i = std::get_if<KInst>(&s)) return i->kind == KInstKind::Load && buffers.contains(i->ibits);
+  if (const LoopPtr* l = std::get_if<LoopPtr>(&s)) return loadsAny((*l)->body, buffers);
+  return false;
+}
+
+bool loadsAny(const KBlock& b, const std::unordered_set<int64_t>& buffers) {
+  for (const KStmt& s : b.stmts) {
+    if (loadsAny(s, buffers)) return true;
+  }
+  return false;
+}
+
+std::unordered_set<int64_t> inputsSharingMemoryWith(const Kernel& kernel, int32_t buffer) {
+  const KBuffer& out = kernel.buffers[static_cast<size_t>(buffer)];
+  std::unordered_set<int64_t> inputs;
+  for (size_t b = 0; b < kernel.buffers.size(); ++b) {
+    const KBuffer& in = kernel.buffers[b];
+    if (!in.output && in.dtype == out.dtype && in.numel == out.numel) inputs.insert(static_cast<int64_t>(b));
+  }
+  return inputs;
+}
+
 namespace {
 
 void countUses(const KBlock& b, std::unordered_map<int32_t, int>& uses) {

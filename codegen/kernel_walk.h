@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace smelt::codegen {
 
@@ -28,6 +29,14 @@ int32_t renamed(int32_t v, const std::unordered_map<int32_t, int32_t>& map);
 /// Replaces every use of a mapped value (loop bodies, inits and nexts included).
 void renameStmt(KStmt& s, const std::unordered_map<int32_t, int32_t>& map);
 void renameBlock(KBlock& b, const std::unordered_map<int32_t, int32_t>& map);
+
+/// Whether the statement / block (loop bodies included) loads from any of `buffers`.
+bool loadsAny(const KStmt& s, const std::unordered_set<int64_t>& buffers);
+bool loadsAny(const KBlock& b, const std::unordered_set<int64_t>& buffers);
+
+/// The inputs the memory planner may let output `buffer` overwrite in place: those of its dtype and
+/// size (rewrites that write an output early must not read them afterwards).
+std::unordered_set<int64_t> inputsSharingMemoryWith(const Kernel& kernel, int32_t buffer);
 
 /// Drops instructions whose results nothing reads (loads included: kernels' loads have no effects).
 void removeDeadInstructions(Kernel& kernel);

@@ -85,16 +85,6 @@ class Numbering {
   std::map<Key, int64_t> interned_;
 };
 
-bool loadsAnyOf(const KBlock& block, const std::unordered_set<int64_t>& buffers) {
-  for (const KStmt& s : block.stmts) {
-    if (const KInst* i = std::get_if<KInst>(&s); i && i->kind == KInstKind::Load && buffers.contains(i->ibits)) {
-      return true;
-    }
-    if (const LoopPtr* l = std::get_if<LoopPtr>(&s); l && loadsAnyOf((*l)->body, buffers)) return true;
-  }
-  return false;
-}
-
 /// True when, with `replaced` read from the output instead, a load of `buffers` is still needed by
 /// loop `loop`'s body (conservative for nested loops: any load in them counts).
 bool stillLoads(const KLoop& loop, int32_t replaced, const std::unordered_set<int64_t>& buffers) {
@@ -102,7 +92,7 @@ bool stillLoads(const KLoop& loop, int32_t replaced, const std::unordered_set<in
   for (const KStmt& s : loop.body.stmts) {
     if (std::holds_alternative<KInst>(s)) continue;
     forEachUse(s, [&](int32_t v) { needed.insert(v); });
-    if (const LoopPtr* l = std::get_if<LoopPtr>(&s); l && loadsAnyOf((*l)->body, buffers)) return true;
+    if (const LoopPtr* l = std::get_if<LoopPtr>(&s); l && loadsAny((*l)->body, buffers)) return true;
   }
   for (auto it = loop.body.stmts.rbegin(); it != loop.body.stmts.rend(); ++it) {
     const KInst* i = std::get_if<KInst>(&*it);
@@ -129,27 +119,19 @@ std::optional<Rewrite> findRewrite(const Kernel& kernel, const KBlock& block, si
     const KStore* st = std::get_if<KStore>(&s);
     if (!st || !kernel.buffers[static_cast<size_t>(st->buffer)].output) continue;
     const KBuffer& out = kernel.buffers[static_cast<size_t>(st->buffer)];
-    std::unordered_set<int64_t> aliasable;  // inputs the output may be written in place over
-    for (size_t b = 0; b < kernel.buffers.size(); ++b) {
-      const KBuffer& in = kernel.buffers[b];
-      if (!in.output && in.dtype == out.dtype && in.numel == out.numel) aliasable.insert(static_cast<int64_t>(b));
-    }
+    std::unordered_set<int64_t> aliasable = inputsSharingMemoryWith(kernel, st->buffer);
     for (size_t k = later + 1; k < block.stmts.size(); ++k) {
-      KBlock after;
-      after.stmts.push_back(block.stmts[k]);
-      if (loadsAnyOf(after, aliasable)) return std::nullopt;
+      if (loadsAny(block.stmts[k], aliasable)) return std::nullopt;
     }
     for (size_t earlier = later; earlier-- > 0;) {
       const LoopPtr* lp = std::get_if<LoopPtr>(&block.stmts[earlier]);
       if (!lp) {
-        KBlock between;
-        between.stmts.push_back(block.stmts[earlier]);
-        if (loadsAnyOf(between, aliasable)) return std::nullopt;
+        if (loadsAny(block.stmts[earlier], aliasable)) return std::nullopt;
         continue;
       }
       const KLoop& l2 = **lp;
       if (l2.extent != l3.extent || hasStore(l2.body)) {
-        if (loadsAnyOf(l2.body, aliasable)) return std::nullopt;
+        if (loadsAny(l2.body, aliasable)) return std::nullopt;
         continue;
       }
       Numbering numbering;
@@ -177,7 +159,7 @@ std::optional<Rewrite> findRewrite(const Kernel& kernel, const KBlock& block, si
         }
         if (bestOps > 0 && !stillLoads(l3, best.laterValue, aliasable)) return best;
       }
-      if (loadsAnyOf(l2.body, aliasable)) return std::nullopt;
+      if (loadsAny(l2.body, aliasable)) return std::nullopt;
     }
   }
   return std::nullopt;

@@ -138,25 +138,9 @@ class Tiler {
     // its dtype and size, written in place) may be read.
     std::unordered_set<int64_t> risky;
     for (const auto& [loop, homes] : homes_) {
-      for (int32_t h : homes.buffer) {
-        const KBuffer& home = k_.buffers[static_cast<size_t>(h)];
-        for (size_t b = 0; b < k_.buffers.size(); ++b) {
-          const KBuffer& in = k_.buffers[b];
-          if (!in.output && in.dtype == home.dtype && in.numel == home.numel) risky.insert(static_cast<int64_t>(b));
-        }
-      }
+      for (int32_t h : homes.buffer) risky.merge(inputsSharingMemoryWith(k_, h));
     }
-    bool readsRisky = false;
-    std::function<void(const KBlock&)> scan = [&](const KBlock& b) {
-      for (const KStmt& s : b.stmts) {
-        if (const KInst* i = std::get_if<KInst>(&s); i && i->kind == KInstKind::Load && risky.contains(i->ibits)) {
-          readsRisky = true;
-        }
-        if (const LoopPtr* l = std::get_if<LoopPtr>(&s)) scan((*l)->body);
-      }
-    };
-    scan(k_.body);
-    return !readsRisky;
+    return !loadsAny(k_.body, risky);
   }
 
   int32_t fresh(DType t) {

@@ -68,6 +68,11 @@ Expected<std::unique_ptr<TrainStep>> TrainStep::create(Model& model, LossFn loss
   for (const Value* in : graph.inputs()) {
     if (in->name() != "input" && in->name() != "target") step->scalars_.emplace(in->name(), Tensor(in->type()));
   }
+  // Positions as the executable's graph has them; map entries stay put, so the pointers hold.
+  for (const Value* in : step->exe_->graph().inputs()) {
+    auto it = step->scalars_.find(in->name());
+    step->inputs_.push_back(it == step->scalars_.end() ? nullptr : &it->second);
+  }
   step->model_ = &model;
   step->optimizer_ = std::move(optimizer);
   step->schedule_ = options.schedule ? options.schedule : constantSchedule(step->optimizer_->learningRate());
@@ -82,9 +87,9 @@ Expected<double> TrainStep::run(const Tensor& input, const Tensor& target, Tenso
   SMELT_CHECK_OK(checkType("target", target, g.inputs()[1]->type()));
   for (const auto& [name, value] : optimizer_->feeds(steps_ + 1, learningRate())) scalars_.at(name).setDouble(0, value);
   if (auto it = scalars_.find("step"); it != scalars_.end()) it->second.setInt(0, steps_ + 1);
-  std::vector<const Tensor*> inputs{&input, &target};
-  for (size_t i = 2; i < g.inputs().size(); ++i) inputs.push_back(&scalars_.at(g.inputs()[i]->name()));
-  SMELT_CHECK_OK(exe_->run(inputs, stateFor(g, model_->state), outputs_));
+  inputs_[0] = &input;
+  inputs_[1] = &target;
+  SMELT_CHECK_OK(exe_->run(inputs_, stateFor(g, model_->state), outputs_));
   // The new state lands in outputs_; swapping gives the model the new tensors and the executable the
   // old ones to overwrite next time.
   for (size_t i = 0; i < stateNames_.size(); ++i) std::swap(model_->state[stateNames_[i]], outputs_[2 + i]);

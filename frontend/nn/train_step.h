@@ -60,6 +60,7 @@ class TrainStep {
   std::unique_ptr<Executable> exe_;
   std::vector<std::string> stateNames_;  // the state each output after loss and output updates
   TensorMap scalars_;                    // the per-step scalar inputs (learning rate, step, ...)
+  std::vector<const Tensor*> inputs_;    // the executable's inputs by position (batch ones set per run)
   std::vector<Tensor> outputs_;
   int64_t steps_ = 0;
 };

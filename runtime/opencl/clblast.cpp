@@ -50,8 +50,6 @@ bool clblastAvailable(DType dtype) {
   return (dtype == DType::f32 && lib.sgemm) || (dtype == DType::f64 && lib.dgemm);
 }
 
-const char* clblastDescription() { return library().sgemm ? "CLBlast" : "none"; }
-
 Status clblastGemm(const Context& context, const Buffer& buffer, const GemmCall& c) {
   if (!clblastAvailable(c.dtype)) return makeError("CLBlast has no GEMM for {} here", dtypeName(c.dtype));
   int status = c.dtype == DType::f32 ? call(library().sgemm, context, buffer, c)

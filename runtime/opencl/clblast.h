@@ -15,8 +15,6 @@ void* openBesideLoader(const char* soname);
 
 /// Whether CLBlast is loaded and covers `dtype` (f32; f64 where the library has it).
 bool clblastAvailable(DType dtype);
-/// "CLBlast 1.5" or "none".
-const char* clblastDescription();
 
 /// One row-major product alpha * op(A) op(B) -> C (C overwritten), enqueued on `context`'s queue.
 /// Offsets and leading dimensions count elements of `dtype`; all three live in `buffer`.
