@@ -29,7 +29,7 @@ set_target_properties(smelt_shared PROPERTIES OUTPUT_NAME smelt EXPORT_NAME smel
 set(smelt_public_headers
   autodiff/backward.h autodiff/gradient_tape.h
   frontend/data/idx.h frontend/model_loader.h frontend/npy.h
-  frontend/nn/graph_context.h frontend/nn/imported.h frontend/nn/init.h frontend/nn/layers.h frontend/nn/losses.h
+  frontend/nn/graph_context.h frontend/nn/imported.h frontend/nn/init.h frontend/nn/layers.h frontend/nn/losses.h frontend/nn/models.h
   frontend/nn/optimizers.h frontend/nn/safetensors.h frontend/nn/train_step.h
   ir/attribute.h ir/builder.h ir/dtype.h ir/graph.h ir/half.h ir/interpreter.h ir/lowering.h
   ir/op_registry.h ir/parser.h ir/printer.h ir/support/expected.h ir/tensor.h ir/type.h

@@ -149,7 +149,8 @@ class Lowerer {
     const Value* result = external_->result(0);
     int buffer = static_cast<int>(inputs_.size() + outputs_.size());
     KValue acc = b_.load(buffer, linearOffset(b_, index, result->shape()));
-    if (external_->opName() == "conv2d" && external_->numOperands() == 3) {
+    if ((external_->opName() == "conv2d" || external_->opName() == "conv_transpose2d") &&
+        external_->numOperands() == 3) {
       // The bias, per output channel (index 1 of NCHW).
       KValue channel[1] = {index[1]};
       KValue bias = valueAt(external_->operand(2), channel);

@@ -11,7 +11,10 @@
 #include "runtime/blas.h"
 #include "runtime/gemm_step.h"
 #include "runtime/run_support.h"
+#include "runtime/step_profile.h"
 #include "runtime/thread_pool.h"
+
+#include <fmt/format.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -112,6 +115,17 @@ int64_t workPerPoint(const codegen::KBlock& block) {
 
 }  // namespace
 
+/// " (16x64x16x16, 64x64x3x3)": the node's operand shapes, for profiles.
+std::string describeShape(const Node* node) {
+  std::string s = " (";
+  for (size_t i = 0; i < node->numOperands(); ++i) {
+    if (i) s += ", ";
+    const Shape& shape = node->operand(i)->shape();
+    for (size_t d = 0; d < shape.size(); ++d) s += (d ? "x" : "") + std::to_string(shape[d]);
+  }
+  return s + ")";
+}
+
 struct Executable::Impl {
   Graph graph;
   std::vector<Step> steps;
@@ -122,6 +136,19 @@ struct Executable::Impl {
   CompileReport report;
   std::vector<char*> pointers;  // reused per step
   bool checkKernels = std::getenv("SMELT_CHECK_KERNELS") != nullptr;
+  bool profiling = StepProfile::enabled();
+  StepProfile profile;
+
+  ~Impl() {
+    if (!profiling) return;
+    std::vector<std::string> labels, kinds;
+    for (const Step& s : steps) {
+      labels.push_back(s.label + " = " + s.node->opName() + describeShape(s.node));
+      kinds.push_back(s.gemm ? (s.entry ? "BLAS+epilogue" : "BLAS") : s.entry ? "kernel" : "interpreted");
+    }
+    // Printed, not logged: asking for a profile is asking to see it, whatever SMELT_LOG says.
+    if (std::string t = profile.table(labels, kinds); !t.empty()) fmt::print(stderr, "{}", t);
+  }
   std::unordered_map<const Value*, int64_t> outputIndex;  // kernel-computed outputs, first name each
 
   Binding bind(const Value* v, const MemoryPlan& plan, std::unordered_map<const Value*, int64_t>& constantIndex) {
@@ -266,7 +293,11 @@ Status Executable::run(std::span<const Tensor* const> inputs, std::span<const Te
     return nullptr;
   };
   ThreadPool& pool = ThreadPool::global();
-  for (const Step& step : x.steps) {
+  if (x.profiling && x.profile.empty()) x.profile.resize(x.steps.size());
+  for (size_t stepIndex = 0; stepIndex < x.steps.size(); ++stepIndex) {
+    const Step& step = x.steps[stepIndex];
+    StepProfile::Clock::time_point started;
+    if (x.profiling) started = StepProfile::now();
     x.pointers.clear();
     for (const Binding& b : step.buffers) x.pointers.push_back(pointerOf(b));
     codegen::KernelEntry entry = step.entry;
@@ -296,7 +327,9 @@ Status Executable::run(std::span<const Tensor* const> inputs, std::span<const Te
       std::vector<Tensor> after = readBuffers(step.node->results(), bufs + step.node->numOperands());
       SMELT_CHECK_OK(checkAgainstReference(g, *step.node, step.label, before, after));
     }
+    if (x.profiling) x.profile.add(stepIndex, started);
   }
+  if (x.profiling) x.profile.finishRun();
   // Outputs not written in place: inputs, parameters and constants returned as they are, and a
   // value returned under a second name.
   for (size_t i = 0; i < g.outputs().size(); ++i) {

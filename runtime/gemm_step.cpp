@@ -24,7 +24,8 @@ struct Anchor {
 
 std::optional<Anchor> findAnchor(const Node& node) {
   auto isAnchor = [](const Node& n) {
-    return n.opName() == "matmul" || n.opName() == "gemm" || n.opName() == "conv2d";
+    return n.opName() == "matmul" || n.opName() == "gemm" || n.opName() == "conv2d" ||
+           n.opName() == "conv_transpose2d";
   };
   if (isAnchor(node)) return Anchor{&node, 0, 1};
   if (node.opName() != "fused" || attr<std::string>(node, "kind") != "epilogue") return std::nullopt;
@@ -56,7 +57,7 @@ std::optional<Anchor> findAnchor(const Node& node) {
 void chooseResult(const Node& node, const Node& anchor, GemmPlan& plan) {
   const Value* product = anchor.result(0);
   bool hasC = (anchor.opName() == "gemm" && anchor.numOperands() == 3 && attr<double>(anchor, "beta") != 0) ||
-              (anchor.opName() == "conv2d" && anchor.numOperands() == 3);
+              ((anchor.opName() == "conv2d" || anchor.opName() == "conv_transpose2d") && anchor.numOperands() == 3);
   std::vector<const Value*> results;
   if (&node == &anchor) {
     results.push_back(product);
@@ -91,7 +92,7 @@ std::optional<GemmPlan> planGemm(const Node& node, bool (*available)(DType)) {
   plan.dtype = dtype;
   plan.operandA = found->a;
   plan.operandB = found->b;
-  if (anchor.opName() == "conv2d") {
+  if (anchor.opName() == "conv2d" || anchor.opName() == "conv_transpose2d") {
     if (a.size() != 4 || b.size() != 4 || out.size() != 4) return std::nullopt;
     using Ints = std::vector<int64_t>;
     const Ints &stride = attr<Ints>(anchor, "stride"), &padding = attr<Ints>(anchor, "padding"),
@@ -99,13 +100,22 @@ std::optional<GemmPlan> planGemm(const Node& node, bool (*available)(DType)) {
     if (stride.size() != 2 || padding.size() != 4 || dilation.size() != 2) return std::nullopt;
     ConvGeometry g{a[0], a[1], a[2], a[3], out[1], out[2], out[3], b[2], b[3], stride[0], stride[1], padding[0],
                    padding[1], dilation[0], dilation[1], attr<int64_t>(anchor, "groups")};
+    g.transposed = anchor.opName() == "conv_transpose2d";
     if (g.groups < 1 || g.c % g.groups != 0 || g.o % g.groups != 0) return std::nullopt;
-    // Per image and group: W_g [o/groups, c/groups*kh*kw] times columns [c/groups*kh*kw, oh*ow].
-    plan.m = g.o / g.groups;
-    plan.n = g.oh * g.ow;
-    plan.k = g.c / g.groups * g.kh * g.kw;
-    plan.batch = g.n;
-    plan.columnElements = g.direct() ? 0 : g.c * g.kh * g.kw * g.oh * g.ow;
+    if (g.transposed) {
+      // Per group: W_g^T [o/groups*kh*kw, c/groups] times X_g [c/groups, n*h*w].
+      plan.m = g.o / g.groups * g.kh * g.kw;
+      plan.n = g.n * g.h * g.w;
+      plan.k = g.c / g.groups;
+      plan.columnElements = (g.n > 1 ? g.c * plan.n : 0) + g.o * g.kh * g.kw * plan.n;
+    } else {
+      // Per image and group: W_g [o/groups, c/groups*kh*kw] times columns [c/groups*kh*kw, oh*ow].
+      plan.m = g.o / g.groups;
+      plan.n = g.oh * g.ow;
+      plan.k = g.c / g.groups * g.kh * g.kw;
+      plan.batch = g.n;
+      plan.columnElements = g.direct() ? 0 : g.c * g.kh * g.kw * g.oh * g.ow;
+    }
     plan.conv = g;
   } else if (anchor.opName() == "gemm") {
     if (a.size() != 2 || b.size() != 2) return std::nullopt;
@@ -202,6 +212,77 @@ void runConv(const GemmPlan& p, char* const* operands, char* product, char* colu
   }
 }
 
+/// x [n, c, plane] -> t [c, n, plane]: the images side by side per channel, one product for all.
+template <typename T>
+void imagesBesideEachOther(const ConvGeometry& g, const T* x, T* t) {
+  int64_t plane = g.h * g.w;
+  ThreadPool::global().parallelFor(
+      g.c,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t c = begin; c < end; ++c) {
+          for (int64_t n = 0; n < g.n; ++n) std::copy_n(x + (n * g.c + c) * plane, plane, t + (c * g.n + n) * plane);
+        }
+      },
+      g.n * g.c * plane >= 65536);
+}
+
+/// The transpose's output from the product rows: row (o, i, j), column (n, y, x) adds into output
+/// (n, o, y * stride - pad + i * dilation, x * ...) when that lies inside. One output plane per task.
+template <typename T>
+void col2im(const ConvGeometry& g, const T* columns, T* out) {
+  int64_t inPlane = g.h * g.w, outPlane = g.oh * g.ow, width = g.n * inPlane;
+  ThreadPool::global().parallelFor(
+      g.n * g.o,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t plane = begin; plane < end; ++plane) {
+          int64_t n = plane / g.o, o = plane % g.o;
+          T* dst = out + plane * outPlane;
+          std::fill(dst, dst + outPlane, T(0));
+          for (int64_t i = 0; i < g.kh; ++i) {
+            for (int64_t j = 0; j < g.kw; ++j) {
+              const T* row = columns + ((o * g.kh + i) * g.kw + j) * width + n * inPlane;
+              // The input columns x whose output column x * stride - pad + j * dilation is inside.
+              int64_t shift = j * g.dilationW - g.padLeft;
+              int64_t x0 = shift >= 0 ? 0 : (-shift + g.strideW - 1) / g.strideW;
+              int64_t x1 = std::min(g.w, (g.ow - 1 - shift) / g.strideW + 1);
+              if (g.ow - 1 - shift < 0) x1 = 0;
+              for (int64_t y = 0; y < g.h; ++y) {
+                int64_t oy = y * g.strideH - g.padTop + i * g.dilationH;
+                if (oy < 0 || oy >= g.oh) continue;
+                const T* src = row + y * g.w;
+                T* line = dst + oy * g.ow;
+                if (g.strideW == 1) {
+                  for (int64_t x = x0; x < x1; ++x) line[x + shift] += src[x];
+                } else {
+                  for (int64_t x = x0; x < x1; ++x) line[x * g.strideW + shift] += src[x];
+                }
+              }
+            }
+          }
+        }
+      },
+      g.n * g.o * outPlane * g.kh * g.kw >= 32768);
+}
+
+template <typename T>
+void runConvTransposeAs(const GemmPlan& p, char* const* operands, char* product, char* scratch) {
+  const ConvGeometry& g = *p.conv;
+  const T* x = reinterpret_cast<const T*>(operands[p.operandA]);
+  const T* w = reinterpret_cast<const T*>(operands[p.operandB]);
+  T* columns = reinterpret_cast<T*>(scratch);
+  if (g.n > 1) {
+    imagesBesideEachOther(g, x, columns);
+    x = columns;
+    columns += g.c * p.n;
+  }
+  for (int64_t group = 0; group < g.groups; ++group) {
+    // The group's weight rows [c/groups, o/groups*kh*kw], used transposed.
+    blas::gemm(p.dtype, true, false, p.m, p.n, p.k, 1.0, w + group * p.k * p.m, p.m, x + group * p.k * p.n, p.n,
+               columns + group * p.m * p.n, p.n);
+  }
+  col2im(g, columns, reinterpret_cast<T*>(product));
+}
+
 }  // namespace
 
 void preferUntransposedB(GemmPlan& plan) {
@@ -227,6 +308,10 @@ void transposeInto(const float* b, int64_t rows, int64_t cols, float* t) {
 }  // namespace
 
 void runGemm(const GemmPlan& p, char* const* operands, char* product, char* columns) {
+  if (p.conv && p.conv->transposed) {
+    if (p.dtype == DType::f32) return runConvTransposeAs<float>(p, operands, product, columns);
+    return runConvTransposeAs<double>(p, operands, product, columns);
+  }
   if (p.conv) return runConv(p, operands, product, columns);
   size_t bytes = dtypeSize(p.dtype);
   const char* a = operands[p.operandA];

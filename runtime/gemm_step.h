@@ -21,6 +21,9 @@ struct ConvGeometry {
   int64_t kh = 0, kw = 0;
   int64_t strideH = 1, strideW = 1, padTop = 0, padLeft = 0, dilationH = 1, dilationW = 1;
   int64_t groups = 1;
+  /// conv_transpose2d: c, h, w describe its input and o, oh, ow its output, with the weight
+  /// [c, o/groups, kh, kw]; the window's stride, padding and dilation apply to the output.
+  bool transposed = false;
   /// 1x1, stride 1, no padding: the input image is its own column matrix.
   bool direct() const;
 };
@@ -39,7 +42,10 @@ struct GemmPlan {
   int result = -1;
   /// False when the product is the node's only result: nothing runs after the GEMM.
   bool epilogue = true;
-  /// Set for conv2d, whose column matrix (`columnElements` of the dtype) needs a buffer of its own.
+  /// Set for conv2d, whose column matrix (`columnElements` of the dtype) needs a buffer of its own,
+  /// and for conv_transpose2d: one product W^T X of every image at once ([o*kh*kw, n*h*w]; X the
+  /// input with images and channels swapped), scattered into the output (col2im); `columnElements`
+  /// holds X and that product.
   std::optional<ConvGeometry> conv;
   int64_t columnElements = 0;
   /// b is transposed into the columns buffer (k x n) first and multiplied untransposed: oneDNN's

@@ -5,6 +5,7 @@
 //   smelt_train_steps [--only NAME] [--seconds S]
 // prints `NAME median_ms X peak_rss_mb Y` per workload.
 #include "frontend/nn/losses.h"
+#include "frontend/nn/models.h"
 #include "frontend/nn/train_step.h"
 
 #include <fmt/format.h>
@@ -77,6 +78,17 @@ int main(int argc, char** argv) {
     for (int64_t i = 0; i < 256; ++i) y.data<int64_t>()[i] = i % 10;
     double ms = medianMs([&] { (void)(*step)->run(x, y); }, seconds, 20);
     fmt::print("mlp_train_step median_ms {:.4f} peak_rss_mb {:.1f}\n", ms, peakRssMb());
+  }
+  if (wanted("resnet18_train_step")) {
+    nn::Model model(nn::resnet18(1000), 0);
+    auto step = nn::TrainStep::create(model, nn::crossEntropy, nn::sgd({.lr = 0.01, .momentum = 0.9}),
+                                      TensorType{DType::f32, {16, 3, 64, 64}}, TensorType{DType::i64, {16}});
+    if (!step.ok()) return fail(step.error());
+    Tensor x = randomNormal(TensorType{DType::f32, {16, 3, 64, 64}}, 3);
+    Tensor y(TensorType{DType::i64, {16}});
+    for (int64_t i = 0; i < 16; ++i) y.data<int64_t>()[i] = (i * 37) % 1000;
+    double ms = medianMs([&] { (void)(*step)->run(x, y); }, seconds, 10);
+    fmt::print("resnet18_train_step median_ms {:.4f} peak_rss_mb {:.1f}\n", ms, peakRssMb());
   }
   if (wanted("tiny_latency")) {
     nn::Model model(nn::sequential({nn::linear(64, 64), nn::relu()}), 0);

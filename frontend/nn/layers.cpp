@@ -38,7 +38,7 @@ class Conv2D final : public Module {
   Value* forward(GraphContext& ctx, Value* x) override {
     int64_t fanIn = in_ / o_.groups * k_ * k_;
     double bound = 1.0 / std::sqrt(static_cast<double>(fanIn));
-    Value* w = ctx.parameter("weight", {out_, in_ / o_.groups, k_, k_}, uniform(bound));
+    Value* w = ctx.parameter("weight", {out_, in_ / o_.groups, k_, k_}, o_.weightInit ? o_.weightInit : uniform(bound));
     std::vector<Value*> operands{x, w};
     if (o_.bias) operands.push_back(ctx.parameter("bias", {out_}, uniform(bound)));
     return ctx.b().op("conv2d", operands,
@@ -225,6 +225,7 @@ ModulePtr layerNorm(int64_t features, double epsilon) { return std::make_shared<
 ModulePtr dropout(double ratio) { return std::make_shared<Dropout>(ratio); }
 ModulePtr embedding(int64_t count, int64_t dim) { return std::make_shared<Embedding>(count, dim); }
 ModulePtr flatten() { return unary("flatten", {{"axis", int64_t{1}}}, "Flatten"); }
+ModulePtr globalAvgPool2d() { return unary("global_avg_pool2d", {}, "GlobalAvgPool2D"); }
 ModulePtr relu() { return unary("relu", {}, "ReLU"); }
 ModulePtr leakyRelu(double slope) { return unary("leaky_relu", {{"alpha", slope}}, fmt::format("LeakyReLU({})", slope)); }
 ModulePtr sigmoid() { return unary("sigmoid", {}, "Sigmoid"); }

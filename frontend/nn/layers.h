@@ -53,6 +53,8 @@ struct Conv2DOptions {
   int64_t dilation = 1;
   int64_t groups = 1;
   bool bias = true;
+  /// The weight's initializer; empty: PyTorch's default, U(-b, b) with b = 1/sqrt(fan_in).
+  Initializer weightInit = {};
 };
 ModulePtr conv2d(int64_t in, int64_t out, int64_t kernel, Conv2DOptions options = {});
 /// NCHW transposed convolution, weight [in, out / groups, k, k].
@@ -81,6 +83,8 @@ ModulePtr dropout(double ratio);
 ModulePtr embedding(int64_t count, int64_t dim);
 /// [N, ...] -> [N, rest].
 ModulePtr flatten();
+/// The mean over each channel's positions: [N, C, H, W] -> [N, C, 1, 1] (AdaptiveAvgPool2d(1)).
+ModulePtr globalAvgPool2d();
 
 /// Activations.
 ModulePtr relu();

@@ -15,6 +15,7 @@
 #include "frontend/nn/init.h"
 #include "frontend/nn/layers.h"
 #include "frontend/nn/losses.h"
+#include "frontend/nn/models.h"
 #include "frontend/nn/optimizers.h"
 #include "frontend/nn/safetensors.h"
 #include "frontend/nn/train_step.h"

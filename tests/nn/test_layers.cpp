@@ -1,6 +1,7 @@
 // Layers: parameters named as PyTorch's state_dict, shapes, numbers against host formulas, batch norm's
 // running statistics in training and evaluation graphs, dropout only while training.
 #include "frontend/nn/losses.h"
+#include "frontend/nn/models.h"
 #include "frontend/nn/train_step.h"
 #include "tests/support/random_tensors.h"
 
@@ -153,4 +154,50 @@ TEST_CASE("nn layers: dropout draws a new mask every training step and is the id
   auto y = (*predict)->run(x);
   REQUIRE(y.ok());
   CHECK(*y == x);
+}
+
+TEST_CASE("nn models: resnet18 has torchvision's state_dict names, shapes and sizes, and trains") {
+  nn::Model model(nn::resnet18(10), 5);
+  auto step = nn::TrainStep::create(model, nn::crossEntropy, nn::sgd({.lr = 0.01, .momentum = 0.9}),
+                                    TensorType{DType::f32, {4, 3, 32, 32}}, TensorType{DType::i64, {4}});
+  REQUIRE_MESSAGE(step.ok(), (step.ok() ? "" : step.error().message()));
+  // torchvision.models.resnet18(num_classes=10).state_dict(), less its 20 num_batches_tracked counters;
+  // beside them, a momentum buffer per trainable parameter.
+  CHECK(std::count_if(model.state.begin(), model.state.end(),
+                      [](const auto& entry) { return entry.first.rfind("optim.", 0) != 0; }) == 102);
+  CHECK(model.state.count("optim.layer4.1.conv2.weight.momentum_buffer"));
+  std::map<std::string, Shape> spotChecks{{"conv1.weight", {64, 3, 7, 7}},
+                                          {"bn1.running_var", {64}},
+                                          {"layer1.1.conv2.weight", {64, 64, 3, 3}},
+                                          {"layer2.0.downsample.0.weight", {128, 64, 1, 1}},
+                                          {"layer3.0.downsample.1.running_mean", {256}},
+                                          {"layer4.1.bn2.bias", {512}},
+                                          {"fc.weight", {10, 512}},
+                                          {"fc.bias", {10}}};
+  for (const auto& [name, shape] : spotChecks) {
+    REQUIRE_MESSAGE(model.state.count(name), name);
+    CHECK_MESSAGE(model.state.at(name).shape() == shape, name);
+  }
+  CHECK_FALSE(model.state.count("layer1.0.downsample.0.weight"));  // same width, stride 1: identity shortcut
+  CHECK_FALSE(model.state.count("conv1.bias"));
+  // 11,181,642 trainable numbers (torchvision's count for 10 classes) and 2 x 4,800 running statistics.
+  CHECK(model.parameterCount() == 11181642 + 9600);
+  // Kaiming normal with fan-out: conv1's weights have standard deviation sqrt(2 / (64 * 49)).
+  std::vector<double> w = model.state.at("conv1.weight").toDoubles();
+  double sumSquares = 0;
+  for (double v : w) sumSquares += v * v;
+  CHECK(std::sqrt(sumSquares / static_cast<double>(w.size())) == doctest::Approx(std::sqrt(2.0 / (64 * 49))).epsilon(0.05));
+  // Memorizing one batch: the loss falls.
+  Tensor x = testing::randomTensor(TensorType{DType::f32, {4, 3, 32, 32}}, testing::testSeed());
+  Tensor y(TensorType{DType::i64, {4}});
+  for (int64_t i = 0; i < 4; ++i) y.data<int64_t>()[i] = i * 3;
+  auto first = (*step)->run(x, y);
+  REQUIRE_MESSAGE(first.ok(), (first.ok() ? "" : first.error().message()));
+  double loss = 0;
+  for (int i = 0; i < 10; ++i) {
+    auto r = (*step)->run(x, y);
+    REQUIRE(r.ok());
+    loss = *r;
+  }
+  CHECK(loss < 0.5 * *first);
 }

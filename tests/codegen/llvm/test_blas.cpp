@@ -110,6 +110,24 @@ TEST_CASE("blas: conv2d as W times im2col columns: stride, asymmetric padding, d
   CHECK(calls >= 3);
 }
 
+TEST_CASE("blas: conv_transpose2d as one W^T X product for all images, then col2im: groups, strides, padding, dilation, bias, epilogue") {
+  if (!blas::available(DType::f32) || !blas::available(DType::f64)) return;
+  // One image (no image transpose), two images, depthwise (a max-pool gradient's shape), taps that
+  // land outside the output on both sides (padding wider than the kernel reach), and an epilogue.
+  int64_t calls = checkBothWays(R"(graph @t(%x1: $T[1,4,3,3], %x: $T[2,4,3,3], %w: $T[4,3,3,2], %b: $T[6], %xs: $T[2,3,4,5], %ws: $T[3,2,2,3], %xd: $T[2,5,4,4], %wd: $T[5,1,3,3], %xp: $T[2,2,5,5], %wp: $T[2,3,3,3], %r: $T[2,6,8,4]) {
+  %0 = conv_transpose2d(%x1, %w, %b) {groups = 2, output_padding = [1, 0], padding = [1, 0, 1, 1], stride = [2, 2]} : $T[1,6,6,5]
+  %1 = conv_transpose2d(%x, %w, %b) {groups = 2, output_padding = [1, 0], padding = [1, 0, 1, 1], stride = [2, 2]} : $T[2,6,6,5]
+  %2 = conv_transpose2d(%x, %w) {dilation = [2, 1], groups = 2, output_padding = [1, 0]} : $T[2,6,8,4]
+  %3 = add(%2, %r) : $T[2,6,8,4]
+  %4 = relu(%3) : $T[2,6,8,4]
+  %5 = conv_transpose2d(%xs, %ws) {padding = [1, 2, 0, 1], stride = [3, 2]} : $T[2,2,10,8]
+  %6 = conv_transpose2d(%xd, %wd) {groups = 5, padding = [1, 1, 1, 1], stride = [2, 2], output_padding = [1, 1]} : $T[2,5,8,8]
+  %7 = conv_transpose2d(%xp, %wp) {padding = [2, 2, 2, 2]} : $T[2,3,3,3]
+  return y0 = %0, y1 = %1, y2 = %4, y3 = %5, y4 = %6, y5 = %7
+})");
+  CHECK(calls == 6);
+}
+
 TEST_CASE("blas: a transposed right-hand side large enough to be transposed first, in bands on the thread pool") {
   if (!blas::available(DType::f32) || !blas::available(DType::f64)) return;
   // 3,300 rows of w: 51 bands of 64 and a partial one of 36 (f32 on oneDNN transposes w before the

@@ -1,0 +1,39 @@
+// Where an executable's time goes: SMELT_PROFILE=1 times every step (kernel, BLAS product, interpreted
+// node) of every run and, when the executable is destroyed, logs the steps by total time with their
+// share, so the one kernel worth optimizing is found without an external profiler.
+//   StepProfile profile(steps.size());
+//   auto t = StepProfile::now(); ...run step i...; profile.add(i, t);
+//   profile.report(labels, kinds);   // at the end
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace smelt {
+
+class StepProfile {
+ public:
+  using Clock = std::chrono::steady_clock;
+  /// Whether SMELT_PROFILE asks for profiles (read once).
+  static bool enabled();
+  static Clock::time_point now() { return Clock::now(); }
+
+  bool empty() const { return nanoseconds_.empty(); }
+  void resize(size_t steps) { nanoseconds_.assign(steps, 0); }
+  void add(size_t step, Clock::time_point started) {
+    nanoseconds_[step] += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - started).count();
+  }
+  void finishRun() { ++runs_; }
+  /// The table, slowest steps first (at most `rows`), with each step's label and kind ("kernel",
+  /// "BLAS", "BLAS+epilogue", "interpreted"); empty when nothing ran.
+  std::string table(const std::vector<std::string>& labels, const std::vector<std::string>& kinds,
+                    size_t rows = 30) const;
+
+ private:
+  std::vector<int64_t> nanoseconds_;
+  int64_t runs_ = 0;
+};
+
+}  // namespace smelt
