@@ -174,6 +174,13 @@ std::optional<Group> mergedShape(const Group& a, const Group& b) {
   if (!reduce || loop->kind != KernelKind::Loop || !isReducedLevel(reduce->domain, loop->domain.shape)) {
     return std::nullopt;
   }
+  // Not after a reduction down columns (its innermost axis kept, as bias and weight-norm gradients
+  // reduce): such a kernel walks memory a row apart per step, and the CPU's column tiling, which makes
+  // it walk rows, needs each sum to go straight to an output. A loop joined at the reduced level (an
+  // optimizer's update of the bias) would consume the sums in the kernel; as a kernel of its own it
+  // costs one small launch.
+  const KernelDomain& d = reduce->domain;
+  if (!d.shape.empty() && !isReduced(d.axes, d.shape.size() - 1)) return std::nullopt;
   g.kind = KernelKind::Reduce;
   g.domain = reduce->domain;
   return g;

@@ -53,10 +53,12 @@ struct Step {
   /// Where the product goes when no result of the node can take it (or the one that could shares
   /// arena bytes with an operand the epilogue still reads).
   std::vector<std::byte> product;
-  std::vector<std::byte> columns;  // a convolution's im2col matrix
-  // Their 64-byte-aligned starts (null when unused), found once at compile time.
+  /// Bytes of scratch the product needs (a convolution's column matrix, a transposed operand): one
+  /// buffer shared by every step, steps running one after another.
+  size_t scratchBytes = 0;
+  // 64-byte-aligned starts (null when unused), found once at compile time.
   char* productAt = nullptr;
-  char* columnsAt = nullptr;
+  char* scratchAt = nullptr;
 };
 
 bool overlaps(const Binding& x, int64_t xBytes, const Binding& y, int64_t yBytes) {
@@ -87,10 +89,9 @@ Status planBlasStep(const Graph& graph, const Node& node, bool parallel, Step& s
     plan.epilogue = true;
     step.product.resize(static_cast<size_t>(productBytes) + 64);
   }
-  if (plan.columnElements > 0) step.columns.resize(static_cast<size_t>(plan.columnElements) * dtypeSize(plan.dtype) + 64);
+  step.scratchBytes = static_cast<size_t>(plan.columnElements) * dtypeSize(plan.dtype);
   // (A vector keeps its storage when the step is moved into the executable.)
   step.productAt = alignedStart(step.product);
-  step.columnsAt = alignedStart(step.columns);
   if (!plan.epilogue) return Status::success();
   SMELT_TRY(codegen::Kernel kernel, codegen::lowerEpilogue(graph, node, *plan.anchor));
   codegen::CompileInfo info;
@@ -131,6 +132,7 @@ struct Executable::Impl {
   std::vector<Step> steps;
   std::vector<Tensor> constants;
   std::vector<std::byte, std::allocator<std::byte>> arenaStorage;
+  std::vector<std::byte> scratch;  // see Step::scratchBytes
   std::byte* arena = nullptr;
   std::vector<Binding> outputs;
   CompileReport report;
@@ -144,7 +146,8 @@ struct Executable::Impl {
     std::vector<std::string> labels, kinds;
     for (const Step& s : steps) {
       labels.push_back(s.label + " = " + s.node->opName() + describeShape(s.node));
-      kinds.push_back(s.gemm ? (s.entry ? "BLAS+epilogue" : "BLAS") : s.entry ? "kernel" : "interpreted");
+      std::string kind = s.gemm ? (s.entry ? "BLAS+epilogue" : "BLAS") : s.entry ? "kernel" : "interpreted";
+      kinds.push_back(kind + (s.entry && s.parallel ? ", parallel" : ""));
     }
     // Printed, not logged: asking for a profile is asking to see it, whatever SMELT_LOG says.
     if (std::string t = profile.table(labels, kinds); !t.empty()) fmt::print(stderr, "{}", t);
@@ -226,6 +229,12 @@ Expected<std::unique_ptr<Executable>> Executable::compile(const Graph& source, c
     x.steps.push_back(std::move(step));
   }
   for (const GraphOutput& o : x.graph.outputs()) x.outputs.push_back(x.bind(o.value, plan, constantIndex));
+  size_t scratchBytes = 0;
+  for (const Step& step : x.steps) scratchBytes = std::max(scratchBytes, step.scratchBytes);
+  if (scratchBytes > 0) {
+    x.scratch.resize(scratchBytes + 64);
+    for (Step& step : x.steps) step.scratchAt = step.scratchBytes ? alignedStart(x.scratch) : nullptr;
+  }
   // The arena, 64-byte aligned, allocated once.
   x.arenaStorage.resize(static_cast<size_t>(plan.peakBytes) + 64);
   auto base = reinterpret_cast<uintptr_t>(x.arenaStorage.data());
@@ -308,7 +317,7 @@ Status Executable::run(std::span<const Tensor* const> inputs, std::span<const Te
       const GemmPlan& plan = *step.gemm;
       char* product =
           plan.result >= 0 ? x.pointers[step.node->numOperands() + static_cast<size_t>(plan.result)] : step.productAt;
-      runGemm(plan, x.pointers.data(), product, step.columnsAt);
+      runGemm(plan, x.pointers.data(), product, step.scratchAt);
       x.pointers.push_back(product);
     }
     char** bufs = x.pointers.data();

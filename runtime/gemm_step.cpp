@@ -108,13 +108,21 @@ std::optional<GemmPlan> planGemm(const Node& node, bool (*available)(DType)) {
       plan.n = g.n * g.h * g.w;
       plan.k = g.c / g.groups;
       plan.columnElements = (g.n > 1 ? g.c * plan.n : 0) + g.o * g.kh * g.kw * plan.n;
-    } else {
-      // Per image and group: W_g [o/groups, c/groups*kh*kw] times columns [c/groups*kh*kw, oh*ow].
+    } else if (g.n == 1) {
+      // Per group: W_g [o/groups, c/groups*kh*kw] times the image's columns [c/groups*kh*kw, oh*ow].
       plan.m = g.o / g.groups;
       plan.n = g.oh * g.ow;
       plan.k = g.c / g.groups * g.kh * g.kw;
-      plan.batch = g.n;
       plan.columnElements = g.direct() ? 0 : g.c * g.kh * g.kw * g.oh * g.ow;
+    } else {
+      // Every image at once, per group: W_g times columns [c/groups*kh*kw, n*oh*ow] into [o, n*oh*ow],
+      // then reordered to NCHW. One large product instead of one per image: the small images of deep
+      // layers (4x4, 2x2) made products a few columns wide, and the weight gradients' (whose "images"
+      // are channels and whose outputs are the kernel's 3x3) nine columns wide.
+      plan.m = g.o / g.groups;
+      plan.n = g.n * g.oh * g.ow;
+      plan.k = g.c / g.groups * g.kh * g.kw;
+      plan.columnElements = g.c * g.kh * g.kw * plan.n + g.o * plan.n;
     }
     plan.conv = g;
   } else if (anchor.opName() == "gemm") {
@@ -191,25 +199,78 @@ void im2col(const ConvGeometry& g, const T* image, T* columns) {
   }
 }
 
-void runConv(const GemmPlan& p, char* const* operands, char* product, char* columns) {
+/// The column matrix of every image: row (c, i, j), columns [n*oh*ow, (n+1)*oh*ow) image n's row of
+/// im2col. One (channel, image) pair per task.
+template <typename T>
+void im2colAll(const ConvGeometry& g, const T* x, T* columns) {
+  int64_t plane = g.oh * g.ow, width = g.n * plane, taps = g.kh * g.kw;
+  ThreadPool::global().parallelFor(
+      g.c * g.n,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t task = begin; task < end; ++task) {
+          int64_t c = task / g.n, n = task % g.n;
+          const T* in = x + (n * g.c + c) * g.h * g.w;
+          for (int64_t tap = 0; tap < taps; ++tap) {
+            int64_t i = tap / g.kw, j = tap % g.kw;
+            T* row = columns + (c * taps + tap) * width + n * plane;
+            int64_t shift = j * g.dilationW - g.padLeft;
+            for (int64_t y = 0; y < g.oh; ++y) {
+              int64_t iy = y * g.strideH - g.padTop + i * g.dilationH;
+              T* out = row + y * g.ow;
+              if (iy < 0 || iy >= g.h) {
+                std::fill(out, out + g.ow, T(0));
+                continue;
+              }
+              const T* line = in + iy * g.w;
+              for (int64_t xo = 0; xo < g.ow; ++xo) {
+                int64_t ix = xo * g.strideW + shift;
+                out[xo] = ix >= 0 && ix < g.w ? line[ix] : T(0);
+              }
+            }
+          }
+        }
+      },
+      g.c * g.n * taps * plane >= 32768);
+}
+
+/// [o, n, plane] -> [n, o, plane].
+template <typename T>
+void channelsMajorToImages(const ConvGeometry& g, const T* from, T* to) {
+  int64_t plane = g.oh * g.ow;
+  ThreadPool::global().parallelFor(
+      g.n * g.o,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t task = begin; task < end; ++task) {
+          int64_t n = task / g.o, o = task % g.o;
+          std::copy_n(from + (o * g.n + n) * plane, plane, to + task * plane);
+        }
+      },
+      g.n * g.o * plane >= 65536);
+}
+
+template <typename T>
+void runConvAs(const GemmPlan& p, char* const* operands, char* product, char* scratch) {
   const ConvGeometry& g = *p.conv;
-  size_t bytes = dtypeSize(p.dtype);
-  const char* x = operands[p.operandA];
-  const char* w = operands[p.operandB];
-  for (int64_t n = 0; n < g.n; ++n) {
-    const char* image = x + n * g.c * g.h * g.w * bytes;
-    const char* cols = image;
-    if (!g.direct()) {
-      if (p.dtype == DType::f32) im2col(g, reinterpret_cast<const float*>(image), reinterpret_cast<float*>(columns));
-      else im2col(g, reinterpret_cast<const double*>(image), reinterpret_cast<double*>(columns));
-      cols = columns;
-    }
-    char* out = product + n * g.o * p.n * bytes;
+  const T* x = reinterpret_cast<const T*>(operands[p.operandA]);
+  const T* w = reinterpret_cast<const T*>(operands[p.operandB]);
+  T* columns = reinterpret_cast<T*>(scratch);
+  T* out = reinterpret_cast<T*>(product);
+  if (g.n == 1) {
+    if (!g.direct()) im2col(g, x, columns);
+    const T* cols = g.direct() ? x : columns;
     for (int64_t group = 0; group < g.groups; ++group) {
-      blas::gemm(p.dtype, false, false, p.m, p.n, p.k, 1.0, w + group * p.m * p.k * bytes, p.k,
-                 cols + group * p.k * p.n * bytes, p.n, out + group * p.m * p.n * bytes, p.n);
+      blas::gemm(p.dtype, false, false, p.m, p.n, p.k, 1.0, w + group * p.m * p.k, p.k, cols + group * p.k * p.n, p.n,
+                 out + group * p.m * p.n, p.n);
     }
+    return;
   }
+  im2colAll(g, x, columns);
+  T* channelsMajor = columns + g.c * g.kh * g.kw * p.n;
+  for (int64_t group = 0; group < g.groups; ++group) {
+    blas::gemm(p.dtype, false, false, p.m, p.n, p.k, 1.0, w + group * p.m * p.k, p.k, columns + group * p.k * p.n,
+               p.n, channelsMajor + group * p.m * p.n, p.n);
+  }
+  channelsMajorToImages(g, channelsMajor, out);
 }
 
 /// x [n, c, plane] -> t [c, n, plane]: the images side by side per channel, one product for all.
@@ -312,7 +373,10 @@ void runGemm(const GemmPlan& p, char* const* operands, char* product, char* colu
     if (p.dtype == DType::f32) return runConvTransposeAs<float>(p, operands, product, columns);
     return runConvTransposeAs<double>(p, operands, product, columns);
   }
-  if (p.conv) return runConv(p, operands, product, columns);
+  if (p.conv) {
+    if (p.dtype == DType::f32) return runConvAs<float>(p, operands, product, columns);
+    return runConvAs<double>(p, operands, product, columns);
+  }
   size_t bytes = dtypeSize(p.dtype);
   const char* a = operands[p.operandA];
   const char* b = operands[p.operandB];

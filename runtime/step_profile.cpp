@@ -17,6 +17,11 @@ bool StepProfile::enabled() {
   return on;
 }
 
+size_t StepProfile::rows() {
+  const char* v = std::getenv("SMELT_PROFILE");
+  return v && std::string(v) == "all" ? static_cast<size_t>(-1) : 30;
+}
+
 std::string StepProfile::table(const std::vector<std::string>& labels, const std::vector<std::string>& kinds,
                                size_t rows) const {
   if (runs_ == 0 || nanoseconds_.empty()) return {};
@@ -27,10 +32,10 @@ std::string StepProfile::table(const std::vector<std::string>& labels, const std
   double perRun = static_cast<double>(runs_);
   std::string out = fmt::format("profile: {} steps, {} runs, {:.3f} ms per run\n", nanoseconds_.size(), runs_,
                                 static_cast<double>(total) / perRun * 1e-6);
-  out += fmt::format("{:>10} {:>6}  {:<14} {}\n", "ms/run", "share", "kind", "step");
+  out += fmt::format("{:>10} {:>6}  {:<24} {}\n", "ms/run", "share", "kind", "step");
   for (size_t i = 0; i < std::min(rows, order.size()); ++i) {
     size_t s = order[i];
-    out += fmt::format("{:>10.3f} {:>5.1f}%  {:<14} {}\n", static_cast<double>(nanoseconds_[s]) / perRun * 1e-6,
+    out += fmt::format("{:>10.3f} {:>5.1f}%  {:<24} {}\n", static_cast<double>(nanoseconds_[s]) / perRun * 1e-6,
                        total ? 100.0 * static_cast<double>(nanoseconds_[s]) / static_cast<double>(total) : 0.0,
                        s < kinds.size() ? kinds[s] : "", s < labels.size() ? labels[s] : "");
   }

@@ -1,4 +1,4 @@
-// Where an executable's time goes: SMELT_PROFILE=1 times every step (kernel, BLAS product, interpreted
+// Where an executable's time goes: SMELT_PROFILE=1 (or =all, for every row) times every step (kernel, BLAS product, interpreted
 // node) of every run and, when the executable is destroyed, logs the steps by total time with their
 // share, so the one kernel worth optimizing is found without an external profiler.
 //   StepProfile profile(steps.size());
@@ -18,6 +18,8 @@ class StepProfile {
   using Clock = std::chrono::steady_clock;
   /// Whether SMELT_PROFILE asks for profiles (read once).
   static bool enabled();
+  /// How many rows a table shows: 30, or every step with SMELT_PROFILE=all.
+  static size_t rows();
   static Clock::time_point now() { return Clock::now(); }
 
   bool empty() const { return nanoseconds_.empty(); }
@@ -29,7 +31,7 @@ class StepProfile {
   /// The table, slowest steps first (at most `rows`), with each step's label and kind ("kernel",
   /// "BLAS", "BLAS+epilogue", "interpreted"); empty when nothing ran.
   std::string table(const std::vector<std::string>& labels, const std::vector<std::string>& kinds,
-                    size_t rows = 30) const;
+                    size_t rows = StepProfile::rows()) const;
 
  private:
   std::vector<int64_t> nanoseconds_;
