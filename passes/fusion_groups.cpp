@@ -40,7 +40,7 @@ bool isOneOf(std::string_view name, std::initializer_list<std::string_view> name
 Role roleOf(const Node& node) {
   const std::string& name = node.opName();
   if (name == "constant" || name == "fused") return Role::None;
-  if (isOneOf(name, {"matmul", "gemm", "conv2d", "conv_transpose2d"})) return Role::Anchor;
+  if (isOneOf(name, {"matmul", "gemm", "conv2d", "conv_transpose2d", "conv2d_weight_grad"})) return Role::Anchor;
   if (isOneOf(name, {"reshape", "flatten", "squeeze", "unsqueeze", "transpose", "slice"})) return Role::View;
   switch (node.op().fusion) {
     case FusionKind::Elementwise: return Role::Pointwise;

@@ -25,7 +25,7 @@ struct Anchor {
 std::optional<Anchor> findAnchor(const Node& node) {
   auto isAnchor = [](const Node& n) {
     return n.opName() == "matmul" || n.opName() == "gemm" || n.opName() == "conv2d" ||
-           n.opName() == "conv_transpose2d";
+           n.opName() == "conv_transpose2d" || n.opName() == "conv2d_weight_grad";
   };
   if (isAnchor(node)) return Anchor{&node, 0, 1};
   if (node.opName() != "fused" || attr<std::string>(node, "kind") != "epilogue") return std::nullopt;
@@ -92,7 +92,7 @@ std::optional<GemmPlan> planGemm(const Node& node, bool (*available)(DType)) {
   plan.dtype = dtype;
   plan.operandA = found->a;
   plan.operandB = found->b;
-  if (anchor.opName() == "conv2d" || anchor.opName() == "conv_transpose2d") {
+  if (anchor.opName() == "conv2d" || anchor.opName() == "conv_transpose2d" || anchor.opName() == "conv2d_weight_grad") {
     if (a.size() != 4 || b.size() != 4 || out.size() != 4) return std::nullopt;
     using Ints = std::vector<int64_t>;
     const Ints &stride = attr<Ints>(anchor, "stride"), &padding = attr<Ints>(anchor, "padding"),
@@ -100,9 +100,24 @@ std::optional<GemmPlan> planGemm(const Node& node, bool (*available)(DType)) {
     if (stride.size() != 2 || padding.size() != 4 || dilation.size() != 2) return std::nullopt;
     ConvGeometry g{a[0], a[1], a[2], a[3], out[1], out[2], out[3], b[2], b[3], stride[0], stride[1], padding[0],
                    padding[1], dilation[0], dilation[1], attr<int64_t>(anchor, "groups")};
-    g.transposed = anchor.opName() == "conv_transpose2d";
+    if (anchor.opName() == "conv_transpose2d") g.kind = ConvGeometry::Transposed;
+    if (anchor.opName() == "conv2d_weight_grad") {
+      // b is dy [n, o, oh, ow]; the result is the weight's shape [o, c/groups, kh, kw].
+      g.kind = ConvGeometry::WeightGrad;
+      g.o = b[1];
+      g.oh = b[2];
+      g.ow = b[3];
+      g.kh = out[2];
+      g.kw = out[3];
+    }
     if (g.groups < 1 || g.c % g.groups != 0 || g.o % g.groups != 0) return std::nullopt;
-    if (g.transposed) {
+    if (g.kind == ConvGeometry::WeightGrad) {
+      // Per group: dy_g [o/groups, n*oh*ow] times the group's columns of im2row [n*oh*ow, c*kh*kw].
+      plan.m = g.o / g.groups;
+      plan.n = g.c / g.groups * g.kh * g.kw;
+      plan.k = g.n * g.oh * g.ow;
+      plan.columnElements = g.c * g.kh * g.kw * plan.k + (g.n > 1 ? g.o * plan.k : 0);
+    } else if (g.kind == ConvGeometry::Transposed) {
       // Per group: W_g^T [o/groups*kh*kw, c/groups] times X_g [c/groups, n*h*w].
       plan.m = g.o / g.groups * g.kh * g.kw;
       plan.n = g.n * g.h * g.w;
@@ -273,18 +288,18 @@ void runConvAs(const GemmPlan& p, char* const* operands, char* product, char* sc
   channelsMajorToImages(g, channelsMajor, out);
 }
 
-/// x [n, c, plane] -> t [c, n, plane]: the images side by side per channel, one product for all.
+/// x [images, channels, plane] -> t [channels, images, plane]: the images side by side per channel,
+/// one product for all.
 template <typename T>
-void imagesBesideEachOther(const ConvGeometry& g, const T* x, T* t) {
-  int64_t plane = g.h * g.w;
+void imagesBesideEachOther(const T* x, int64_t images, int64_t channels, int64_t plane, T* t) {
   ThreadPool::global().parallelFor(
-      g.c,
+      channels,
       [&](int64_t begin, int64_t end) {
         for (int64_t c = begin; c < end; ++c) {
-          for (int64_t n = 0; n < g.n; ++n) std::copy_n(x + (n * g.c + c) * plane, plane, t + (c * g.n + n) * plane);
+          for (int64_t n = 0; n < images; ++n) std::copy_n(x + (n * channels + c) * plane, plane, t + (c * images + n) * plane);
         }
       },
-      g.n * g.c * plane >= 65536);
+      images * channels * plane >= 65536);
 }
 
 /// The transpose's output from the product rows: row (o, i, j), column (n, y, x) adds into output
@@ -332,7 +347,7 @@ void runConvTransposeAs(const GemmPlan& p, char* const* operands, char* product,
   const T* w = reinterpret_cast<const T*>(operands[p.operandB]);
   T* columns = reinterpret_cast<T*>(scratch);
   if (g.n > 1) {
-    imagesBesideEachOther(g, x, columns);
+    imagesBesideEachOther(x, g.n, g.c, g.h * g.w, columns);
     x = columns;
     columns += g.c * p.n;
   }
@@ -342,6 +357,56 @@ void runConvTransposeAs(const GemmPlan& p, char* const* operands, char* product,
                columns + group * p.m * p.n, p.n);
   }
   col2im(g, columns, reinterpret_cast<T*>(product));
+}
+
+/// im2col transposed: row (n, y, x) holds output position (y, x) of image n's taps in (c, i, j) order,
+/// the input at (c, y * stride - pad + i * dilation, ...) or 0 in the padding. One image row per task.
+template <typename T>
+void im2rowAll(const ConvGeometry& g, const T* x, T* rows) {
+  int64_t taps = g.kh * g.kw, width = g.c * taps;
+  ThreadPool::global().parallelFor(
+      g.n * g.oh,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t task = begin; task < end; ++task) {
+          int64_t n = task / g.oh, y = task % g.oh;
+          for (int64_t xo = 0; xo < g.ow; ++xo) {
+            T* row = rows + (task * g.ow + xo) * width;
+            for (int64_t c = 0; c < g.c; ++c) {
+              const T* in = x + (n * g.c + c) * g.h * g.w;
+              for (int64_t i = 0; i < g.kh; ++i) {
+                int64_t iy = y * g.strideH - g.padTop + i * g.dilationH;
+                for (int64_t j = 0; j < g.kw; ++j) {
+                  int64_t ix = xo * g.strideW - g.padLeft + j * g.dilationW;
+                  *row++ = iy >= 0 && iy < g.h && ix >= 0 && ix < g.w ? in[iy * g.w + ix] : T(0);
+                }
+              }
+            }
+          }
+        }
+      },
+      g.n * g.oh * g.ow * width >= 32768);
+}
+
+template <typename T>
+void runWeightGradAs(const GemmPlan& p, char* const* operands, char* product, char* scratch) {
+  const ConvGeometry& g = *p.conv;
+  const T* x = reinterpret_cast<const T*>(operands[p.operandA]);
+  const T* dy = reinterpret_cast<const T*>(operands[p.operandB]);
+  // The columns transposed ([n*oh*ow, c*kh*kw]), so the product's right-hand side is untransposed:
+  // oneDNN's sgemm ran the transposed form at about half the speed.
+  T* rows = reinterpret_cast<T*>(scratch);
+  im2rowAll(g, x, rows);
+  if (g.n > 1) {
+    T* dyRows = rows + g.c * g.kh * g.kw * p.k;
+    imagesBesideEachOther(dy, g.n, g.o, g.oh * g.ow, dyRows);
+    dy = dyRows;
+  }
+  T* out = reinterpret_cast<T*>(product);
+  int64_t width = g.c * g.kh * g.kw;
+  for (int64_t group = 0; group < g.groups; ++group) {
+    blas::gemm(p.dtype, false, false, p.m, p.n, p.k, 1.0, dy + group * p.m * p.k, p.k, rows + group * p.n, width,
+               out + group * p.m * p.n, p.n);
+  }
 }
 
 }  // namespace
@@ -369,9 +434,13 @@ void transposeInto(const float* b, int64_t rows, int64_t cols, float* t) {
 }  // namespace
 
 void runGemm(const GemmPlan& p, char* const* operands, char* product, char* columns) {
-  if (p.conv && p.conv->transposed) {
+  if (p.conv && p.conv->kind == ConvGeometry::Transposed) {
     if (p.dtype == DType::f32) return runConvTransposeAs<float>(p, operands, product, columns);
     return runConvTransposeAs<double>(p, operands, product, columns);
+  }
+  if (p.conv && p.conv->kind == ConvGeometry::WeightGrad) {
+    if (p.dtype == DType::f32) return runWeightGradAs<float>(p, operands, product, columns);
+    return runWeightGradAs<double>(p, operands, product, columns);
   }
   if (p.conv) {
     if (p.dtype == DType::f32) return runConvAs<float>(p, operands, product, columns);

@@ -21,9 +21,10 @@ struct ConvGeometry {
   int64_t kh = 0, kw = 0;
   int64_t strideH = 1, strideW = 1, padTop = 0, padLeft = 0, dilationH = 1, dilationW = 1;
   int64_t groups = 1;
-  /// conv_transpose2d: c, h, w describe its input and o, oh, ow its output, with the weight
-  /// [c, o/groups, kh, kw]; the window's stride, padding and dilation apply to the output.
-  bool transposed = false;
+  /// conv2d, or the transpose (c, h, w describe its input and o, oh, ow its output, with the weight
+  /// [c, o/groups, kh, kw]; the window's stride, padding and dilation apply to the output), or conv2d's
+  /// weight gradient (from the conv2d's input [n, c, h, w] and output gradient [n, o, oh, ow]).
+  enum Kind { Forward, Transposed, WeightGrad } kind = Forward;
   /// 1x1, stride 1, no padding: the input image is its own column matrix.
   bool direct() const;
 };
@@ -45,7 +46,8 @@ struct GemmPlan {
   /// Set for conv2d, whose column matrix (`columnElements` of the dtype) needs a buffer of its own,
   /// and for conv_transpose2d: one product W^T X of every image at once ([o*kh*kw, n*h*w]; X the
   /// input with images and channels swapped), scattered into the output (col2im); `columnElements`
-  /// holds X and that product.
+  /// holds X and that product; and for conv2d_weight_grad: dy [o, n*oh*ow] times the im2col matrix
+  /// transposed (built as [n*oh*ow, c*kh*kw]), straight into [o, c/groups*kh*kw].
   std::optional<ConvGeometry> conv;
   int64_t columnElements = 0;
   /// b is transposed into the columns buffer (k x n) first and multiplied untransposed: oneDNN's

@@ -151,6 +151,27 @@ Expected<std::vector<TensorType>> inferLocallyConnected2d(const OpCall& call) {
   return single(TensorType{call.operand(0).dtype, {x[0], w[2], oh, ow}});
 }
 
+/// conv2d_weight_grad(x [N, C, H, W], dy [N, O, OH, OW]) {kernel = [KH, KW]}: [O, C/groups, KH, KW],
+/// where dy must be the shape conv2d of x with that kernel and window gives.
+Expected<std::vector<TensorType>> inferConv2dWeightGrad(const OpCall& call) {
+  SMELT_CHECK_OK(checkOperands(call, 4));
+  SMELT_TRY(Window win, readWindow(call));
+  SMELT_CHECK_OK(expectIntsInRange(call, "kernel", 2, 1));
+  const Shape& x = call.operand(0).shape;
+  const Shape& dy = call.operand(1).shape;
+  const auto& kernel = call.getInts("kernel");
+  SMELT_TRY(int64_t groups, readGroups(call, x[1]));
+  if (dy[1] % groups != 0) return call.error("groups = {} does not divide the {} output channels of dy", groups, dy[1]);
+  if (dy[0] != x[0]) return call.error("dy has {} images, the input {}", dy[0], x[0]);
+  SMELT_TRY(int64_t oh, convOutputSize(call, 0, x[2], kernel[0], win));
+  SMELT_TRY(int64_t ow, convOutputSize(call, 1, x[3], kernel[1], win));
+  if (dy[2] != oh || dy[3] != ow) {
+    return call.error("dy is {}x{}, conv2d of the input with a {}x{} kernel gives {}x{}", dy[2], dy[3], kernel[0],
+                      kernel[1], oh, ow);
+  }
+  return single(TensorType{call.operand(0).dtype, {dy[1], x[1] / groups, kernel[0], kernel[1]}});
+}
+
 /// Sizes read off the operand and result types (already verified by inference).
 struct ConvSizes {
   int64_t n, c, h, w;  // input
@@ -252,6 +273,43 @@ Expected<std::vector<Tensor>> referenceConvTranspose2d(const OpCall& call, std::
     }
   }
   return std::vector<Tensor>{Tensor::fromDoubles(call.results()[0], y)};
+}
+
+// dw[o, ic, kh, kw] = sum over n, oh, ow of dy[n, o, oh, ow] * x[n, g*C/G + ic, oh*s - p + kh*d, ...].
+Expected<std::vector<Tensor>> referenceConv2dWeightGrad(const OpCall& call, std::span<const Tensor> in) {
+  SMELT_TRY(Window win, readWindow(call));
+  const Shape& xs = call.operand(0).shape;
+  const Shape& ds = call.operand(1).shape;
+  const Shape& ws = call.results()[0].shape;
+  int64_t n = xs[0], c = xs[1], h = xs[2], w = xs[3], o = ds[1], oh = ds[2], ow = ds[3], kh = ws[2], kw = ws[3];
+  int64_t groups = call.getInt("groups"), cg = c / groups, og = o / groups;
+  std::vector<double> x = in[0].toDoubles();
+  std::vector<double> dy = in[1].toDoubles();
+  std::vector<double> dw(static_cast<size_t>(o * cg * kh * kw), 0.0);
+  for (int64_t oc = 0; oc < o; ++oc) {
+    int64_t g = oc / og;
+    for (int64_t ic = 0; ic < cg; ++ic) {
+      for (int64_t i = 0; i < kh; ++i) {
+        int64_t offH = i * win.dilation[0] - win.padBegin[0];
+        auto [ohLo, ohHi] = validRange(offH, win.stride[0], h, oh);
+        for (int64_t j = 0; j < kw; ++j) {
+          int64_t offW = j * win.dilation[1] - win.padBegin[1];
+          auto [owLo, owHi] = validRange(offW, win.stride[1], w, ow);
+          double sum = 0.0;
+          for (int64_t b = 0; b < n; ++b) {
+            const double* dyPlane = &dy[static_cast<size_t>((b * o + oc) * oh * ow)];
+            const double* xPlane = &x[static_cast<size_t>((b * c + g * cg + ic) * h * w)];
+            for (int64_t r = ohLo; r < ohHi; ++r) {
+              const double* xRow = xPlane + (r * win.stride[0] + offH) * w + offW;
+              for (int64_t q = owLo; q < owHi; ++q) sum += dyPlane[r * ow + q] * xRow[q * win.stride[1]];
+            }
+          }
+          dw[static_cast<size_t>(((oc * cg + ic) * kh + i) * kw + j)] = sum;
+        }
+      }
+    }
+  }
+  return std::vector<Tensor>{Tensor::fromDoubles(call.results()[0], dw)};
 }
 
 Expected<std::vector<Tensor>> referenceLocallyConnected2d(const OpCall& call, std::span<const Tensor> in) {
@@ -366,6 +424,33 @@ Expected<std::vector<KValue>> lowerConvTranspose2d(LoweringContext& ctx) {
   });
 }
 
+// conv2d_weight_grad: one dot product per weight element over the images and output positions, in the
+// reference's order (image, row, column); taps outside the input add nothing.
+Expected<std::vector<KValue>> lowerConv2dWeightGrad(LoweringContext& ctx) {
+  KernelEmitter& e = ctx.emit();
+  SMELT_TRY(Window win, readWindow(ctx.call()));
+  const Shape& xs = ctx.call().operand(0).shape;
+  const Shape& ds = ctx.call().operand(1).shape;
+  int64_t groups = ctx.call().getInt("groups");
+  int64_t cg = xs[1] / groups, og = ds[1] / groups;
+  DType acc = accumulatorType(ctx.call().operand(0).dtype);
+  std::span<const KValue> out = ctx.index();  // (o, ic, kh, kw)
+  KValue o = out[0];
+  KValue channel = e.add(e.mul(e.div(o, e.index(og)), e.index(cg)), out[1]);
+  KValue offset[2];
+  for (int a = 0; a < 2; ++a) offset[a] = e.sub(e.mul(out[2 + a], e.index(win.dilation[a])), e.index(win.padBegin[a]));
+  if (ctx.call().operand(1).numel() == 0 || ctx.call().operand(0).numel() == 0) return std::vector<KValue>{e.zero(acc)};
+  int64_t extents[3] = {ds[0], ds[2], ds[3]};
+  return loopBox(e, extents, {e.zero(acc)}, [&](std::span<const KValue> k, std::span<const KValue> sum) {
+    GuardedIndex h = guardIndex(e, e.add(e.mul(k[1], e.index(win.stride[0])), offset[0]), xs[2]);
+    GuardedIndex v = guardIndex(e, e.add(e.mul(k[2], e.index(win.stride[1])), offset[1]), xs[3]);
+    KValue xAt[4] = {k[0], channel, h.index, v.index};
+    KValue dyAt[4] = {k[0], o, k[1], k[2]};
+    KValue product = e.mul(e.cast(ctx.operand(1, dyAt), acc), e.cast(ctx.operand(0, xAt), acc));
+    return std::vector<KValue>{e.select(e.logicalAnd(h.inside, v.inside), e.add(sum[0], product), sum[0])};
+  });
+}
+
 std::vector<AttrSpec> windowAttrs() {
   return {{"stride", AttrKind::Ints, std::vector<int64_t>{1, 1}},
           {"padding", AttrKind::Ints, std::vector<int64_t>{0, 0, 0, 0}},
@@ -425,6 +510,43 @@ Value* biasGrad(Builder& b, const GradientContext& c) {
   return c.numOperands() < 3 ? nullptr : b.reduceSum(c.dy(), {0, 2, 3}, false);
 }
 
+/// dw[o, i, kh, kw] = sum over n, oh, ow of dy[n, o, oh, ow] * x[n, g*C/G + i, oh*s - p + kh*d, ...].
+Value* weightGrad(Builder& b, Value* x, Value* dy, const WindowAttrs& win, int64_t kh, int64_t kw) {
+  if (!x || !dy) return nullptr;
+  return b.op("conv2d_weight_grad", {x, dy},
+              {{"stride", win.stride},
+               {"padding", win.padding},
+               {"dilation", win.dilation},
+               {"groups", win.groups},
+               {"kernel", Ints{kh, kw}}});
+}
+
+/// The output_padding that makes conv_transpose2d of an output of `ys` restore the input rows of `xs`
+/// past the last window.
+Ints restoringOutputPadding(const Shape& xs, const Shape& ys, const WindowAttrs& win, int64_t kh, int64_t kw) {
+  Ints outPad(2);
+  int64_t k[2] = {kh, kw};
+  for (int a = 0; a < 2; ++a) {
+    outPad[a] = xs[2 + a] + win.padding[a] + win.padding[2 + a] - win.dilation[a] * (k[a] - 1) - 1 -
+                (ys[2 + a] - 1) * win.stride[a];
+  }
+  return outPad;
+}
+
+/// The weight gradient is bilinear in x and dy: <ddw, dw(x, dy)> = <dy, conv2d(x, ddw)>, so its
+/// gradients are conv2d's: conv_transpose2d(dy, ddw) for x and conv2d(x, ddw) for dy.
+std::vector<Value*> gradConv2dWeightGrad(Builder& b, const GradientContext& c) {
+  WindowAttrs win = readWindowAttrs(c, true);
+  Value* x = c.x(0);
+  Value* dy = c.x(1);
+  Value* ddw = c.dy();
+  const Ints& kernel = c.getInts("kernel");
+  AttrMap window{{"stride", win.stride}, {"padding", win.padding}, {"dilation", win.dilation}, {"groups", win.groups}};
+  AttrMap transposed = window;
+  transposed["output_padding"] = restoringOutputPadding(x->shape(), dy->shape(), win, kernel[0], kernel[1]);
+  return {b.op("conv_transpose2d", {dy, ddw}, transposed), b.op("conv2d", {x, ddw}, window)};
+}
+
 std::vector<Value*> gradConv2d(Builder& b, const GradientContext& c) {
   WindowAttrs win = readWindowAttrs(c, true);
   Value* x = c.x(0);
@@ -434,25 +556,14 @@ std::vector<Value*> gradConv2d(Builder& b, const GradientContext& c) {
   const Shape& ws = w->shape();
   const Shape& ys = c.y()->shape();
   // dx: the transpose with the same window; output_padding restores the rows past the last window.
-  Ints outPad(2);
-  for (int a = 0; a < 2; ++a) {
-    outPad[a] = xs[2 + a] + win.padding[a] + win.padding[2 + a] - win.dilation[a] * (ws[2 + a] - 1) - 1 -
-                (ys[2 + a] - 1) * win.stride[a];
-  }
+  Ints outPad = restoringOutputPadding(xs, ys, win, ws[2], ws[3]);
   Value* dx = b.op("conv_transpose2d", {dy, w},
                    {{"stride", win.stride},
                     {"padding", win.padding},
                     {"dilation", win.dilation},
                     {"groups", win.groups},
                     {"output_padding", outPad}});
-  // dw[o, i, kh, kw] = sum_{n, oh, ow} dy[n, o, oh, ow] * x[n, g*C/G + i, oh*s + kh*d - p, ...]: a conv
-  // of x (images = input channels within a group) with dy (kernels = output channels), stride and
-  // dilation swapped, over [0, KH) x [0, KW) offsets.
-  Value* in = groupsToBatch(b, x, win.groups);       // [C/G, G*N, H, W]
-  Value* kernel = b.transpose(dy, {1, 0, 2, 3});      // [O, N, OH, OW]
-  Value* dwT = convCovering(b, in, kernel, win.dilation, win.stride, {win.padding[0], win.padding[1]}, win.groups,
-                            {ws[2], ws[3]});          // [C/G, O, KH, KW]
-  Value* dw = b.transpose(dwT, {1, 0, 2, 3});
+  Value* dw = weightGrad(b, x, dy, win, ws[2], ws[3]);
   if (c.numOperands() < 3) return {dx, dw};
   return {dx, dw, biasGrad(b, c)};
 }
@@ -550,6 +661,32 @@ void registerConvOps(OpRegistry& registry) {
       .flops = [](const OpCall& c) {
         const Shape& w = c.operand(1).shape;
         return 2 * c.operand(0).numel() * w[1] * w[2] * w[3];
+      },
+  });
+
+  std::vector<AttrSpec> weightGradAttrs = convAttrs;
+  weightGradAttrs.push_back({"kernel", AttrKind::Ints, std::vector<int64_t>{1, 1}});
+  registry.add(OpDef{
+      .name = "conv2d_weight_grad",
+      .summary = "conv2d's gradient with respect to its weight: [O, C/groups, KH, KW] from the input [N, C, H, W] "
+                 "and the output's gradient dy [N, O, OH, OW], for the same window.",
+      .operands = {{"input"}, {"dy"}},
+      .attrs = weightGradAttrs,
+      .fusion = FusionKind::Opaque,
+      .dtypes = dtypes::kFloat,
+      .infer = inferConv2dWeightGrad,
+      .reference = referenceConv2dWeightGrad,
+      .example = R"(graph @t(%x: $T[2,4,5,5], %dy: $T[2,6,3,3], %dd: $T[2,4,5,2]) {
+  %0 = conv2d_weight_grad(%x, %dy) {groups = 2, kernel = [3, 3], padding = [1, 1, 1, 1], stride = [2, 2]} : $T[6,2,3,3]
+  %1 = conv2d_weight_grad(%x, %dd) {dilation = [2, 2], groups = 4, kernel = [3, 3], padding = [2, 1, 2, 0]} : $T[4,1,3,3]
+  return s = %0, d = %1
+})",
+      .gradient = gradConv2dWeightGrad,
+      .lower = lowerConv2dWeightGrad,
+      // 2 per multiply-add: each dy element meets C/groups * KH * KW taps.
+      .flops = [](const OpCall& c) {
+        const Shape& w = c.results()[0].shape;
+        return 2 * c.operand(1).numel() * w[1] * w[2] * w[3];
       },
   });
 

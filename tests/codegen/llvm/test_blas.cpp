@@ -128,6 +128,20 @@ TEST_CASE("blas: conv_transpose2d as one W^T X product for all images, then col2
   CHECK(calls == 6);
 }
 
+TEST_CASE("blas: conv2d_weight_grad as dy times im2col transposed: one image or several, groups, strides, dilation, padding, an update epilogue") {
+  if (!blas::available(DType::f32) || !blas::available(DType::f64)) return;
+  int64_t calls = checkBothWays(R"(graph @t(%x1: $T[1,4,5,5], %d1: $T[1,6,3,3], %x: $T[3,4,5,5], %dy: $T[3,6,3,3], %dd: $T[3,4,5,2], %xs: $T[2,3,7,6], %ds: $T[2,5,3,3], %w: $T[6,2,3,3], %lr: $T[]) {
+  %0 = conv2d_weight_grad(%x1, %d1) {groups = 2, kernel = [3, 3], padding = [1, 1, 1, 1], stride = [2, 2]} : $T[6,2,3,3]
+  %1 = conv2d_weight_grad(%x, %dy) {groups = 2, kernel = [3, 3], padding = [1, 1, 1, 1], stride = [2, 2]} : $T[6,2,3,3]
+  %2 = mul(%1, %lr) : $T[6,2,3,3]
+  %3 = sub(%w, %2) : $T[6,2,3,3]
+  %4 = conv2d_weight_grad(%x, %dd) {dilation = [2, 2], groups = 4, kernel = [3, 3], padding = [2, 1, 2, 0]} : $T[4,1,3,3]
+  %5 = conv2d_weight_grad(%xs, %ds) {kernel = [3, 2], padding = [0, 1, 2, 0], stride = [3, 2], dilation = [1, 2]} : $T[5,3,3,2]
+  return y0 = %0, y1 = %3, y2 = %4, y3 = %5
+})");
+  CHECK(calls == 4);
+}
+
 TEST_CASE("blas: a transposed right-hand side large enough to be transposed first, in bands on the thread pool") {
   if (!blas::available(DType::f32) || !blas::available(DType::f64)) return;
   // 3,300 rows of w: 51 bands of 64 and a partial one of 36 (f32 on oneDNN transposes w before the
