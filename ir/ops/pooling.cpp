@@ -185,6 +185,108 @@ Expected<std::vector<Tensor>> referenceAvgPool(const OpCall& call, std::span<con
   return std::vector<Tensor>{Tensor::fromDoubles(type, y)};
 }
 
+// --- max_pool2d_indices and max_pool2d_backward: the max pool's gradient as a gather ------------
+
+/// max_pool2d_backward's input size [H, W] (attribute `input_size`), checked against the window and dy.
+Expected<std::vector<TensorType>> inferMaxPoolBackward(const OpCall& call) {
+  SMELT_CHECK_OK(expectDType(call, 0, dtypes::kFloat));
+  SMELT_CHECK_OK(expectDType(call, 1, DTypeSet{DType::i64}));
+  SMELT_CHECK_OK(expectRank(call, 0, 4));
+  SMELT_CHECK_OK(expectRank(call, 1, 4));
+  SMELT_TRY(PoolWindow win, readPoolWindow(call, true));
+  SMELT_CHECK_OK(expectIntsInRange(call, "input_size", 2, 0));
+  const auto& size = call.getInts("input_size");
+  const Shape& dy = call.operand(0).shape;
+  if (call.operand(1).shape != dy) {
+    return call.error("indices {} must have dy's shape {}", call.operand(1).toString(), call.operand(0).toString());
+  }
+  for (int a = 0; a < 2; ++a) {
+    SMELT_TRY(int64_t pooled, poolOutputSize(call, a, size[static_cast<size_t>(a)], win));
+    if (pooled != dy[2 + static_cast<size_t>(a)]) {
+      return call.error("dy has {} {} {}, max_pool2d of an input {} {} gives {}", dy[2 + static_cast<size_t>(a)],
+                        kAxisName[a], "windows", kAxisName[a], size[static_cast<size_t>(a)], pooled);
+    }
+  }
+  return single(TensorType{call.operand(0).dtype, {dy[0], dy[1], size[0], size[1]}});
+}
+
+/// Per window, the plane index (row * W + column) of its first tap in scan order equal to the window's
+/// maximum, or -1 when there is none (the maximum is NaN, or the window holds only padding).
+template <typename V>
+void firstMaxIndices(const V* x, int64_t* indices, int64_t planes, int64_t h, int64_t w, int64_t oh, int64_t ow,
+                     const PoolWindow& win, V lowest) {
+  std::vector<V> maxima(static_cast<size_t>(planes * oh * ow));
+  maxPoolPlanes(x, maxima.data(), planes, h, w, oh, ow, win, lowest);
+  for (int64_t p = 0; p < planes; ++p) {
+    for (int64_t i = 0; i < oh; ++i) {
+      for (int64_t j = 0; j < ow; ++j) {
+        int64_t at = (p * oh + i) * ow + j, found = -1;
+        V best = maxima[static_cast<size_t>(at)];
+        for (int64_t kh = 0; kh < win.kernel[0] && found < 0; ++kh) {
+          int64_t ih = i * win.stride[0] - win.padBegin[0] + kh * win.dilation[0];
+          if (ih < 0 || ih >= h) continue;
+          for (int64_t kw = 0; kw < win.kernel[1] && found < 0; ++kw) {
+            int64_t iw = j * win.stride[1] - win.padBegin[1] + kw * win.dilation[1];
+            if (iw >= 0 && iw < w && x[(p * h + ih) * w + iw] == best) found = ih * w + iw;
+          }
+        }
+        indices[at] = found;
+      }
+    }
+  }
+}
+
+Expected<std::vector<Tensor>> referenceMaxPoolIndices(const OpCall& call, std::span<const Tensor> in) {
+  SMELT_TRY(PoolWindow win, readPoolWindow(call, true));
+  const Tensor& x = in[0];
+  const TensorType& type = call.results()[0];
+  int64_t planes = type.shape[0] * type.shape[1];
+  int64_t h = x.shape()[2], w = x.shape()[3], oh = type.shape[2], ow = type.shape[3];
+  Tensor out(type);
+  if (isFloat(x.dtype())) {
+    std::vector<double> xs = x.toDoubles();
+    firstMaxIndices(xs.data(), out.data<int64_t>(), planes, h, w, oh, ow, win, -std::numeric_limits<double>::infinity());
+    return std::vector<Tensor>{std::move(out)};
+  }
+  dispatchDType(x.dtype(), [&]<typename T>(TypeTag<T>) {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      firstMaxIndices(x.data<T>(), out.data<int64_t>(), planes, h, w, oh, ow, win, std::numeric_limits<T>::lowest());
+    }
+  });
+  return std::vector<Tensor>{std::move(out)};
+}
+
+/// dx[n, c, r, q] = the sum of dy over the windows that hold (r, q) as a tap and name it as their
+/// index, in the windows' row-major order.
+Expected<std::vector<Tensor>> referenceMaxPoolBackward(const OpCall& call, std::span<const Tensor> in) {
+  SMELT_TRY(PoolWindow win, readPoolWindow(call, true));
+  const TensorType& type = call.results()[0];
+  const Shape& ds = call.operand(0).shape;
+  int64_t planes = ds[0] * ds[1], oh = ds[2], ow = ds[3], h = type.shape[2], w = type.shape[3];
+  std::vector<double> dy = in[0].toDoubles();
+  const int64_t* indices = in[1].data<int64_t>();
+  std::vector<double> dx(static_cast<size_t>(type.numel()), 0.0);
+  for (int64_t p = 0; p < planes; ++p) {
+    for (int64_t r = 0; r < h; ++r) {
+      for (int64_t q = 0; q < w; ++q) {
+        double sum = 0.0;
+        for (int64_t kh = win.kernel[0] - 1; kh >= 0; --kh) {
+          int64_t t = r + win.padBegin[0] - kh * win.dilation[0];
+          if (t < 0 || t % win.stride[0] != 0 || t / win.stride[0] >= oh) continue;
+          for (int64_t kw = win.kernel[1] - 1; kw >= 0; --kw) {
+            int64_t u = q + win.padBegin[1] - kw * win.dilation[1];
+            if (u < 0 || u % win.stride[1] != 0 || u / win.stride[1] >= ow) continue;
+            int64_t at = (p * oh + t / win.stride[0]) * ow + u / win.stride[1];
+            if (indices[at] == r * w + q) sum += dy[static_cast<size_t>(at)];
+          }
+        }
+        dx[static_cast<size_t>((p * h + r) * w + q)] = sum;
+      }
+    }
+  }
+  return std::vector<Tensor>{Tensor::fromDoubles(type, dx)};
+}
+
 // --- kernel lowerings (ir/lowering.h): a loop over the window's taps per output element ---------
 
 /// The window of output element `out` (n, c, i, j): its top-left corner per axis, and tap `k` along
@@ -227,6 +329,81 @@ Expected<std::vector<KValue>> lowerMaxPool(LoweringContext& ctx) {
     KValue at[4] = {out[0], out[1], h.index, v.index};
     KValue next = e.binary(KBinary::Max, best[0], ctx.operand(0, at));
     return std::vector<KValue>{e.select(e.logicalAnd(h.inside, v.inside), next, best[0])};
+  });
+}
+
+// max_pool2d_indices in one sweep over the taps inside the input: the running maximum, its position
+// (a strictly greater tap replaces it, so the first of equal maxima stays) and whether a NaN was seen
+// (then -1, as the NaN maximum equals no tap). A window of padding only keeps -1.
+Expected<std::vector<KValue>> lowerMaxPoolIndices(LoweringContext& ctx) {
+  KernelEmitter& e = ctx.emit();
+  SMELT_TRY(PoolWindow win, readPoolWindow(ctx.call(), true));
+  const Shape& x = ctx.call().operand(0).shape;
+  DType dtype = ctx.call().operand(0).dtype;
+  std::span<const KValue> out = ctx.index();
+  LoweredWindow w(e, win, x, out);
+  KValue none = e.index(-1);
+  if (ctx.call().operand(0).numel() == 0) return std::vector<KValue>{none};
+  KValue no = e.intConstant(0, DType::boolean);
+  int64_t extents[2] = {win.kernel[0], win.kernel[1]};
+  std::vector<KValue> found = loopBox(
+      e, extents, {e.zero(dtype), none, no}, [&](std::span<const KValue> k, std::span<const KValue> c) {
+        GuardedIndex h = w.tap(0, k[0]), v = w.tap(1, k[1]);
+        KValue at[4] = {out[0], out[1], h.index, v.index};
+        KValue value = ctx.operand(0, at);
+        KValue inside = e.logicalAnd(h.inside, v.inside);
+        KValue better = e.logicalAnd(inside, e.binary(KBinary::Or, e.binary(KBinary::Eq, c[1], none),
+                                                      e.binary(KBinary::Gt, value, c[0])));
+        KValue position = e.add(e.mul(h.index, e.index(x[3])), v.index);
+        KValue nan = c[2];
+        if (isFloat(dtype)) nan = e.binary(KBinary::Or, nan, e.logicalAnd(inside, e.unary(KUnary::IsNan, value)));
+        return std::vector<KValue>{e.select(better, value, c[0]), e.select(better, position, c[1]), nan};
+      });
+  return std::vector<KValue>{e.select(found[2], none, found[1])};
+}
+
+// max_pool2d_backward, gathered: input row r lies in the windows oh with oh*s - pad <= r <=
+// oh*s - pad + (k-1)*d, at most ceil(((k-1)*d + 1) / s) of them from the first, ceil((r + pad -
+// (k-1)*d) / s); it is a tap of one when the offset r + pad - oh*s is a multiple of d. The window's
+// dy counts when its index names (r, q). Windows are taken in row-major order, as the reference does.
+Expected<std::vector<KValue>> lowerMaxPoolBackward(LoweringContext& ctx) {
+  KernelEmitter& e = ctx.emit();
+  SMELT_TRY(PoolWindow win, readPoolWindow(ctx.call(), true));
+  const Shape& ds = ctx.call().operand(0).shape;
+  const Shape& xs = ctx.call().results()[0].shape;
+  DType acc = accumulatorType(ctx.call().operand(0).dtype);
+  std::span<const KValue> out = ctx.index();
+  if (ctx.call().operand(0).numel() == 0) return std::vector<KValue>{e.zero(acc)};
+  KValue first[2];
+  int64_t extents[2];
+  for (int a = 0; a < 2; ++a) {
+    int64_t reach = (win.kernel[a] - 1) * win.dilation[a];
+    extents[a] = std::min<int64_t>(ds[2 + static_cast<size_t>(a)], reach / win.stride[a] + 1);
+    // ceil(t / s) for any sign of t, with division truncating toward zero.
+    KValue t = e.sub(e.add(out[2 + a], e.index(win.padBegin[a])), e.index(reach));
+    KValue s = e.index(win.stride[a]);
+    KValue up = e.div(e.add(t, e.index(win.stride[a] - 1)), s);
+    KValue down = e.sub(e.index(0), e.div(e.sub(e.index(0), t), s));
+    first[a] = e.select(e.ge(t, e.index(0)), up, down);
+  }
+  // Window j along `axis` from the first: its index, and whether it exists and holds this row as a tap.
+  auto window = [&](int axis, KValue j) {
+    KValue o = e.add(first[axis], j);
+    GuardedIndex g = guardIndex(e, o, ds[2 + static_cast<size_t>(axis)]);
+    KValue offset = e.sub(e.add(out[2 + axis], e.index(win.padBegin[axis])), e.mul(o, e.index(win.stride[axis])));
+    KValue tap = e.logicalAnd(e.ge(offset, e.index(0)), e.lt(offset, e.index(win.kernel[axis] * win.dilation[axis])));
+    if (win.dilation[axis] > 1) {
+      tap = e.logicalAnd(tap, e.binary(KBinary::Eq, e.rem(offset, e.index(win.dilation[axis])), e.index(0)));
+    }
+    return GuardedIndex{g.index, e.logicalAnd(g.inside, tap)};
+  };
+  KValue position = e.add(e.mul(out[2], e.index(xs[3])), out[3]);
+  return loopBox(e, extents, {e.zero(acc)}, [&](std::span<const KValue> k, std::span<const KValue> sum) {
+    GuardedIndex i = window(0, k[0]), j = window(1, k[1]);
+    KValue at[4] = {out[0], out[1], i.index, j.index};
+    KValue named = e.binary(KBinary::Eq, ctx.operand(1, at), position);
+    KValue take = e.logicalAnd(e.logicalAnd(i.inside, j.inside), named);
+    return std::vector<KValue>{e.select(take, e.add(sum[0], e.cast(ctx.operand(0, at), acc)), sum[0])};
   });
 }
 
@@ -370,44 +547,72 @@ Value* gradTiledMaxPool2d(Builder& b, const GradientContext& c, int64_t kh, int6
   return b.reshape(routed, xs);
 }
 
+/// The window attributes of a max pool node, as max_pool2d_indices and max_pool2d_backward take them.
+AttrMap maxPoolWindowAttrs(const GradientContext& c) {
+  return {{"kernel", c.getInts("kernel")},
+          {"stride", c.getInts("stride")},
+          {"padding", c.getInts("padding")},
+          {"dilation", c.getInts("dilation")},
+          {"ceil_mode", c.getInt("ceil_mode")}};
+}
+
 // max_pool2d: dy goes to the first maximum of each window in scan order (kh, then kw), as PyTorch's
-// max_pool2d indices do. The input is padded with -inf (padding never wins), every tap's strided slice
-// is compared with y, the first matching tap index per window is taken by reduce_min, and dy routed to
-// it is scattered back by a one-hot conv_transpose2d.
+// max_pool2d indices do; a window whose maximum is NaN sends nothing. Windows that tile the input take
+// the fusing path above; the others find each window's first maximum (max_pool2d_indices) and gather
+// dy back at every input position (max_pool2d_backward): two kernels, no scatter.
 std::vector<Value*> gradMaxPool2d(Builder& b, const GradientContext& c) {
   Value* x = c.x(0);
   if (!isFloat(x->dtype())) return {nullptr};
   PoolAttrs win = readPoolAttrs(c, true);
   const Shape& xs = x->shape();
   const Shape& ys = c.y()->shape();
-  int64_t n = xs[0], ch = xs[1], oh = ys[2], ow = ys[3], kh = win.kernel[0], kw = win.kernel[1], taps = kh * kw;
+  int64_t oh = ys[2], ow = ys[3], kh = win.kernel[0], kw = win.kernel[1];
   bool tiled = win.stride == win.kernel && win.dilation == Ints{1, 1} && win.padding == Ints{0, 0, 0, 0} &&
                xs[2] == oh * kh && xs[3] == ow * kw;
   if (tiled) return {gradTiledMaxPool2d(b, c, kh, kw)};
-  // Padding on the far side too when ceil_mode windows reach past the input and its padding.
-  Ints padEnd(2);
-  for (int a = 0; a < 2; ++a) {
-    int64_t reach = (ys[2 + a] - 1) * win.stride[a] + win.dilation[a] * (win.kernel[a] - 1) + 1;
-    padEnd[a] = std::max<int64_t>(0, reach - xs[2 + a] - win.padding[a]);
-  }
-  Value* padded = b.op("pad", {x},
-                       {{"pads", Ints{0, 0, win.padding[0], win.padding[1], 0, 0, padEnd[0], padEnd[1]}},
-                        {"value", -std::numeric_limits<double>::infinity()}});
-  Value* stacked = stackWindowTaps(b, padded, kh, kw, win.stride.data(), win.dilation.data(), oh, ow);  // [N,C,T,OH,OW]
-  std::vector<double> indices(static_cast<size_t>(taps));
-  for (int64_t t = 0; t < taps; ++t) indices[static_cast<size_t>(t)] = static_cast<double>(t);
-  Value* tapIndex = constantTensor(b, {DType::i64, {taps, 1, 1}}, indices);
-  Value* hit = b.op("eq", {stacked, b.reshape(c.y(), {n, ch, 1, oh, ow})});
-  Value* first = b.op("reduce_min", {b.where(hit, tapIndex, b.scalar(static_cast<double>(taps), DType::i64))},
-                      {{"axes", Ints{2}}, {"keepdims", int64_t{1}}});
-  Value* chosen = b.op("eq", {tapIndex, first});
-  Value* routed = b.where(chosen, b.reshape(c.dy(), {n, ch, 1, oh, ow}), b.scalarLike(0.0, x));
-  // Kernel [C*T, 1, KH, KW]: entry (c*T + t) is one-hot at tap t.
-  std::vector<double> oneHot(static_cast<size_t>(ch * taps * taps), 0.0);
-  for (int64_t k = 0; k < ch; ++k)
-    for (int64_t t = 0; t < taps; ++t) oneHot[static_cast<size_t>((k * taps + t) * taps + t)] = 1.0;
-  Value* kernel = constantTensor(b, {x->dtype(), {ch * taps, 1, kh, kw}}, oneHot);
-  return {scatterWindows(b, b.reshape(routed, {n, ch * taps, oh, ow}), kernel, ch, win, xs[2], xs[3])};
+  AttrMap attrs = maxPoolWindowAttrs(c);
+  Value* indices = b.op("max_pool2d_indices", {x}, attrs);
+  attrs["input_size"] = Ints{xs[2], xs[3]};
+  return {b.op("max_pool2d_backward", {c.dy(), indices}, attrs)};
+}
+
+// max_pool2d_backward is linear in dy: its gradient reads ddx where each window's index points, when
+// that index is one of the window's taps inside the input (what the op itself honours), else 0.
+std::vector<Value*> gradMaxPoolBackward(Builder& b, const GradientContext& c) {
+  Value* indices = c.x(1);
+  Value* ddx = c.dy();
+  PoolAttrs win = readPoolAttrs(c, true);
+  const Shape& ds = indices->shape();
+  const Shape& xs = ddx->shape();
+  int64_t n = ds[0], ch = ds[1], oh = ds[2], ow = ds[3], h = xs[2], w = xs[3];
+  auto i64 = [&](double v) { return b.scalar(v, DType::i64); };
+  // Row and column the index names, and whether they are taps of this window: offsets from the
+  // window's origin that are non-negative multiples of the dilation below dilation * kernel.
+  Value* inside = b.op("and", {b.op("ge", {indices, i64(0)}), b.op("lt", {indices, i64(static_cast<double>(h * w))})});
+  Value* safe = b.where(inside, indices, i64(0));
+  // a - (a / m) * m: integer division truncates, and only non-negative offsets are used.
+  auto remainder = [&](Value* a, int64_t m) { return b.sub(a, b.mul(b.div(a, i64(static_cast<double>(m))), i64(static_cast<double>(m)))); };
+  Value* row = b.div(safe, i64(static_cast<double>(w)));
+  Value* column = remainder(safe, w);
+  auto originOf = [&](int64_t count, int64_t stride, int64_t pad, const Shape& shape) {
+    std::vector<double> origins(static_cast<size_t>(count));
+    for (int64_t i = 0; i < count; ++i) origins[static_cast<size_t>(i)] = static_cast<double>(i * stride - pad);
+    return constantTensor(b, {DType::i64, shape}, origins);
+  };
+  auto isTap = [&](Value* at, Value* origin, int64_t dilation, int64_t kernel) {
+    Value* offset = b.sub(at, origin);
+    Value* ok = b.op("and", {b.op("ge", {offset, i64(0)}), b.op("lt", {offset, i64(static_cast<double>(dilation * kernel))})});
+    if (dilation == 1) return ok;
+    return b.op("and", {ok, b.op("eq", {remainder(offset, dilation), i64(0)})});
+  };
+  Value* tap = b.op("and", {isTap(row, originOf(oh, win.stride[0], win.padding[0], {oh, 1}), win.dilation[0], win.kernel[0]),
+                            isTap(column, originOf(ow, win.stride[1], win.padding[1], {ow}), win.dilation[1], win.kernel[1])});
+  // Each plane's first element in ddx flattened: (n * C + c) * H * W.
+  std::vector<double> bases(static_cast<size_t>(n * ch));
+  for (int64_t p = 0; p < n * ch; ++p) bases[static_cast<size_t>(p)] = static_cast<double>(p * h * w);
+  Value* flat = b.add(safe, constantTensor(b, {DType::i64, {n, ch, 1, 1}}, bases));
+  Value* read = b.op("gather", {b.reshape(ddx, {n * ch * h * w}), flat}, {{"axis", int64_t{0}}});
+  return {b.where(b.op("and", {inside, tap}), read, b.scalarLike(0.0, ddx)), nullptr};
 }
 
 // avg_pool2d: each window spreads dy / divisor evenly over the input positions it covers; the divisor
@@ -481,6 +686,59 @@ void registerPoolingOps(OpRegistry& registry) {
       .gradient = gradMaxPool2d,
       .lower = lowerMaxPool,
       // One compare per window tap and output element.
+      .flops = [](const OpCall& c) {
+        const auto& k = c.getInts("kernel");
+        return c.results()[0].numel() * k[0] * k[1];
+      },
+  });
+
+  registry.add(OpDef{
+      .name = "max_pool2d_indices",
+      .summary = "Per max_pool2d window, the plane index (row * W + column) of its first maximum in scan order; -1 "
+                 "when the maximum is NaN or the window holds only padding.",
+      .operands = {{"input"}},
+      .attrs = maxAttrs,
+      .fusion = FusionKind::Opaque,
+      .dtypes = dtypes::kNumeric,
+      .infer = [](const OpCall& call) -> Expected<std::vector<TensorType>> {
+        SMELT_TRY(std::vector<TensorType> types, inferPool(call, dtypes::kNumeric, true));
+        types[0].dtype = DType::i64;
+        return types;
+      },
+      .reference = referenceMaxPoolIndices,
+      .example = R"(graph @t(%x: $T[2,3,6,6]) {
+  %0 = max_pool2d_indices(%x) {kernel = [3, 3], padding = [1, 1, 1, 1], stride = [2, 2]} : i64[2,3,3,3]
+  %1 = max_pool2d_indices(%x) {ceil_mode = 1, dilation = [1, 2], kernel = [2, 2], padding = [1, 0, 1, 0], stride = [3, 2]} : i64[2,3,3,3]
+  return r = %0, c = %1
+})",
+      .lower = lowerMaxPoolIndices,
+      // Two compares per window tap and output element.
+      .flops = [](const OpCall& c) {
+        const auto& k = c.getInts("kernel");
+        return 2 * c.results()[0].numel() * k[0] * k[1];
+      },
+  });
+
+  std::vector<AttrSpec> backwardAttrs = maxAttrs;
+  backwardAttrs.push_back({"input_size", AttrKind::Ints, std::nullopt});
+  registry.add(OpDef{
+      .name = "max_pool2d_backward",
+      .summary = "max_pool2d's input gradient: each window's dy added at the input position its index "
+                 "(max_pool2d_indices) names, when that is one of the window's taps; input_size = [H, W].",
+      .operands = {{"dy"}, {"indices"}},
+      .attrs = backwardAttrs,
+      .fusion = FusionKind::Opaque,
+      .dtypes = dtypes::kFloat,
+      .infer = inferMaxPoolBackward,
+      .reference = referenceMaxPoolBackward,
+      .example = R"(graph @t(%dy: $T[2,3,3,3], %i: i64[2,3,3,3], %dc: $T[2,3,3,3]) {
+  %0 = max_pool2d_backward(%dy, %i) {input_size = [6, 6], kernel = [3, 3], padding = [1, 1, 1, 1], stride = [2, 2]} : $T[2,3,6,6]
+  %1 = max_pool2d_backward(%dc, %i) {ceil_mode = 1, dilation = [1, 2], input_size = [6, 6], kernel = [2, 2], padding = [1, 0, 1, 0], stride = [3, 2]} : $T[2,3,6,6]
+  return r = %0, c = %1
+})",
+      .gradient = gradMaxPoolBackward,
+      .lower = lowerMaxPoolBackward,
+      // One compare per input element and window tap.
       .flops = [](const OpCall& c) {
         const auto& k = c.getInts("kernel");
         return c.results()[0].numel() * k[0] * k[1];

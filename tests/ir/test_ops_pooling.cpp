@@ -119,6 +119,42 @@ TEST_CASE("max_pool2d propagates NaN like PyTorch") {
   CHECK(std::isnan(out[0].getDouble(1)));
 }
 
+TEST_CASE("max_pool2d_indices names each window's first maximum, -1 for NaN maxima and padding only") {
+  // Hand-computed. n: both 2x2 windows hold the NaN. t: 5 appears twice in window (0, 0): the first in
+  // scan order (plane index 0) wins; window (0, 1)'s maximum is at plane index 2. p: row 0 of the
+  // output is a window of padding only.
+  double nan = std::numeric_limits<double>::quiet_NaN();
+  auto out = runOutputs(
+      R"(graph @t(%n: f32[1,1,2,3], %t: f32[1,1,2,3], %p: i8[1,1,1,2]) {
+  %0 = max_pool2d_indices(%n) {kernel = [2, 2], stride = [1, 1]} : i64[1,1,1,2]
+  %1 = max_pool2d_indices(%t) {kernel = [2, 2], stride = [1, 1]} : i64[1,1,1,2]
+  %2 = max_pool2d_indices(%p) {kernel = [1, 1], padding = [1, 0, 0, 0]} : i64[1,1,2,2]
+  return n = %0, t = %1, p = %2
+})",
+      {{"n", Tensor::fromDoubles(TensorType{DType::f32, {1, 1, 2, 3}}, std::vector<double>{1, nan, 2, 3, 4, 5})},
+       {"t", Tensor::of<float>({1, 1, 2, 3}, {5, 1, 5, 5, 0, 2})},
+       {"p", Tensor::of<int8_t>({1, 1, 1, 2}, {-128, 3})}});
+  CHECK(out[0].bitwiseEqual(Tensor::of<int64_t>({1, 1, 1, 2}, {-1, -1})));
+  CHECK(out[1].bitwiseEqual(Tensor::of<int64_t>({1, 1, 1, 2}, {0, 2})));
+  CHECK(out[2].bitwiseEqual(Tensor::of<int64_t>({1, 1, 2, 2}, {-1, -1, 0, 1})));
+}
+
+TEST_CASE("max_pool2d_backward adds dy where each window's index points, ignoring indices outside the window") {
+  // Hand-computed: windows (0, 0) and (0, 1) of a 2x2 kernel over [2, 3]. Indices {0, 2} route 10 to
+  // position 0 and 20 to position 2; in {0, 0} the second names a position outside its window.
+  auto out = runOutputs(
+      R"(graph @t(%dy: f32[1,1,1,2], %i: i64[1,1,1,2], %j: i64[1,1,1,2]) {
+  %0 = max_pool2d_backward(%dy, %i) {input_size = [2, 3], kernel = [2, 2], stride = [1, 1]} : f32[1,1,2,3]
+  %1 = max_pool2d_backward(%dy, %j) {input_size = [2, 3], kernel = [2, 2], stride = [1, 1]} : f32[1,1,2,3]
+  return a = %0, b = %1
+})",
+      {{"dy", Tensor::of<float>({1, 1, 1, 2}, {10, 20})},
+       {"i", Tensor::of<int64_t>({1, 1, 1, 2}, {0, 2})},
+       {"j", Tensor::of<int64_t>({1, 1, 1, 2}, {0, 0})}});
+  CHECK(out[0].bitwiseEqual(Tensor::of<float>({1, 1, 2, 3}, {10, 0, 20, 0, 0, 0})));
+  CHECK(out[1].bitwiseEqual(Tensor::of<float>({1, 1, 2, 3}, {10, 0, 0, 0, 0, 0})));
+}
+
 TEST_CASE("avg_pool2d with ceil_mode and count_include_pad matches PyTorch") {
   Tensor x = f64({1, 2, 6, 6},
                  {-1.5,  0.5,   1,     -1,    -1,   1.5,  2,     -1.25, -0.5,  -2,    -1.25, 0.75, 0.5,   1,    -1.5,

@@ -101,6 +101,24 @@ TEST_CASE("max_pool2d kernels propagate NaN") {
                dtypes::kFloat);
 }
 
+TEST_CASE("max_pool2d_indices and max_pool2d_backward kernels: NaN, ties, -inf, windows of padding only, stray indices") {
+  // a: NaN windows give -1; windows of two equal zeros name the first. b: a 1x1 kernel with padding
+  // 2 makes windows of padding only (-1), and -inf entries are still found as maxima. c: dy routed by
+  // a, and by hand-made indices partly outside their windows (those send nothing).
+  checkKernels("max_pool2d_indices", R"(graph @t(%x: $T[1,1,4,4], %dy: $T[1,1,4,4], %stray: i64[1,1,4,4]) {
+  %n = constant() {value = dense<$T[1,1,4,4]> [0, 0, 0, 0, 0, nan, 0, 0, 0, 0, 0, 0, 0, 0, 0, nan]} : $T[1,1,4,4]
+  %z = constant() {value = dense<$T[1,1,4,4]> [0, 0, 1, 1, 0, 0, -inf, 1, 2, 2, -inf, -inf, 3, 3, -inf, -inf]} : $T[1,1,4,4]
+  %y = add(%x, %n) : $T[1,1,4,4]
+  %0 = max_pool2d_indices(%y) {kernel = [2, 2], padding = [1, 1, 0, 0], stride = [1, 1]} : i64[1,1,4,4]
+  %1 = max_pool2d_indices(%z) {kernel = [2, 2], padding = [1, 1, 0, 0], stride = [1, 1]} : i64[1,1,4,4]
+  %2 = max_pool2d_indices(%z) {kernel = [1, 1], padding = [2, 2, 0, 0], stride = [2, 2]} : i64[1,1,3,3]
+  %3 = max_pool2d_backward(%dy, %0) {input_size = [4, 4], kernel = [2, 2], padding = [1, 1, 0, 0], stride = [1, 1]} : $T[1,1,4,4]
+  %4 = max_pool2d_backward(%dy, %stray) {input_size = [4, 4], kernel = [2, 2], padding = [1, 1, 0, 0], stride = [1, 1]} : $T[1,1,4,4]
+  return a = %0, b = %1, c = %2, d = %3, e = %4
+})",
+               dtypes::kFloat);
+}
+
 TEST_CASE("avg_pool2d kernels: count_include_pad, ceil_mode windows clipped, windows all in padding") {
   // a, b: padding 2 with a 2x2 window: corner windows are padding only (0/0 = NaN without
   //       count_include_pad, 0 with it). c, d: ceil_mode's last window is clipped to the padded input.
