@@ -72,9 +72,10 @@ def build(a):
 
 
 def compile_check(a, cache):
-    """--smoke: every workload's IR parses, differentiates where it should, and compiles."""
+    """--smoke: every workload's IR parses, differentiates where it should, and compiles (the training
+    workloads, built through the model API, compile in tests/nn instead)."""
     failed = 0
-    for w in WORKLOADS:
+    for w in (w for w in WORKLOADS if not w.native):
         r = runners.smelt_bench(a.smelt, w, runners.QUICK, cache, timeout=300, runs=0)
         say("compile %-13s %s" % (w.name, r.get("error") or "ok (%.1f ms)" % r["compile_ms"]))
         failed += "error" in r
@@ -87,7 +88,7 @@ def peer_result(out, name):
         return {"error": out["error"]}
     if name not in out:
         return {"error": "printed no time for %s" % name}
-    return {"ms": out[name], "compile_ms": out.get(name + ":compile")}
+    return {"ms": out[name], "compile_ms": out.get(name + ":compile"), "peak_mb": out.get(name + ":peak_mb")}
 
 
 def around_stream(a, w, fn, streams):
@@ -107,9 +108,14 @@ def around_stream(a, w, fn, streams):
 
 def measure_workload(a, w, budget, peers, cache, order_reversed, streams):
     """One round of one workload: {contender key: result}, each in its own process."""
-    smelt = lambda: runners.smelt_bench(a.smelt, w, budget, cache)
-    steps = [("smelt", around_stream(a, w, smelt, streams) if w.min_bytes else smelt),
-             ("smelt_fresh", lambda: runners.smelt_bench(a.smelt, w, budget, cache, fresh_outputs=True))]
+    if w.native:
+        native = os.path.join(os.path.dirname(a.smelt), "smelt_train_steps")
+        steps = [("smelt", lambda: runners.smelt_native(native, w, budget, cache) if os.path.exists(native)
+                  else {"error": "%s is not built" % native})]
+    else:
+        smelt = lambda: runners.smelt_bench(a.smelt, w, budget, cache)
+        steps = [("smelt", around_stream(a, w, smelt, streams) if w.min_bytes else smelt),
+                 ("smelt_fresh", lambda: runners.smelt_bench(a.smelt, w, budget, cache, fresh_outputs=True))]
     if not a.no_peers:
         for t in (1, 2):
             steps.append(("libtorch_t%d" % t, lambda t=t: peer_result(runners.peer(
@@ -206,7 +212,7 @@ def main(argv):
         # A snapshot of the binaries: the whole run measures one build, even if build/ is rebuilt meanwhile.
         bin_dir = os.path.join(scratch, "bin")
         os.makedirs(bin_dir)
-        for name in ("smelt", "smelt_stream", "smelt_sgemm"):
+        for name in ("smelt", "smelt_stream", "smelt_sgemm", "smelt_train_steps"):
             src = os.path.join(os.path.dirname(a.smelt), name) if name != "smelt" else a.smelt
             if os.path.exists(src):
                 shutil.copy2(src, os.path.join(bin_dir, name))
@@ -309,6 +315,8 @@ def describe(a, peers, rows, budget):
             "ctest --test-dir build -R benchmarks/smoke   # every workload compiles, ew_chain runs once; no peers",
             "build/bin/smelt bench benchmarks/workloads/ew_chain.ir --runs 40   # one workload, smelt only",
             "build/bin/smelt bench benchmarks/workloads/mlp_train.ir --grad w1,b1,w2,b2,w3,b3",
+            "build/bin/smelt_train_steps --only resnet18_train_step   # a training workload, smelt only",
+            "SMELT_PROFILE=1 build/bin/smelt_train_steps --only resnet18_train_step   # where its time goes",
         ],
         "method": [
             "Each workload runs in each contender in its own process, back to back: smelt (`smelt bench` on "
@@ -337,6 +345,14 @@ def describe(a, peers, rows, budget):
             "empty SMELT_CACHE_DIR (compile_ms: graph to ready executable, autodiff included); the warm "
             "start is a second process on the cache the first one filled; each is the median of 5 (1 with "
             "--quick). The peers' compile figures are their first call (tracing and compilation plus one run).",
+            "The training workloads (mlp_train_step, resnet18_train_step, tiny_latency) are timed through "
+            "each framework's model API: smelt's nn::TrainStep / nn::Predictor (`smelt_train_steps`, "
+            "benchmarks/native/train_steps.cpp), torch.nn with torch.optim in eager mode and with the model "
+            "and loss under torch.compile (the optimizer's step eager), and one jax.jit function per step "
+            "(loss, gradients and the optimizer's update, parameters donated). A step includes the "
+            "optimizer's update everywhere. Peak memory is the process's peak resident set (ru_maxrss) above "
+            "its resident set just before the model was built, one workload per process; libtorch's "
+            "figure for the memory target is that of its faster thread setting.",
             "Missed targets are listed as NOT MET with the measured figure; a contender that could not run "
             "is listed with the reason.",
         ],

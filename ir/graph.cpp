@@ -47,10 +47,30 @@ Value* Graph::addParameter(std::string name, Tensor initial, bool trainable) {
   v->kind_ = ValueKind::Parameter;
   v->name_ = std::move(name);
   v->type_ = initial.type();
-  v->initial_ = std::move(initial);
+  v->initial_ = std::make_shared<const Tensor>(std::move(initial));
   v->trainable_ = trainable;
   parameters_.push_back(v);
   return v;
+}
+
+Value* Graph::addParameterLike(const Value& other) {
+  Value* v = newValue();
+  v->kind_ = ValueKind::Parameter;
+  v->name_ = other.name_;
+  v->type_ = other.type_;
+  v->initial_ = other.initial_;
+  v->trainable_ = other.trainable_;
+  parameters_.push_back(v);
+  return v;
+}
+
+void Graph::releaseParameterValues() {
+  for (Value* v : parameters_) v->initial_.reset();
+}
+
+const Tensor& Value::initialValue() const {
+  static const Tensor none;
+  return initial_ ? *initial_ : none;
 }
 
 std::string Graph::formatLabel(std::string_view opName, size_t number, std::string_view sourceName) {
@@ -208,7 +228,7 @@ Graph Graph::clone() const {
   Graph copy(name_);
   std::unordered_map<const Value*, Value*> map;
   for (Value* v : inputs_) map[v] = copy.addInput(v->name(), v->type());
-  for (Value* v : parameters_) map[v] = copy.addParameter(v->name(), v->initialValue(), v->trainable());
+  for (Value* v : parameters_) map[v] = copy.addParameterLike(*v);
   for (const auto& node : nodes_) {
     auto n = std::make_unique<Node>();
     n->op_ = node->op_;

@@ -29,10 +29,14 @@ class Value {
   int resultIndex() const { return resultIndex_; }
   /// Inputs and parameters: their unique name. Results: empty.
   const std::string& name() const { return name_; }
-  /// Parameters only: the initial value and whether training updates it.
-  const Tensor& initialValue() const { return initial_; }
+  /// Parameters only: the initial value and whether training updates it. Copies of a graph (clone,
+  /// passes that rebuild it) share one immutable initial value instead of copying the tensor. Once
+  /// released (Graph::releaseParameterValues) there is none: initialValue() is an empty tensor and
+  /// whoever runs the graph must feed the parameter.
+  const Tensor& initialValue() const;
+  bool hasInitialValue() const { return initial_ != nullptr; }
   bool trainable() const { return trainable_; }
-  void setInitialValue(Tensor value) { initial_ = std::move(value); }
+  void setInitialValue(Tensor value) { initial_ = std::make_shared<const Tensor>(std::move(value)); }
   /// The nodes that use this value, one entry per use.
   const std::vector<Node*>& users() const { return users_; }
 
@@ -43,7 +47,7 @@ class Value {
   Node* producer_ = nullptr;
   int resultIndex_ = 0;
   std::string name_;
-  Tensor initial_;
+  std::shared_ptr<const Tensor> initial_;
   bool trainable_ = false;
   std::vector<Node*> users_;
 };
@@ -110,6 +114,12 @@ class Graph {
   Value* addInput(std::string name, TensorType type);
   /// Adds a parameter with an initial value.
   Value* addParameter(std::string name, Tensor initial, bool trainable = true);
+  /// A parameter like `other` (another graph's): its name, type and trainability, sharing its initial
+  /// value (no copy), or none when that was released.
+  Value* addParameterLike(const Value& other);
+  /// Drops every parameter's initial value (this graph's share of it): for graphs whose parameters are
+  /// always fed, so that only the feeds hold the values.
+  void releaseParameterValues();
   /// Adds a node after all existing ones: checks operand count, attribute names and kinds, fills in
   /// default attributes, runs the op's inference (which verifies), and creates the results.
   Expected<Node*> addNode(std::string_view op, std::vector<Value*> operands, AttrMap attrs = {},

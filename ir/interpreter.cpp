@@ -40,7 +40,9 @@ Expected<std::vector<Tensor>> interpret(const Graph& graph, const TensorMap& fee
     if (!env.count(v)) return makeError("input '{}' ({}) was not fed", v->name(), v->type().toString());
   }
   for (const Value* v : graph.parameters()) {
-    if (!env.count(v)) env[v] = v->initialValue();
+    if (env.count(v)) continue;
+    if (!v->hasInitialValue()) return makeError("parameter '{}' ({}) has no value: feed it", v->name(), v->type().toString());
+    env[v] = v->initialValue();
   }
   // Count remaining uses so intermediates are freed after their last use.
   std::unordered_map<const Value*, size_t> remaining;

@@ -14,7 +14,7 @@ Status verifyGraph(const Graph& graph) {
   }
   for (const Value* v : graph.parameters()) {
     if (!names.insert(v->name()).second) return makeError("graph @{}: name '{}' is used twice", graph.name(), v->name());
-    if (!(v->initialValue().type() == v->type())) {
+    if (v->hasInitialValue() && !(v->initialValue().type() == v->type())) {
       return makeError("parameter '{}': initial value is {}, declared {}", v->name(),
                        v->initialValue().type().toString(), v->type().toString());
     }

@@ -28,7 +28,7 @@ class Outliner {
   Expected<Graph> run() {
     for (const GraphOutput& o : graph_.outputs()) graphOutputs_.insert(o.value);
     for (Value* v : graph_.inputs()) map_[v] = out_.addInput(v->name(), v->type());
-    for (Value* v : graph_.parameters()) map_[v] = out_.addParameter(v->name(), v->initialValue(), v->trainable());
+    for (Value* v : graph_.parameters()) map_[v] = out_.addParameterLike(*v);
     SMELT_TRY(std::vector<size_t> order, schedule());
     size_t groups = plan_.groups.size();
     for (size_t unit : order) {

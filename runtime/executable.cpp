@@ -179,6 +179,7 @@ struct Executable::Impl {
 Executable::Executable() : impl_(std::make_unique<Impl>()) {}
 Executable::~Executable() = default;
 const Graph& Executable::graph() const { return impl_->graph; }
+void Executable::releaseParameterValues() { impl_->graph.releaseParameterValues(); }
 const CompileReport& Executable::report() const { return impl_->report; }
 
 Expected<std::unique_ptr<Executable>> Executable::compile(const Graph& source, const CompileOptions& options) {

@@ -54,6 +54,10 @@ class Executable {
   /// for parameter i or null for its initial value. No names are looked up and nothing is copied.
   Status run(std::span<const Tensor* const> inputs, std::span<const Tensor* const> parameters,
              std::vector<Tensor>& outputs);
+  /// Frees the parameters' initial values (copies kept since compile time) for an executable whose
+  /// parameters are always fed, as training steps feed theirs; a run without one is then an error
+  /// naming it.
+  void releaseParameterValues();
   /// The graph after the pipeline, as it runs.
   const Graph& graph() const;
   const CompileReport& report() const;

@@ -47,6 +47,9 @@ Status checkPositionalFeeds(const Graph& graph, std::span<const Tensor* const> i
   }
   for (size_t i = 0; i < parameters.size(); ++i) {
     const Value* v = graph.parameters()[i];
+    if (!parameters[i] && !v->hasInitialValue()) {
+      return makeError("parameter '{}' ({}) has no value: feed it", v->name(), v->type().toString());
+    }
     if (parameters[i] && !(parameters[i]->type() == v->type())) {
       return makeError("parameter '{}' expects {}, got {}", v->name(), v->type().toString(), parameters[i]->type().toString());
     }

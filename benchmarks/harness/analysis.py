@@ -33,6 +33,9 @@ def merge_rounds(samples):
     compiles = [s["compile_ms"] for s in ok if s.get("compile_ms") is not None]
     if compiles:
         merged["compile_ms"] = statistics.median(compiles)
+    peaks = [s["peak_mb"] for s in ok if s.get("peak_mb") is not None]
+    if peaks:
+        merged["peak_mb"] = statistics.median(peaks)
     for key in ("config",):
         if key in ok[-1]:
             merged[key] = ok[-1][key]
@@ -77,6 +80,9 @@ def analyze(workload, times, stream_copy_gbs, compile_result=None):
     m["speedup_libtorch"] = _ratio(row.ms(best), smelt) if best else None
     for key in PEER_KEYS:
         m["speedup_" + key] = _ratio(row.ms(key), smelt)
+    # Peak memory above the process's baseline (training workloads), smelt's over libtorch's.
+    peak = lambda key: (times.get(key) or {}).get("peak_mb")
+    m["memory_ratio_libtorch"] = _ratio(peak("smelt"), peak(best)) if best and peak(best) else None
     # The same with smelt allocating its outputs on every run as the peers do (information, no target).
     m["fresh_speedup_libtorch"] = _ratio(row.ms(best), row.ms("smelt_fresh")) if best else None
     # Throughput of every contender (for the tables), and smelt's bandwidth against STREAM.

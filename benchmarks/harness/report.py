@@ -88,6 +88,12 @@ def console(rows, stream, peers):
                              fmt_ms(m.get("warm_process_ms")),
                              fmt_ms(row.times.get("torch_compile", {}).get("compile_ms")),
                              fmt_ms(row.times.get("jax", {}).get("compile_ms"))))
+    for row in rows:
+        if row.workload.native:
+            peaks = ", ".join("%s %s MB" % (LABELS[k], _num(r.get("peak_mb"))) for k, r in row.times.items()
+                              if r.get("peak_mb") is not None)
+            if peaks:
+                extra.append("%s peak memory above baseline: %s" % (row.workload.name, peaks))
     out += [""] + extra if extra else []
     failures = [(row.workload.name, LABELS[k], r["error"])
                 for row in rows for k, r in row.times.items() if "error" in r]
@@ -167,6 +173,8 @@ def _workload_section(row):
         head, sep = head + " GB/s | % of STREAM copy |", sep + "---|---|"
     if w.flops:
         head, sep = head + " GFLOP/s |", sep + "---|"
+    if w.native:
+        head, sep = head + " peak memory MB (above its baseline) | first call / compile ms |", sep + "---|---|"
     md += [head, sep]
     smelt = row.ms("smelt")
     for key, r in row.times.items():
@@ -181,6 +189,8 @@ def _workload_section(row):
                       fmt_pct((m.get("stream_pct") or {}).get(key))]
         if w.flops:
             cells.append("%.1f" % m["gflops"][key] if key in m.get("gflops", {}) else "n/a")
+        if w.native:
+            cells += [_num(r.get("peak_mb")), fmt_ms(r.get("compile_ms"))]
         md.append("| " + " | ".join(cells) + " |")
     md.append("")
     if "best_gemm" in m:

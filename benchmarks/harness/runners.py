@@ -79,6 +79,19 @@ def smelt_bench(smelt, workload, budget, cache_dir, timeout=1800, runs=None, fre
     return result
 
 
+def smelt_native(binary, workload, budget, cache_dir, timeout=1800):
+    """smelt_train_steps for a training workload: median ms, compile ms, peak memory above the process's
+    before the model was built (MB)."""
+    out, err = run([binary, "--only", workload.name, "--seconds", str(budget.max_seconds)], timeout,
+                   env={"SMELT_CACHE_DIR": cache_dir})
+    if err:
+        return {"error": "smelt_train_steps: " + err}
+    pairs = parse_pairs(out)
+    if "median_ms" not in pairs:
+        return {"error": "smelt_train_steps printed no median_ms"}
+    return {"ms": pairs["median_ms"], "compile_ms": pairs.get("compile_ms"), "peak_mb": pairs.get("peak_mb")}
+
+
 def mlp_compile(smelt, workload, repeats, timeout=600):
     """Cold compiles (each in a fresh, empty kernel cache dir) and warm starts (a second process on the
     cache the first filled): the medians of `repeats` each, in ms, from smelt bench's compile_ms."""

@@ -1,5 +1,6 @@
 """The workloads and their targets. Definitions match /work/shared/peers/torch_peer.py; the smelt side
-of each is an IR file in benchmarks/workloads/, the peers' in benchmarks/peers/."""
+of each is an IR file in benchmarks/workloads/ (or, for the training workloads, the model API in
+benchmarks/native/train_steps.cpp), the peers' in benchmarks/peers/."""
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -27,6 +28,9 @@ class Workload:
     flops: Optional[int] = None
     grad: str = ""                # smelt bench --grad NAMES
     targets: tuple = field(default_factory=tuple)
+    # Timed through the model API by benchmarks/native/train_steps.cpp (smelt_train_steps --only NAME)
+    # instead of `smelt bench` on an IR file; every contender also reports its peak memory.
+    native: bool = False
 
 
 def _f32_bytes(*counts):
@@ -55,6 +59,20 @@ WORKLOADS = [
              "gradient", "mlp_train.ir", grad="w1,b1,w2,b2,w3,b3",
              targets=(Target("cold_compile_ms", "<=", 2000, "cold compile <= 2 s"),
                       Target("warm_compile_ms", "<=", 50, "warm start (disk cache) <= 50 ms"))),
+    Workload("mlp_train_step", "One training step of the MLP 784-1024-1024-10, batch 256: forward, cross-entropy, "
+             "backward and Adam's update (smelt: nn::TrainStep, one compiled graph)", "", native=True,
+             targets=(Target("speedup_libtorch", ">=", 1.5, ">= 1.5x libtorch"),
+                      Target("memory_ratio_libtorch", "<=", 0.7, "peak memory <= 0.7x libtorch's"),
+                      Target("speedup_torch_compile", ">=", 1, ">= torch.compile"),
+                      Target("speedup_jax", ">=", 1, ">= jax.jit"))),
+    Workload("resnet18_train_step", "One training step of ResNet-18 (torchvision's), batch 16 of 3x64x64, 1000 "
+             "classes: forward with batch norm in training form, cross-entropy, backward, SGD with momentum 0.9",
+             "", native=True,
+             targets=(Target("speedup_libtorch", ">=", 1.2, ">= 1.2x libtorch"),
+                      Target("speedup_torch_compile", ">=", 1, ">= torch.compile"),
+                      Target("speedup_jax", ">=", 1, ">= jax.jit"))),
+    Workload("tiny_latency", "relu(x @ w + b) at 64x64 per call (smelt: a compiled nn::Predictor)", "",
+             native=True, targets=(Target("speedup_libtorch", ">=", 2, "per call <= 0.5x libtorch's"),)),
 ]
 
 BY_NAME = {w.name: w for w in WORKLOADS}

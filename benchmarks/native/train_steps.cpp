@@ -1,18 +1,22 @@
 // smelt_train_steps: the model API's workloads of ../shared/peers/torch_peer.py, timed in-process:
-// mlp_train_step (784-1024-1024-10, batch 256, Adam, cross-entropy: one compiled training step per
-// call) and tiny_latency (relu(x W^T + b) at 64x64 through a compiled Predictor). Medians of many
-// runs; peak resident memory of the process afterwards (run one workload per process to compare it).
+// mlp_train_step (784-1024-1024-10, batch 256, Adam, cross-entropy), resnet18_train_step (torchvision's
+// ResNet-18, batch 16 of 3x64x64, SGD with momentum 0.9): one compiled training step per call; and
+// tiny_latency (relu(x W^T + b) at 64x64 through a compiled Predictor). Medians of many runs.
 //   smelt_train_steps [--only NAME] [--seconds S]
-// prints `NAME median_ms X peak_rss_mb Y` per workload.
+// prints, per workload, `workload NAME` then `median_ms X`, `compile_ms X` (graph to executable, autodiff
+// included) and `peak_mb X`: the process's peak resident memory above its resident memory just before
+// the model was built (run one workload per process to compare it with another framework's).
 #include "frontend/nn/losses.h"
 #include "frontend/nn/models.h"
 #include "frontend/nn/train_step.h"
 
 #include <fmt/format.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -30,6 +34,12 @@ Tensor randomNormal(const TensorType& type, uint64_t seed) {
   return t;
 }
 
+Tensor labels(int64_t count, int64_t classes) {
+  Tensor y(TensorType{DType::i64, {count}});
+  for (int64_t i = 0; i < count; ++i) y.data<int64_t>()[i] = (i * 37) % classes;
+  return y;
+}
+
 double medianMs(const std::function<void()>& fn, double seconds, int minRuns) {
   for (int i = 0; i < 3; ++i) fn();  // warm-up
   std::vector<double> ms;
@@ -45,7 +55,16 @@ double medianMs(const std::function<void()>& fn, double seconds, int minRuns) {
   return ms[ms.size() / 2];
 }
 
-double peakRssMb() {
+double residentMb() {
+  long pages = 0, resident = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1 << 20);
+}
+
+double peakMb() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
   return static_cast<double>(u.ru_maxrss) / 1024.0;
@@ -54,6 +73,34 @@ double peakRssMb() {
 int fail(const Error& e) {
   fmt::print(stderr, "smelt_train_steps: {}\n", e.message());
   return 1;
+}
+
+void report(const char* name, double ms, double compileMs, double baselineMb) {
+  fmt::print("workload {}\nmedian_ms {:.6f}\ncompile_ms {:.1f}\npeak_mb {:.1f}\n", name, ms, compileMs,
+             peakMb() - baselineMb);
+  std::fflush(stdout);
+}
+
+double msSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// Builds a model, compiles its training step and times it.
+int trainStep(const char* name, nn::ModulePtr module, nn::OptimizerPtr optimizer, const TensorType& input,
+              int64_t classes, double seconds) {
+  double baseline = residentMb();
+  nn::Model model(std::move(module), 0);
+  auto t0 = std::chrono::steady_clock::now();
+  auto step = nn::TrainStep::create(model, nn::crossEntropy, std::move(optimizer), input,
+                                    TensorType{DType::i64, {input.shape[0]}});
+  if (!step.ok()) return fail(step.error());
+  double compileMs = msSince(t0);
+  if (std::getenv("SMELT_TRAIN_STEPS_DEBUG")) fmt::print(stderr, "after compile: rss {:.1f} peak {:.1f} base {:.1f}\n", residentMb(), peakMb(), baseline);
+  Tensor x = randomNormal(input, 1);
+  Tensor y = labels(input.shape[0], classes);
+  double ms = medianMs([&] { (void)(*step)->run(x, y); }, seconds, 10);
+  report(name, ms, compileMs, baseline);
+  return 0;
 }
 
 }  // namespace
@@ -67,36 +114,27 @@ int main(int argc, char** argv) {
   }
   auto wanted = [&](const char* name) { return only.empty() || only == name; };
   if (wanted("mlp_train_step")) {
-    nn::Model model(nn::sequential({nn::linear(784, 1024), nn::relu(), nn::linear(1024, 1024), nn::relu(),
-                                    nn::linear(1024, 10)}),
-                    0);
-    auto step = nn::TrainStep::create(model, nn::crossEntropy, nn::adam({.lr = 1e-3}), TensorType{DType::f32, {256, 784}},
-                                      TensorType{DType::i64, {256}});
-    if (!step.ok()) return fail(step.error());
-    Tensor x = randomNormal(TensorType{DType::f32, {256, 784}}, 1);
-    Tensor y(TensorType{DType::i64, {256}});
-    for (int64_t i = 0; i < 256; ++i) y.data<int64_t>()[i] = i % 10;
-    double ms = medianMs([&] { (void)(*step)->run(x, y); }, seconds, 20);
-    fmt::print("mlp_train_step median_ms {:.4f} peak_rss_mb {:.1f}\n", ms, peakRssMb());
+    auto mlp = nn::sequential({nn::linear(784, 1024), nn::relu(), nn::linear(1024, 1024), nn::relu(), nn::linear(1024, 10)});
+    if (int rc = trainStep("mlp_train_step", mlp, nn::adam({.lr = 1e-3}), TensorType{DType::f32, {256, 784}}, 10, seconds)) {
+      return rc;
+    }
   }
   if (wanted("resnet18_train_step")) {
-    nn::Model model(nn::resnet18(1000), 0);
-    auto step = nn::TrainStep::create(model, nn::crossEntropy, nn::sgd({.lr = 0.01, .momentum = 0.9}),
-                                      TensorType{DType::f32, {16, 3, 64, 64}}, TensorType{DType::i64, {16}});
-    if (!step.ok()) return fail(step.error());
-    Tensor x = randomNormal(TensorType{DType::f32, {16, 3, 64, 64}}, 3);
-    Tensor y(TensorType{DType::i64, {16}});
-    for (int64_t i = 0; i < 16; ++i) y.data<int64_t>()[i] = (i * 37) % 1000;
-    double ms = medianMs([&] { (void)(*step)->run(x, y); }, seconds, 10);
-    fmt::print("resnet18_train_step median_ms {:.4f} peak_rss_mb {:.1f}\n", ms, peakRssMb());
+    if (int rc = trainStep("resnet18_train_step", nn::resnet18(1000), nn::sgd({.lr = 0.01, .momentum = 0.9}),
+                           TensorType{DType::f32, {16, 3, 64, 64}}, 1000, seconds)) {
+      return rc;
+    }
   }
   if (wanted("tiny_latency")) {
+    double baseline = residentMb();
     nn::Model model(nn::sequential({nn::linear(64, 64), nn::relu()}), 0);
+    auto t0 = std::chrono::steady_clock::now();
     auto predict = nn::Predictor::create(model, TensorType{DType::f32, {64, 64}});
     if (!predict.ok()) return fail(predict.error());
+    double compileMs = msSince(t0);
     Tensor x = randomNormal(TensorType{DType::f32, {64, 64}}, 2), y;
     double ms = medianMs([&] { (void)(*predict)->run(x, y); }, seconds, 200);
-    fmt::print("tiny_latency median_ms {:.6f} peak_rss_mb {:.1f}\n", ms, peakRssMb());
+    report("tiny_latency", ms, compileMs, baseline);
   }
   return 0;
 }

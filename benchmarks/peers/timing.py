@@ -4,10 +4,13 @@ Each peer prints one line per result, `NAME MILLISECONDS`: `ew_chain 12.3456` fo
 and `mlp_train:compile 1234.5` for a first call (tracing plus compilation) where a peer compiles.
 Runs with any python3 (Debian's for libtorch 1.13, the virtualenvs' for torch.compile and jax)."""
 import argparse
+import os
+import resource
 import statistics
 import time
 
-WORKLOADS = ["ew_chain", "softmax_rows", "layernorm", "gemm2048", "linear_relu", "mlp_train"]
+TRAINING = ["mlp_train_step", "resnet18_train_step", "tiny_latency"]
+WORKLOADS = ["ew_chain", "softmax_rows", "layernorm", "gemm2048", "linear_relu", "mlp_train"] + TRAINING
 
 
 def arguments(description):
@@ -53,6 +56,17 @@ def first_call_ms(fn):
     t = time.perf_counter()
     fn()
     return (time.perf_counter() - t) * 1e3
+
+
+def resident_mb():
+    """The process's resident memory now (Linux)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
+
+
+def peak_mb():
+    """The process's peak resident memory so far (ru_maxrss, KiB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def report(name, ms):

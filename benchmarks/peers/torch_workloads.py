@@ -9,6 +9,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import timing
+import torch_models
 
 
 def build(name):
@@ -47,6 +48,55 @@ def mlp_train(compile_it, args):
     timing.report("mlp_train", timing.median_ms(step, args))
 
 
+def train_step(name, compile_it):
+    """One training step of ../shared/peers/torch_peer.py's workloads (forward, loss, backward, the
+    optimizer's update). Compiled: the model and loss through torch.compile (AOTAutograd compiles the
+    backward too); the optimizer's step stays eager."""
+    if name == "mlp_train_step":
+        model = torch_models.mlp()
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        x, y = torch.randn(256, 784), torch.randint(0, 10, (256,))
+    else:
+        model = torch_models.ResNet18()
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        x, y = torch.randn(16, 3, 64, 64), torch.randint(0, 1000, (16,))
+    loss_fn = lambda x, y: F.cross_entropy(model(x), y)
+    if compile_it:
+        loss_fn = torch.compile(loss_fn)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss_fn(x, y).backward()
+        opt.step()
+
+    return step
+
+
+def tiny_latency():
+    x, w, b = torch.randn(64, 64), torch.randn(64, 64), torch.randn(64)
+    return lambda: torch.relu(x @ w + b)
+
+
+def run_training_workload(name, args):
+    """Times one of the training workloads; `NAME:peak_mb` is the process's peak resident memory above
+    what it held before the model was built (run one workload per process to compare it)."""
+    baseline = timing.resident_mb()
+    if name == "tiny_latency":
+        fn = tiny_latency()
+        if args.mode == "compile":
+            fn = torch.compile(fn)
+        with torch.no_grad():
+            if args.mode == "compile":
+                timing.report(name + ":compile", timing.first_call_ms(fn))
+            timing.report(name, timing.median_ms(fn, args))
+    else:
+        step = train_step(name, args.mode == "compile")
+        if args.mode == "compile":
+            timing.report(name + ":compile", timing.first_call_ms(step))
+        timing.report(name, timing.median_ms(step, args))
+    timing.report(name + ":peak_mb", timing.peak_mb() - baseline)
+
+
 def main():
     ap = timing.arguments(__doc__.splitlines()[0])
     ap.add_argument("--mode", choices=["eager", "compile"], default="eager")
@@ -58,6 +108,9 @@ def main():
     for name in timing.selected(args):
         if name == "mlp_train":
             mlp_train(args.mode == "compile", args)
+            continue
+        if name in timing.TRAINING:
+            run_training_workload(name, args)
             continue
         fn, inputs = build(name)
         # Inference: no autograd state (compiled under no_grad too, since Dynamo recompiles on a change).

@@ -65,6 +65,8 @@ Expected<std::unique_ptr<TrainStep>> TrainStep::create(Model& model, LossFn loss
     step->stateNames_.push_back(updates[i].first);
   }
   SMELT_TRY(step->exe_, Executable::compile(graph, options.compile));
+  // Every parameter is fed from the model's state on every run: no second copy of it.
+  step->exe_->releaseParameterValues();
   for (const Value* in : graph.inputs()) {
     if (in->name() != "input" && in->name() != "target") step->scalars_.emplace(in->name(), Tensor(in->type()));
   }
@@ -109,6 +111,7 @@ Expected<std::unique_ptr<Predictor>> Predictor::create(Model& model, const Tenso
   graph.addOutput("output", output);
   auto p = std::unique_ptr<Predictor>(new Predictor());
   SMELT_TRY(p->exe_, Executable::compile(graph, options));
+  p->exe_->releaseParameterValues();  // fed from the model's state on every run
   p->model_ = &model;
   return p;
 }
