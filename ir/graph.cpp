@@ -53,6 +53,16 @@ Value* Graph::addParameter(std::string name, Tensor initial, bool trainable) {
   return v;
 }
 
+Value* Graph::addFedParameter(std::string name, TensorType type, bool trainable) {
+  Value* v = newValue();
+  v->kind_ = ValueKind::Parameter;
+  v->name_ = std::move(name);
+  v->type_ = std::move(type);
+  v->trainable_ = trainable;
+  parameters_.push_back(v);
+  return v;
+}
+
 Value* Graph::addParameterLike(const Value& other) {
   Value* v = newValue();
   v->kind_ = ValueKind::Parameter;

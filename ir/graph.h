@@ -114,6 +114,9 @@ class Graph {
   Value* addInput(std::string name, TensorType type);
   /// Adds a parameter with an initial value.
   Value* addParameter(std::string name, Tensor initial, bool trainable = true);
+  /// A parameter without an initial value: whoever runs the graph feeds it on every run (the model
+  /// API's graphs, whose values live in the model's state).
+  Value* addFedParameter(std::string name, TensorType type, bool trainable = true);
   /// A parameter like `other` (another graph's): its name, type and trainability, sharing its initial
   /// value (no copy), or none when that was released.
   Value* addParameterLike(const Value& other);

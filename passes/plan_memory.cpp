@@ -89,8 +89,6 @@ const BufferAssignment* MemoryPlan::find(const Value* value) const {
   return it == index_.end() ? nullptr : &buffers[it->second];
 }
 
-namespace {
-
 // True when `node` reads `operand` only at the index it writes each result element to, so a result may
 // overwrite it in place: elementwise ops, and fused loop/epilogue kernels whose body reads the operand
 // only through elementwise ops of its own shape (not through a view, a reduction or the matmul/conv of
@@ -113,8 +111,6 @@ bool readsOnlyAtWrittenIndex(const Node& node, const Value* operand) {
   }
   return true;
 }
-
-}  // namespace
 
 MemoryPlan planMemory(const Graph& graph) {
   MemoryPlan plan;

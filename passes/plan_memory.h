@@ -56,6 +56,11 @@ struct MemoryPlan {
 /// offsets by the best of a few greedy orders (largest first, then longest-lived first, ...).
 MemoryPlan planMemory(const Graph& graph);
 
+/// True when `node` reads `operand` only at the index it writes each result element to (elementwise
+/// ops; fused loop and epilogue kernels reading it only through elementwise ops of its shape), so a
+/// result may be written over it in place.
+bool readsOnlyAtWrittenIndex(const Node& node, const Value* operand);
+
 /// Checks `plan` against `graph` from scratch: every non-constant result with bytes has a 64-aligned
 /// buffer of its size, and no two buffers live at the same time overlap in the arena, except a
 /// result written in place over an operand that dies at its producer.

@@ -50,18 +50,20 @@ struct Step {
   bool parallel = false;
   std::string label;
   std::optional<GemmPlan> gemm;
-  /// Where the product goes when no result of the node can take it (or the one that could shares
-  /// arena bytes with an operand the epilogue still reads).
-  std::vector<std::byte> product;
-  /// Bytes of scratch the product needs (a convolution's column matrix, a transposed operand): one
-  /// buffer shared by every step, steps running one after another.
+  /// Bytes the product needs of its own when no result of the node can take it (or the one that could
+  /// shares memory with an operand the epilogue still reads), and bytes of scratch the product needs
+  /// (a convolution's column matrix, a transposed operand). Both come from one buffer shared by every
+  /// step, as steps run one after another: the product first, the scratch after it.
+  size_t productBytes = 0;
   size_t scratchBytes = 0;
-  // 64-byte-aligned starts (null when unused), found once at compile time.
+  // 64-byte-aligned starts in that buffer (null when unused), found once at compile time.
   char* productAt = nullptr;
   char* scratchAt = nullptr;
 };
 
 bool overlaps(const Binding& x, int64_t xBytes, const Binding& y, int64_t yBytes) {
+  // A donated output is bound to its parameter's tensor: the same memory as that operand.
+  if (x.kind == Binding::Parameter && y.kind == Binding::Parameter) return x.index == y.index;
   return x.kind == Binding::Arena && y.kind == Binding::Arena && x.index < y.index + yBytes && y.index < x.index + xBytes;
 }
 
@@ -87,11 +89,9 @@ Status planBlasStep(const Graph& graph, const Node& node, bool parallel, Step& s
   }
   if (plan.result < 0) {
     plan.epilogue = true;
-    step.product.resize(static_cast<size_t>(productBytes) + 64);
+    step.productBytes = static_cast<size_t>(productBytes);
   }
   step.scratchBytes = static_cast<size_t>(plan.columnElements) * dtypeSize(plan.dtype);
-  // (A vector keeps its storage when the step is moved into the executable.)
-  step.productAt = alignedStart(step.product);
   if (!plan.epilogue) return Status::success();
   SMELT_TRY(codegen::Kernel kernel, codegen::lowerEpilogue(graph, node, *plan.anchor));
   codegen::CompileInfo info;
@@ -132,7 +132,7 @@ struct Executable::Impl {
   std::vector<Step> steps;
   std::vector<Tensor> constants;
   std::vector<std::byte, std::allocator<std::byte>> arenaStorage;
-  std::vector<std::byte> scratch;  // see Step::scratchBytes
+  std::vector<std::byte> scratch;  // products and BLAS scratch, see Step::productBytes
   std::byte* arena = nullptr;
   std::vector<Binding> outputs;
   CompileReport report;
@@ -153,6 +153,43 @@ struct Executable::Impl {
     if (std::string t = profile.table(labels, kinds); !t.empty()) fmt::print(stderr, "{}", t);
   }
   std::unordered_map<const Value*, int64_t> outputIndex;  // kernel-computed outputs, first name each
+  std::unordered_map<const Value*, int64_t> donatedTo;    // output value -> the parameter it overwrites
+  std::vector<bool> donatedOutputs;                       // per graph output
+
+  /// Which donations hold: the output's producer is the parameter's last reader and reads it only at
+  /// the index it writes, and the two have one type. The others are computed into the output tensor.
+  Status planDonations(const std::vector<std::pair<std::string, std::string>>& donate) {
+    donatedOutputs.assign(graph.outputs().size(), false);
+    std::unordered_map<const Value*, size_t> lastUse;
+    for (size_t i = 0; i < graph.numNodes(); ++i) {
+      for (const Value* o : graph.nodes()[i]->operands()) lastUse[o] = i;
+    }
+    for (const auto& [parameterName, outputName] : donate) {
+      const auto& params = graph.parameters();
+      auto p = std::find_if(params.begin(), params.end(), [&](const Value* v) { return v->name() == parameterName; });
+      if (p == params.end()) return makeError("donate: no parameter '{}'", parameterName);
+      const auto& outs = graph.outputs();
+      auto o = std::find_if(outs.begin(), outs.end(), [&](const GraphOutput& g) { return g.name == outputName; });
+      if (o == outs.end()) return makeError("donate: no output '{}'", outputName);
+      const Value* value = o->value;
+      const Node* producer = value->kind() == ValueKind::Result ? value->producer() : nullptr;
+      auto last = lastUse.find(*p);
+      bool holds = producer && producer->opName() != "constant" && value->type() == (*p)->type() &&
+                   !donatedTo.count(value) && last != lastUse.end() &&
+                   graph.nodes()[last->second].get() == producer && readsOnlyAtWrittenIndex(*producer, *p);
+      // A value returned under a second name is copied from the first, which must stay the donated one.
+      size_t index = static_cast<size_t>(o - outs.begin());
+      if (holds && outputIndex.count(value) && outputIndex.at(value) != static_cast<int64_t>(index)) holds = false;
+      if (!holds) {
+        logger().debug("donate {} -> {}: not in place (the output's kernel is not the parameter's last, "
+                       "elementwise reader)", parameterName, outputName);
+        continue;
+      }
+      donatedTo[value] = p - params.begin();
+      donatedOutputs[index] = true;
+    }
+    return Status::success();
+  }
 
   Binding bind(const Value* v, const MemoryPlan& plan, std::unordered_map<const Value*, int64_t>& constantIndex) {
     if (v->kind() == ValueKind::Input) {
@@ -169,7 +206,9 @@ struct Executable::Impl {
       return {Binding::Constant, it->second};
     }
     // Graph outputs are written straight into the caller's output tensors: no copy out of the arena
-    // (the plan keeps them apart from every other buffer until the end anyway).
+    // (the plan keeps them apart from every other buffer until the end anyway), or over the parameter
+    // they were donated to.
+    if (auto it = donatedTo.find(v); it != donatedTo.end()) return {Binding::Parameter, it->second};
     if (auto it = outputIndex.find(v); it != outputIndex.end()) return {Binding::Output, it->second};
     const BufferAssignment* a = plan.find(v);
     return {Binding::Arena, a ? a->offset : -1};
@@ -180,6 +219,9 @@ Executable::Executable() : impl_(std::make_unique<Impl>()) {}
 Executable::~Executable() = default;
 const Graph& Executable::graph() const { return impl_->graph; }
 void Executable::releaseParameterValues() { impl_->graph.releaseParameterValues(); }
+bool Executable::donated(size_t output) const {
+  return output < impl_->donatedOutputs.size() && impl_->donatedOutputs[output];
+}
 const CompileReport& Executable::report() const { return impl_->report; }
 
 Expected<std::unique_ptr<Executable>> Executable::compile(const Graph& source, const CompileOptions& options) {
@@ -197,6 +239,7 @@ Expected<std::unique_ptr<Executable>> Executable::compile(const Graph& source, c
     const Value* v = x.graph.outputs()[i].value;
     if (v->kind() == ValueKind::Result && v->producer()->opName() != "constant") x.outputIndex.emplace(v, static_cast<int64_t>(i));
   }
+  SMELT_CHECK_OK(x.planDonations(options.donate));
   // OpenBLAS keeps its own threads; as many as smelt's pool (SMELT_NUM_THREADS), never more.
   if (options.blas) blas::setThreads(ThreadPool::global().threads());
   for (const auto& node : x.graph.nodes()) {
@@ -230,17 +273,24 @@ Expected<std::unique_ptr<Executable>> Executable::compile(const Graph& source, c
     x.steps.push_back(std::move(step));
   }
   for (const GraphOutput& o : x.graph.outputs()) x.outputs.push_back(x.bind(o.value, plan, constantIndex));
+  auto aligned = [](size_t bytes) { return (bytes + 63) / 64 * 64; };
   size_t scratchBytes = 0;
-  for (const Step& step : x.steps) scratchBytes = std::max(scratchBytes, step.scratchBytes);
+  for (const Step& step : x.steps) scratchBytes = std::max(scratchBytes, aligned(step.productBytes) + step.scratchBytes);
   if (scratchBytes > 0) {
     x.scratch.resize(scratchBytes + 64);
-    for (Step& step : x.steps) step.scratchAt = step.scratchBytes ? alignedStart(x.scratch) : nullptr;
+    char* start = alignedStart(x.scratch);
+    for (Step& step : x.steps) {
+      step.productAt = step.productBytes ? start : nullptr;
+      step.scratchAt = step.scratchBytes ? start + aligned(step.productBytes) : nullptr;
+    }
   }
   // The arena, 64-byte aligned, allocated once.
   x.arenaStorage.resize(static_cast<size_t>(plan.peakBytes) + 64);
   auto base = reinterpret_cast<uintptr_t>(x.arenaStorage.data());
   x.arena = x.arenaStorage.data() + ((64 - base % 64) % 64);
   x.report.arenaBytes = plan.peakBytes;
+  logger().debug("{} steps: arena {} bytes, BLAS products and scratch {} bytes, {} outputs donated to parameters",
+                 x.steps.size(), plan.peakBytes, scratchBytes, x.donatedTo.size());
   x.report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return exe;
 }
@@ -287,7 +337,7 @@ Status Executable::run(std::span<const Tensor* const> inputs, std::span<const Te
   const Graph& g = x.graph;
   SMELT_CHECK_OK(checkPositionalFeeds(g, inputs, parameters));
   BoundFeeds fed{{inputs.begin(), inputs.end()}, {parameters.begin(), parameters.end()}};
-  prepareOutputs(g, outputs);
+  prepareOutputs(g, outputs, &x.donatedOutputs);  // donated outputs land in their parameters' tensors
   auto pointerOf = [&](const Binding& b) -> char* {
     switch (b.kind) {
       case Binding::Input: return reinterpret_cast<char*>(const_cast<std::byte*>(fed.inputs[b.index]->raw()));
@@ -345,6 +395,7 @@ Status Executable::run(std::span<const Tensor* const> inputs, std::span<const Te
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     const Binding& b = x.outputs[i];
     if (b.kind == Binding::Output && b.index == static_cast<int64_t>(i)) continue;
+    if (x.donatedOutputs[i]) continue;  // already in its parameter's tensor
     Tensor& t = outputs[i];
     if (t.byteSize() > 0) std::memcpy(t.raw(), pointerOf(b), t.byteSize());
   }

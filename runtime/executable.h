@@ -23,6 +23,11 @@ struct CompileOptions {
   /// Whether f32/f64 matmul and gemm may run on the CPU's BLAS (SMELT_BLAS=0 turns it off: generated
   /// kernels compute every product).
   bool blas = true;
+  /// Outputs whose values may be written over a parameter's fed tensor, (parameter, output) by name: a
+  /// training step's new weights over the old. Honoured where the output's kernel is the parameter's
+  /// last reader and reads it only at the index it writes (see Executable::donated); the caller's
+  /// parameter tensor then holds the output after a run, and the output tensor is left as it was.
+  std::vector<std::pair<std::string, std::string>> donate;
   CompileOptions();
 };
 
@@ -58,6 +63,8 @@ class Executable {
   /// parameters are always fed, as training steps feed theirs; a run without one is then an error
   /// naming it.
   void releaseParameterValues();
+  /// Whether output `i` is written over its donated parameter's tensor (CompileOptions::donate).
+  bool donated(size_t output) const;
   /// The graph after the pipeline, as it runs.
   const Graph& graph() const;
   const CompileReport& report() const;

@@ -57,9 +57,10 @@ Status checkPositionalFeeds(const Graph& graph, std::span<const Tensor* const> i
   return Status::success();
 }
 
-void prepareOutputs(const Graph& graph, std::vector<Tensor>& outputs) {
+void prepareOutputs(const Graph& graph, std::vector<Tensor>& outputs, const std::vector<bool>* skip) {
   outputs.resize(graph.outputs().size());
   for (size_t i = 0; i < graph.outputs().size(); ++i) {
+    if (skip && i < skip->size() && (*skip)[i]) continue;
     // (A default-constructed Tensor says f32[] but holds no bytes: check the storage too.)
     const TensorType& type = graph.outputs()[i].value->type();
     // Every output is written whole by the run (kernels, or copies of inputs and constants), so new

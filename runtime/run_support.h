@@ -26,7 +26,7 @@ Status checkPositionalFeeds(const Graph& graph, std::span<const Tensor* const> i
 
 /// Makes `outputs` hold one tensor of each graph output's type, keeping those that already match (no
 /// allocation on repeated runs with the same vector).
-void prepareOutputs(const Graph& graph, std::vector<Tensor>& outputs);
+void prepareOutputs(const Graph& graph, std::vector<Tensor>& outputs, const std::vector<bool>* skip = nullptr);
 
 /// SMELT_CHECK_KERNELS: `node`'s results computed by a kernel against the reference interpreter on the
 /// operands it read; each result off by more than 1e-3 (relative to its largest value) is logged as an

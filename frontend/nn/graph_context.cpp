@@ -15,7 +15,8 @@ Value* GraphContext::parameter(const std::string& name, const Shape& shape, cons
     return builder_.fail(makeError("parameter '{}' is {} in the model's state, but the layer expects {}", full,
                                    it->second.type().toString(), TensorType{DType::f32, shape}.toString()));
   }
-  Value* p = graph_.addParameter(full, it->second, trainable);
+  // Declared by type only: the value stays in the state, which every run feeds (no copy in the graph).
+  Value* p = graph_.addFedParameter(full, it->second.type(), trainable);
   if (trainable) trainable_.push_back(p);
   return p;
 }

@@ -31,9 +31,10 @@ class GraphContext {
   bool training() const { return training_; }
   StateDict& state() { return state_; }
 
-  /// The parameter `prefix + name` of `shape` (f32), created in this graph on first use with the
-  /// state's value, which `init` makes when the state has none. Trainable ones get gradients; the
-  /// others (running statistics) are state the graph may update.
+  /// The parameter `prefix + name` of `shape` (f32), created in this graph on first use; its value is
+  /// the state's (which `init` makes when the state has none), fed on every run rather than copied
+  /// into the graph. Trainable ones get gradients; the others (running statistics) are state the
+  /// graph may update.
   Value* parameter(const std::string& name, const Shape& shape, const Initializer& init, bool trainable = true);
   /// The trainable parameters created so far, in creation order.
   const std::vector<Value*>& trainable() const { return trainable_; }

@@ -60,11 +60,16 @@ Expected<std::unique_ptr<TrainStep>> TrainStep::create(Model& model, LossFn loss
   auto step = std::unique_ptr<TrainStep>(new TrainStep());
   graph.addOutput("loss", lossValue);
   graph.addOutput("output", output);
+  CompileOptions compile = options.compile;
   for (size_t i = 0; i < updates.size(); ++i) {
-    graph.addOutput(fmt::format("state{}", i), updates[i].second);
+    std::string name = fmt::format("state{}", i);
+    graph.addOutput(name, updates[i].second);
     step->stateNames_.push_back(updates[i].first);
+    // New weights, optimizer slots and running statistics over the old ones where the kernel allows:
+    // one copy of the state instead of two.
+    if (graph.findParameter(updates[i].first)) compile.donate.emplace_back(updates[i].first, name);
   }
-  SMELT_TRY(step->exe_, Executable::compile(graph, options.compile));
+  SMELT_TRY(step->exe_, Executable::compile(graph, compile));
   // Every parameter is fed from the model's state on every run: no second copy of it.
   step->exe_->releaseParameterValues();
   for (const Value* in : graph.inputs()) {
@@ -92,9 +97,11 @@ Expected<double> TrainStep::run(const Tensor& input, const Tensor& target, Tenso
   inputs_[0] = &input;
   inputs_[1] = &target;
   SMELT_CHECK_OK(exe_->run(inputs_, stateFor(g, model_->state), outputs_));
-  // The new state lands in outputs_; swapping gives the model the new tensors and the executable the
-  // old ones to overwrite next time.
-  for (size_t i = 0; i < stateNames_.size(); ++i) std::swap(model_->state[stateNames_[i]], outputs_[2 + i]);
+  // The new state is in the model's tensors where it was donated; elsewhere it lands in outputs_, and
+  // swapping gives the model the new tensors and the executable the old ones to overwrite next time.
+  for (size_t i = 0; i < stateNames_.size(); ++i) {
+    if (!exe_->donated(2 + i)) std::swap(model_->state[stateNames_[i]], outputs_[2 + i]);
+  }
   ++steps_;
   if (output) *output = outputs_[1];
   return outputs_[0].getDouble(0);

@@ -275,8 +275,10 @@ void registerUnaryOps(OpRegistry& registry) {
        .dtypes = dtypes::kSignedNumeric,
        .floatFn = plain([](double x) { return std::isnan(x) || x > 0 ? x : 0.0; }),
        .intFn = [](int64_t x) { return x > 0 ? x : int64_t{0}; },
-       // 0 where x <= 0: relu'(0) = 0 (PyTorch).
-       .grad = [](Builder& b, V x, V, V dy, Ctx) { return b.where(nonPositive(b, x), b.scalarLike(0.0, dy), dy); },
+       // 0 where x <= 0: relu'(0) = 0 (PyTorch). Read off y (y <= 0 exactly where x <= 0; NaN passes dy
+       // either way), as PyTorch's threshold_backward does: the backward then keeps relu's output,
+       // which the next layer's weight gradient needs anyway, instead of its input too.
+       .grad = [](Builder& b, V, V y, V dy, Ctx) { return b.where(nonPositive(b, y), b.scalarLike(0.0, dy), dy); },
        .lower = lowerRelu},
       {.name = "leaky_relu",
        .summary = "x if x >= 0 else alpha*x",
