@@ -96,14 +96,8 @@ int trainStep(const char* name, nn::ModulePtr module, nn::OptimizerPtr optimizer
                                     TensorType{DType::i64, {input.shape[0]}});
   if (!step.ok()) return fail(step.error());
   double compileMs = msSince(t0);
-  if (std::getenv("SMELT_TRAIN_STEPS_DEBUG")) fmt::print(stderr, "after compile: rss {:.1f} peak {:.1f} base {:.1f}\n", residentMb(), peakMb(), baseline);
   Tensor x = randomNormal(input, 1);
   Tensor y = labels(input.shape[0], classes);
-  if (std::getenv("SMELT_TRAIN_STEPS_DEBUG")) {
-    fmt::print(stderr, "inputs: rss {:.1f} peak {:.1f}\n", residentMb() - baseline, peakMb() - baseline);
-    (void)(*step)->run(x, y);
-    fmt::print(stderr, "one step: rss {:.1f} peak {:.1f}\n", residentMb() - baseline, peakMb() - baseline);
-  }
   double ms = medianMs([&] { (void)(*step)->run(x, y); }, seconds, 10);
   report(name, ms, compileMs, baseline);
   return 0;
