@@ -24,13 +24,14 @@ size_t StepProfile::rows() {
 
 std::string StepProfile::table(const std::vector<std::string>& labels, const std::vector<std::string>& kinds,
                                size_t rows) const {
-  if (runs_ == 0 || nanoseconds_.empty()) return {};
+  int64_t runs = countedRuns();
+  if (runs == 0 || nanoseconds_.empty()) return {};
   std::vector<size_t> order(nanoseconds_.size());
   std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return nanoseconds_[a] > nanoseconds_[b]; });
   int64_t total = std::accumulate(nanoseconds_.begin(), nanoseconds_.end(), int64_t{0});
-  double perRun = static_cast<double>(runs_);
-  std::string out = fmt::format("profile: {} steps, {} runs, {:.3f} ms per run\n", nanoseconds_.size(), runs_,
+  double perRun = static_cast<double>(runs);
+  std::string out = fmt::format("profile: {} steps, {} runs after the first, {:.3f} ms per run\n", nanoseconds_.size(), runs,
                                 static_cast<double>(total) / perRun * 1e-6);
   out += fmt::format("{:>10} {:>6}  {:<24} {}\n", "ms/run", "share", "kind", "step");
   for (size_t i = 0; i < std::min(rows, order.size()); ++i) {

@@ -24,10 +24,13 @@ class StepProfile {
 
   bool empty() const { return nanoseconds_.empty(); }
   void resize(size_t steps) { nanoseconds_.assign(steps, 0); }
+  /// The first run is not counted (one-time work: the BLAS's first call of a shape, first touches).
+  bool counting() const { return runs_ > 0; }
   void add(size_t step, Clock::time_point started) {
     nanoseconds_[step] += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - started).count();
   }
   void finishRun() { ++runs_; }
+  int64_t countedRuns() const { return runs_ > 0 ? runs_ - 1 : 0; }
   /// The table, slowest steps first (at most `rows`), with each step's label and kind ("kernel",
   /// "BLAS", "BLAS+epilogue", "interpreted"); empty when nothing ran.
   std::string table(const std::vector<std::string>& labels, const std::vector<std::string>& kinds,
