@@ -248,19 +248,18 @@ void im2colAll(const ConvGeometry& g, const T* x, T* columns) {
       g.c * g.n * taps * plane >= 32768);
 }
 
-/// [o, n, plane] -> [n, o, plane].
+/// x [outer, inner, plane] -> t [inner, outer, plane]: images side by side per channel (one product for
+/// all of them), or a product's [channels, images] rows back to NCHW. One `inner` index per task.
 template <typename T>
-void channelsMajorToImages(const ConvGeometry& g, const T* from, T* to) {
-  int64_t plane = g.oh * g.ow;
+void swapLeadingAxes(const T* x, int64_t outer, int64_t inner, int64_t plane, T* t) {
   ThreadPool::global().parallelFor(
-      g.n * g.o,
+      inner,
       [&](int64_t begin, int64_t end) {
-        for (int64_t task = begin; task < end; ++task) {
-          int64_t n = task / g.o, o = task % g.o;
-          std::copy_n(from + (o * g.n + n) * plane, plane, to + task * plane);
+        for (int64_t i = begin; i < end; ++i) {
+          for (int64_t o = 0; o < outer; ++o) std::copy_n(x + (o * inner + i) * plane, plane, t + (i * outer + o) * plane);
         }
       },
-      g.n * g.o * plane >= 65536);
+      outer * inner * plane >= 65536);
 }
 
 template <typename T>
@@ -285,22 +284,9 @@ void runConvAs(const GemmPlan& p, char* const* operands, char* product, char* sc
     blas::gemm(p.dtype, false, false, p.m, p.n, p.k, 1.0, w + group * p.m * p.k, p.k, columns + group * p.k * p.n,
                p.n, channelsMajor + group * p.m * p.n, p.n);
   }
-  channelsMajorToImages(g, channelsMajor, out);
+  swapLeadingAxes(channelsMajor, g.o, g.n, g.oh * g.ow, out);
 }
 
-/// x [images, channels, plane] -> t [channels, images, plane]: the images side by side per channel,
-/// one product for all.
-template <typename T>
-void imagesBesideEachOther(const T* x, int64_t images, int64_t channels, int64_t plane, T* t) {
-  ThreadPool::global().parallelFor(
-      channels,
-      [&](int64_t begin, int64_t end) {
-        for (int64_t c = begin; c < end; ++c) {
-          for (int64_t n = 0; n < images; ++n) std::copy_n(x + (n * channels + c) * plane, plane, t + (c * images + n) * plane);
-        }
-      },
-      images * channels * plane >= 65536);
-}
 
 /// The transpose's output from the product rows: row (o, i, j), column (n, y, x) adds into output
 /// (n, o, y * stride - pad + i * dilation, x * ...) when that lies inside. One output plane per task.
@@ -347,7 +333,7 @@ void runConvTransposeAs(const GemmPlan& p, char* const* operands, char* product,
   const T* w = reinterpret_cast<const T*>(operands[p.operandB]);
   T* columns = reinterpret_cast<T*>(scratch);
   if (g.n > 1) {
-    imagesBesideEachOther(x, g.n, g.c, g.h * g.w, columns);
+    swapLeadingAxes(x, g.n, g.c, g.h * g.w, columns);
     x = columns;
     columns += g.c * p.n;
   }
@@ -398,7 +384,7 @@ void runWeightGradAs(const GemmPlan& p, char* const* operands, char* product, ch
   im2rowAll(g, x, rows);
   if (g.n > 1) {
     T* dyRows = rows + g.c * g.kh * g.kw * p.k;
-    imagesBesideEachOther(dy, g.n, g.o, g.oh * g.ow, dyRows);
+    swapLeadingAxes(dy, g.n, g.o, g.oh * g.ow, dyRows);
     dy = dyRows;
   }
   T* out = reinterpret_cast<T*>(product);
