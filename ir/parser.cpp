@@ -1,7 +1,7 @@
 // IR text parser: recursive descent over tokens. Grammar (see docs/ir.md):
 //   graph    := 'graph' '@' NAME '(' [input {',' input}] ')' '{' {param} {node} return '}'
 //   input    := VALUE ':' type
-//   param    := ('param' | 'state') VALUE ':' type '=' body
+//   param    := ('param' | 'state') VALUE ':' type ['=' body]     (no body: fed on every run)
 //   node     := VALUE {',' VALUE} '=' OP '(' [VALUE {',' VALUE}] ')' ['{' attrs '}'] ':' type {',' type}
 //               ['loc' '(' STRING ')'] {NAME '=' graph}
 //   (a graph after a node is a graph-valued attribute, the body of a fused kernel: its own scope)
@@ -379,6 +379,10 @@ class Parser {
     if (values_.count(key)) return fail(vt, fmt::format("%{} is defined twice", key));
     SMELT_CHECK_OK(expectPunct(":"));
     SMELT_TRY(TensorType type, parseType());
+    if (!isPunct("=")) {
+      values_[key] = graph.addFedParameter(symbolName(key), type, trainable);
+      return Status::success();
+    }
     SMELT_CHECK_OK(expectPunct("="));
     SMELT_TRY(Tensor init, parseTensorBody(type));
     values_[key] = graph.addParameter(symbolName(key), std::move(init), trainable);

@@ -202,8 +202,11 @@ void printGraphInto(std::string& out, const Graph& graph, const PrintOptions& op
   out += fmt::format("graph @{}({}) {{\n", printName(graph.name()), fmt::join(args, ", "));
   for (const Value* v : graph.parameters()) {
     names[v] = "%" + printName(v->name());
-    std::string body = options.printParameterValues ? external.body(v->initialValue()) : "...";
-    out += fmt::format("{}  {} {}: {} = {}\n", indent, v->trainable() ? "param" : "state", names[v],
+    // A parameter without a value (fed on every run, as the model API's are) prints without `= body`.
+    std::string body = !v->hasInitialValue()         ? ""
+                       : options.printParameterValues ? " = " + external.body(v->initialValue())
+                                                      : " = ...";
+    out += fmt::format("{}  {} {}: {}{}\n", indent, v->trainable() ? "param" : "state", names[v],
                        v->type().toString(), body);
   }
   int number = 0;

@@ -283,7 +283,9 @@ Status OpenClExecutable::finish(std::shared_ptr<opencl::Program> program, const 
   for (const ArenaSlot& c : x.constants) {
     SMELT_CHECK_OK(x.upload(c.offset, std::get<Tensor>(c.value->producer()->attrs().at("value"))));
   }
-  for (const ArenaSlot& p : x.parameters) SMELT_CHECK_OK(x.upload(p.offset, p.value->initialValue()));
+  for (const ArenaSlot& p : x.parameters) {
+    if (p.value->hasInitialValue()) SMELT_CHECK_OK(x.upload(p.offset, p.value->initialValue()));  // else fed
+  }
   x.parameterFed.assign(x.parameters.size(), false);
   x.report.arenaBytes = x.arenaBytes;
   x.report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - x.start).count();
@@ -339,6 +341,9 @@ Status OpenClExecutable::run(const TensorMap& feeds, std::vector<Tensor>& output
   for (size_t i = 0; i < x.parameters.size(); ++i) {
     const ArenaSlot& p = x.parameters[i];
     const Tensor* given = fed.parameters[i];
+    if (!given && !p.value->hasInitialValue()) {
+      return makeError("parameter '{}' ({}) has no value: feed it", p.value->name(), p.value->type().toString());
+    }
     if (given || x.parameterFed[i]) SMELT_CHECK_OK(x.upload(p.offset, given ? *given : p.value->initialValue()));
     x.parameterFed[i] = given != nullptr;
   }

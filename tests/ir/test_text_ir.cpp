@@ -1,4 +1,5 @@
 // Text IR: printing is deterministic and lossless, parsing reports errors with line and caret.
+#include "ir/builder.h"
 #include "ir/interpreter.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
@@ -37,6 +38,30 @@ graph @mlp(%x: f32[2,3], %"input.1": f32[3]) {
 )");
   Graph again = testing::parseOrFail(printed);
   CHECK(toText(again) == printed);
+}
+
+TEST_CASE("parameters without a value (fed on every run) print without a body, round-trip, and must be fed") {
+  // The model API's graphs declare parameters by type only; their values live in the model's state.
+  Graph g;
+  Value* x = g.addInput("x", TensorType{DType::f32, {2}});
+  Value* w = g.addFedParameter("w", TensorType{DType::f32, {2}});
+  Value* s = g.addFedParameter("bn.mean", TensorType{DType::f32, {2}}, /*trainable=*/false);
+  Builder b(g);
+  g.addOutput("y", b.add(b.mul(x, w), s));
+  std::string printed = toText(g);
+  CHECK(printed.find("  param %w: f32[2]\n") != std::string::npos);
+  CHECK(printed.find("  state %bn.mean: f32[2]\n") != std::string::npos);
+  Graph again = testing::parseOrFail(printed);
+  CHECK(toText(again) == printed);
+  CHECK_FALSE(again.parameters()[0]->hasInitialValue());
+  TensorMap feeds{{"x", Tensor::of<float>({2}, {1, 2})}, {"w", Tensor::of<float>({2}, {3, 4})}};
+  auto missing = interpret(again, feeds);
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().message().find("'bn.mean'") != std::string::npos);
+  feeds["bn.mean"] = Tensor::of<float>({2}, {0.5f, 0.25f});
+  auto out = interpret(again, feeds);
+  REQUIRE(out.ok());
+  CHECK((*out)[0].bitwiseEqual(Tensor::of<float>({2}, {3.5f, 8.25f})));
 }
 
 TEST_CASE("floats of every float dtype print exactly") {
