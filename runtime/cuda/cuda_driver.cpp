@@ -27,7 +27,11 @@ namespace {
   X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem)                    \
   X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxPushCurrent) X(cuCtxPopCurrent)  \
   X(cuCtxSynchronize) X(cuModuleLoadDataEx) X(cuModuleUnload) X(cuModuleGetFunction)              \
-  X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH)
+  X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH)                    \
+  X(cuMemHostAlloc) X(cuMemFreeHost) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize)   \
+  X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventQuery) X(cuEventDestroy)        \
+  X(cuStreamWaitEvent) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync)              \
+  X(cuMemsetD8Async) X(cuMemGetInfo)
 // clang-format on
 #define SMELT_STRINGIZE_INNER(x) #x
 #define SMELT_STRINGIZE(x) SMELT_STRINGIZE_INNER(x)
@@ -278,12 +282,12 @@ Expected<Module> Context::loadModule(std::string_view image) {
 }
 
 Status Context::launch(const Function& kernel, Dim3 grid, Dim3 block, std::span<void* const> params,
-                       unsigned shared_bytes) {
+                       unsigned shared_bytes, void* stream) {
   const DriverApi& api = loadedDriver();
   ScopedContext current(api, context_);
   if (!current.ok()) return makeError("cuCtxPushCurrent failed");
   CUresult rc = api.cuLaunchKernel(static_cast<CUfunction>(kernel.handle()), grid.x, grid.y, grid.z,
-                                   block.x, block.y, block.z, shared_bytes, /*stream=*/nullptr,
+                                   block.x, block.y, block.z, shared_bytes, static_cast<CUstream>(stream),
                                    const_cast<void**>(params.data()), /*extra=*/nullptr);
   if (rc != CUDA_SUCCESS)
     return cudaError(api, rc,
@@ -345,6 +349,127 @@ Status Context::copyToHost(void* dst, const DeviceMemory& src, std::size_t bytes
   return Status::success();
 }
 
+// Every raw call: make the context current, call, turn a failure into an error naming the call.
+#define SMELT_CUDA_CALL(call, what)                                       \
+  do {                                                                    \
+    const DriverApi& api_ = loadedDriver();                               \
+    ScopedContext current_(api_, context_);                               \
+    if (!current_.ok()) return makeError("cuCtxPushCurrent failed");      \
+    if (CUresult rc_ = api_.call; rc_ != CUDA_SUCCESS)                    \
+      return cudaError(api_, rc_, what);                                  \
+  } while (0)
+
+Expected<std::uint64_t> Context::allocateRaw(std::size_t bytes) {
+  CUdeviceptr address = 0;
+  SMELT_CUDA_CALL(cuMemAlloc(&address, bytes ? bytes : 1), fmt::format("cuMemAlloc({} bytes)", bytes));
+  return static_cast<std::uint64_t>(address);
+}
+
+void Context::freeRaw(std::uint64_t address) {
+  const DriverApi& api = loadedDriver();
+  ScopedContext current(api, context_);
+  if (current.ok() && address) api.cuMemFree(static_cast<CUdeviceptr>(address));
+}
+
+Expected<void*> Context::allocateHost(std::size_t bytes) {
+  void* pointer = nullptr;
+  SMELT_CUDA_CALL(cuMemHostAlloc(&pointer, bytes ? bytes : 1, 0), fmt::format("cuMemHostAlloc({} bytes)", bytes));
+  return pointer;
+}
+
+void Context::freeHost(void* pointer) {
+  const DriverApi& api = loadedDriver();
+  ScopedContext current(api, context_);
+  if (current.ok() && pointer) api.cuMemFreeHost(pointer);
+}
+
+Expected<void*> Context::createStream() {
+  CUstream stream = nullptr;
+  SMELT_CUDA_CALL(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  return static_cast<void*>(stream);
+}
+
+void Context::destroyStream(void* stream) {
+  const DriverApi& api = loadedDriver();
+  ScopedContext current(api, context_);
+  if (current.ok() && stream) api.cuStreamDestroy(static_cast<CUstream>(stream));
+}
+
+Status Context::synchronizeStream(void* stream) {
+  SMELT_CUDA_CALL(cuStreamSynchronize(static_cast<CUstream>(stream)), "cuStreamSynchronize");
+  return Status::success();
+}
+
+Expected<void*> Context::recordEvent(void* stream) {
+  CUevent event = nullptr;
+  SMELT_CUDA_CALL(cuEventCreate(&event, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+  SMELT_CUDA_CALL(cuEventRecord(event, static_cast<CUstream>(stream)), "cuEventRecord");
+  return static_cast<void*>(event);
+}
+
+Status Context::synchronizeEvent(void* event) {
+  SMELT_CUDA_CALL(cuEventSynchronize(static_cast<CUevent>(event)), "cuEventSynchronize");
+  return Status::success();
+}
+
+Expected<bool> Context::eventDone(void* event) {
+  const DriverApi& api = loadedDriver();
+  ScopedContext current(api, context_);
+  if (!current.ok()) return makeError("cuCtxPushCurrent failed");
+  CUresult rc = api.cuEventQuery(static_cast<CUevent>(event));
+  if (rc == CUDA_SUCCESS) return true;
+  if (rc == CUDA_ERROR_NOT_READY) return false;
+  return cudaError(api, rc, "cuEventQuery");
+}
+
+void Context::destroyEvent(void* event) {
+  const DriverApi& api = loadedDriver();
+  ScopedContext current(api, context_);
+  if (current.ok() && event) api.cuEventDestroy(static_cast<CUevent>(event));
+}
+
+Status Context::streamWaitEvent(void* stream, void* event) {
+  SMELT_CUDA_CALL(cuStreamWaitEvent(static_cast<CUstream>(stream), static_cast<CUevent>(event), 0), "cuStreamWaitEvent");
+  return Status::success();
+}
+
+Status Context::copyHostToDeviceAsync(std::uint64_t dst, const void* src, std::size_t bytes, void* stream) {
+  if (bytes == 0) return Status::success();
+  SMELT_CUDA_CALL(cuMemcpyHtoDAsync(static_cast<CUdeviceptr>(dst), src, bytes, static_cast<CUstream>(stream)),
+                  "cuMemcpyHtoDAsync");
+  return Status::success();
+}
+
+Status Context::copyDeviceToHostAsync(void* dst, std::uint64_t src, std::size_t bytes, void* stream) {
+  if (bytes == 0) return Status::success();
+  SMELT_CUDA_CALL(cuMemcpyDtoHAsync(dst, static_cast<CUdeviceptr>(src), bytes, static_cast<CUstream>(stream)),
+                  "cuMemcpyDtoHAsync");
+  return Status::success();
+}
+
+Status Context::copyDeviceToDeviceAsync(std::uint64_t dst, std::uint64_t src, std::size_t bytes, void* stream) {
+  if (bytes == 0) return Status::success();
+  SMELT_CUDA_CALL(cuMemcpyDtoDAsync(static_cast<CUdeviceptr>(dst), static_cast<CUdeviceptr>(src), bytes,
+                                    static_cast<CUstream>(stream)),
+                  "cuMemcpyDtoDAsync");
+  return Status::success();
+}
+
+Status Context::fillAsync(std::uint64_t dst, std::uint8_t value, std::size_t bytes, void* stream) {
+  if (bytes == 0) return Status::success();
+  SMELT_CUDA_CALL(cuMemsetD8Async(static_cast<CUdeviceptr>(dst), value, bytes, static_cast<CUstream>(stream)),
+                  "cuMemsetD8Async");
+  return Status::success();
+}
+
+Expected<std::pair<std::size_t, std::size_t>> Context::memoryInfo() {
+  std::size_t free = 0, total = 0;
+  SMELT_CUDA_CALL(cuMemGetInfo(&free, &total), "cuMemGetInfo");
+  return std::make_pair(free, total);
+}
+
+#undef SMELT_CUDA_CALL
+
 #else  // !SMELT_HAVE_CUDA_TOOLKIT: no cuda.h at build time, so no driver support at all
 
 namespace {
@@ -369,9 +494,26 @@ Context::Context(Context&&) noexcept {}
 Context& Context::operator=(Context&&) noexcept { return *this; }
 Context::~Context() = default;
 Expected<Module> Context::loadModule(std::string_view) { return unavailable(); }
-Status Context::launch(const Function&, Dim3, Dim3, std::span<void* const>, unsigned) {
+Status Context::launch(const Function&, Dim3, Dim3, std::span<void* const>, unsigned, void*) {
   return unavailable();
 }
+Expected<std::uint64_t> Context::allocateRaw(std::size_t) { return unavailable(); }
+void Context::freeRaw(std::uint64_t) {}
+Expected<void*> Context::allocateHost(std::size_t) { return unavailable(); }
+void Context::freeHost(void*) {}
+Expected<void*> Context::createStream() { return unavailable(); }
+void Context::destroyStream(void*) {}
+Status Context::synchronizeStream(void*) { return unavailable(); }
+Expected<void*> Context::recordEvent(void*) { return unavailable(); }
+Status Context::synchronizeEvent(void*) { return unavailable(); }
+Expected<bool> Context::eventDone(void*) { return unavailable(); }
+void Context::destroyEvent(void*) {}
+Status Context::streamWaitEvent(void*, void*) { return unavailable(); }
+Status Context::copyHostToDeviceAsync(std::uint64_t, const void*, std::size_t, void*) { return unavailable(); }
+Status Context::copyDeviceToHostAsync(void*, std::uint64_t, std::size_t, void*) { return unavailable(); }
+Status Context::copyDeviceToDeviceAsync(std::uint64_t, std::uint64_t, std::size_t, void*) { return unavailable(); }
+Status Context::fillAsync(std::uint64_t, std::uint8_t, std::size_t, void*) { return unavailable(); }
+Expected<std::pair<std::size_t, std::size_t>> Context::memoryInfo() { return unavailable(); }
 Status Context::synchronize() { return unavailable(); }
 Expected<DeviceMemory> Context::allocate(std::size_t) { return unavailable(); }
 Status Context::copyToDevice(DeviceMemory&, const void*, std::size_t, std::size_t) {

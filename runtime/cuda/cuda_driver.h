@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace smelt::cuda {
 
@@ -121,10 +122,11 @@ class Context {
   /// Loads a module from PTX text or a CUBIN image; a JIT failure carries the driver's error log.
   Expected<Module> loadModule(std::string_view image);
 
-  /// Launches `kernel` on the default stream. `params` holds one pointer per kernel argument
-  /// (the address of the value, as cuLaunchKernel wants). Asynchronous: synchronize() to wait.
+  /// Launches `kernel` on `stream` (a CUstream; null: the default stream). `params` holds one
+  /// pointer per kernel argument (the address of the value, as cuLaunchKernel wants). Asynchronous:
+  /// synchronize() to wait.
   Status launch(const Function& kernel, Dim3 grid, Dim3 block, std::span<void* const> params,
-                unsigned shared_bytes = 0);
+                unsigned shared_bytes = 0, void* stream = nullptr);
 
   /// Blocks until all work in this context finished; reports a kernel's asynchronous failure.
   Status synchronize();
@@ -136,6 +138,27 @@ class Context {
   Status copyToDevice(DeviceMemory& dst, const void* src, std::size_t bytes, std::size_t offset = 0);
   /// Copies `bytes` from device memory, `offset` bytes into `src`, to the host (synchronous).
   Status copyToHost(void* dst, const DeviceMemory& src, std::size_t bytes, std::size_t offset = 0);
+
+  // Raw handles for runtime/device/cuda_device.cpp: CUdeviceptr as uint64, CUstream and CUevent
+  // as void*. Copies and fills are asynchronous on `stream` (null: the default stream).
+  Expected<std::uint64_t> allocateRaw(std::size_t bytes);
+  void freeRaw(std::uint64_t address);
+  Expected<void*> allocateHost(std::size_t bytes);  ///< page-locked (cuMemHostAlloc)
+  void freeHost(void* pointer);
+  Expected<void*> createStream();
+  void destroyStream(void* stream);
+  Status synchronizeStream(void* stream);
+  Expected<void*> recordEvent(void* stream);
+  Status synchronizeEvent(void* event);
+  Expected<bool> eventDone(void* event);
+  void destroyEvent(void* event);
+  Status streamWaitEvent(void* stream, void* event);
+  Status copyHostToDeviceAsync(std::uint64_t dst, const void* src, std::size_t bytes, void* stream);
+  Status copyDeviceToHostAsync(void* dst, std::uint64_t src, std::size_t bytes, void* stream);
+  Status copyDeviceToDeviceAsync(std::uint64_t dst, std::uint64_t src, std::size_t bytes, void* stream);
+  Status fillAsync(std::uint64_t dst, std::uint8_t value, std::size_t bytes, void* stream);
+  /// Free and total device memory (cuMemGetInfo).
+  Expected<std::pair<std::size_t, std::size_t>> memoryInfo();
 
  private:
   Context() = default;

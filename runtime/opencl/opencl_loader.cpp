@@ -44,7 +44,17 @@ constexpr cl_int kUnavailable = -1001;
   X(clFinish)                  \
   X(clEnqueueReadBuffer)       \
   X(clEnqueueWriteBuffer)      \
-  X(clEnqueueNDRangeKernel)
+  X(clEnqueueNDRangeKernel)    \
+  X(clEnqueueCopyBuffer)       \
+  X(clEnqueueFillBuffer)       \
+  X(clEnqueueMarkerWithWaitList) \
+  X(clEnqueueBarrierWithWaitList) \
+  X(clEnqueueMapBuffer)        \
+  X(clEnqueueUnmapMemObject)   \
+  X(clWaitForEvents)           \
+  X(clGetEventInfo)            \
+  X(clReleaseEvent)            \
+  X(clFlush)
 
 /// The loader's functions (null when it could not be opened).
 struct Api {
@@ -265,6 +275,73 @@ CL_API_ENTRY cl_int CL_API_CALL clEnqueueNDRangeKernel(cl_command_queue command_
              ? api().clEnqueueNDRangeKernel(command_queue, kernel, work_dim, global_work_offset, global_work_size,
                                             local_work_size, num_events_in_wait_list, event_wait_list, event)
              : kUnavailable;
+}
+
+// Streams, events and device-side copies (runtime/device/opencl_device.cpp).
+
+CL_API_ENTRY cl_int CL_API_CALL clEnqueueCopyBuffer(cl_command_queue queue, cl_mem src, cl_mem dst, size_t src_offset,
+                                                    size_t dst_offset, size_t size, cl_uint num_events,
+                                                    const cl_event* wait_list, cl_event* event) {
+  return api().clEnqueueCopyBuffer
+             ? api().clEnqueueCopyBuffer(queue, src, dst, src_offset, dst_offset, size, num_events, wait_list, event)
+             : kUnavailable;
+}
+
+CL_API_ENTRY cl_int CL_API_CALL clEnqueueFillBuffer(cl_command_queue queue, cl_mem buffer, const void* pattern,
+                                                    size_t pattern_size, size_t offset, size_t size,
+                                                    cl_uint num_events, const cl_event* wait_list, cl_event* event) {
+  return api().clEnqueueFillBuffer ? api().clEnqueueFillBuffer(queue, buffer, pattern, pattern_size, offset, size,
+                                                               num_events, wait_list, event)
+                                   : kUnavailable;
+}
+
+CL_API_ENTRY cl_int CL_API_CALL clEnqueueMarkerWithWaitList(cl_command_queue queue, cl_uint num_events,
+                                                            const cl_event* wait_list, cl_event* event) {
+  return api().clEnqueueMarkerWithWaitList ? api().clEnqueueMarkerWithWaitList(queue, num_events, wait_list, event)
+                                           : kUnavailable;
+}
+
+CL_API_ENTRY cl_int CL_API_CALL clEnqueueBarrierWithWaitList(cl_command_queue queue, cl_uint num_events,
+                                                             const cl_event* wait_list, cl_event* event) {
+  return api().clEnqueueBarrierWithWaitList ? api().clEnqueueBarrierWithWaitList(queue, num_events, wait_list, event)
+                                            : kUnavailable;
+}
+
+CL_API_ENTRY void* CL_API_CALL clEnqueueMapBuffer(cl_command_queue queue, cl_mem buffer, cl_bool blocking,
+                                                  cl_map_flags flags, size_t offset, size_t size, cl_uint num_events,
+                                                  const cl_event* wait_list, cl_event* event, cl_int* errcode_ret) {
+  if (api().clEnqueueMapBuffer)
+    return api().clEnqueueMapBuffer(queue, buffer, blocking, flags, offset, size, num_events, wait_list, event,
+                                    errcode_ret);
+  if (errcode_ret) *errcode_ret = kUnavailable;
+  return nullptr;
+}
+
+CL_API_ENTRY cl_int CL_API_CALL clEnqueueUnmapMemObject(cl_command_queue queue, cl_mem memobj, void* mapped,
+                                                        cl_uint num_events, const cl_event* wait_list,
+                                                        cl_event* event) {
+  return api().clEnqueueUnmapMemObject
+             ? api().clEnqueueUnmapMemObject(queue, memobj, mapped, num_events, wait_list, event)
+             : kUnavailable;
+}
+
+CL_API_ENTRY cl_int CL_API_CALL clWaitForEvents(cl_uint num_events, const cl_event* event_list) {
+  return api().clWaitForEvents ? api().clWaitForEvents(num_events, event_list) : kUnavailable;
+}
+
+CL_API_ENTRY cl_int CL_API_CALL clGetEventInfo(cl_event event, cl_event_info param_name, size_t param_value_size,
+                                               void* param_value, size_t* param_value_size_ret) {
+  return api().clGetEventInfo
+             ? api().clGetEventInfo(event, param_name, param_value_size, param_value, param_value_size_ret)
+             : kUnavailable;
+}
+
+CL_API_ENTRY cl_int CL_API_CALL clReleaseEvent(cl_event event) {
+  return api().clReleaseEvent ? api().clReleaseEvent(event) : kUnavailable;
+}
+
+CL_API_ENTRY cl_int CL_API_CALL clFlush(cl_command_queue queue) {
+  return api().clFlush ? api().clFlush(queue) : kUnavailable;
 }
 
 }  // extern "C"

@@ -97,11 +97,12 @@ Status Kernel::setArg(unsigned index, const KernelArg& arg) {
 // --------------------------------------------------------------------------------------
 
 Expected<Buffer> Context::createBuffer(std::size_t bytes, Access access,
-                                       const void* initial) const {
+                                       const void* initial, bool hostAccessible) const {
   cl_mem_flags flags = access == Access::kReadOnly    ? CL_MEM_READ_ONLY
                        : access == Access::kWriteOnly ? CL_MEM_WRITE_ONLY
                                                       : CL_MEM_READ_WRITE;
   if (initial) flags |= CL_MEM_COPY_HOST_PTR;
+  if (hostAccessible) flags |= CL_MEM_ALLOC_HOST_PTR;
   cl_int rc = CL_SUCCESS;
   Buffer b;
   // A zero-byte buffer is invalid in OpenCL; allocate one byte so empty tensors still have a

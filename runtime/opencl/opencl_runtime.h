@@ -108,6 +108,8 @@ struct LocalMemory {
 class KernelArg {
  public:
   KernelArg(const Buffer& buffer) : size_(sizeof(cl_mem)), value_(buffer.mem_.address()) {}
+  /// A cl_mem not owned by a Buffer (runtime/device's memory); `mem` must outlive the call.
+  static KernelArg memory(const cl_mem& mem) { return KernelArg(sizeof(cl_mem), &mem); }
   KernelArg(LocalMemory local) : size_(local.bytes), value_(nullptr) {}
   template <typename T,
             typename = std::enable_if_t<std::is_trivially_copyable_v<T> && !std::is_pointer_v<T> &&
@@ -117,6 +119,7 @@ class KernelArg {
   const void* value() const { return value_; }
 
  private:
+  KernelArg(std::size_t size, const void* value) : size_(size), value_(value) {}
   std::size_t size_;
   const void* value_;
 };
@@ -190,8 +193,9 @@ class Context {
   Expected<Program> buildProgram(std::string_view source, std::string_view options = {}) const;
 
   /// A buffer of `bytes`, filled from `initial` when given (bytes long).
+  /// `hostAccessible`: CL_MEM_ALLOC_HOST_PTR, memory the host maps (page-locked on GPU drivers).
   Expected<Buffer> createBuffer(std::size_t bytes, Access access = Access::kReadWrite,
-                                const void* initial = nullptr) const;
+                                const void* initial = nullptr, bool hostAccessible = false) const;
   /// Copies host memory into `buffer` at `offset`; blocks until done.
   Status write(const Buffer& buffer, const void* src, std::size_t bytes,
                std::size_t offset = 0) const;

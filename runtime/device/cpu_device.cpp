@@ -1,0 +1,138 @@
+// CpuDevice: what Device means where the device is the host.
+#include "runtime/device/cpu_device.h"
+
+#include "runtime/device/fault_injection.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <unistd.h>
+
+namespace smelt {
+
+namespace {
+
+/// Work on the CPU is done when the call returns: nothing to wait for.
+class ImmediateEvent final : public DeviceEvent {
+ public:
+  Status synchronize() override { return Status::success(); }
+  Expected<bool> done() override { return true; }
+};
+
+class ImmediateStream final : public DeviceStream {
+ public:
+  Status synchronize() override { return Status::success(); }
+  Expected<std::unique_ptr<DeviceEvent>> record() override {
+    return std::unique_ptr<DeviceEvent>(std::make_unique<ImmediateEvent>());
+  }
+  Status wait(DeviceEvent&) override { return Status::success(); }
+};
+
+/// "avx512f avx2 fma": the vector extensions the JIT targets, from /proc/cpuinfo.
+std::string cpuFeatures() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::string found;
+    for (const char* flag : {"avx512f", "avx512bw", "avx512_bf16", "avx512_fp16", "avx2", "fma", "f16c"}) {
+      if (line.find(std::string(" ") + flag) != std::string::npos) found += (found.empty() ? "" : " ") + std::string(flag);
+    }
+    return found;
+  }
+  return {};
+}
+
+std::string cpuModel() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      size_t colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  }
+  return "host CPU";
+}
+
+class CpuDevice final : public Device {
+ public:
+  CpuDevice() {
+    description_.kind = DeviceKind::kCpu;
+    description_.id = "cpu";
+    description_.name = cpuModel();
+    description_.driver = "LLVM JIT";
+    long pages = sysconf(_SC_PHYS_PAGES);
+    long pageSize = sysconf(_SC_PAGESIZE);
+    description_.memoryBytes = pages > 0 && pageSize > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize) : 0;
+    description_.computeUnits = std::thread::hardware_concurrency();
+    description_.fp64 = true;
+    description_.fp16 = true;  // computed in f32 and rounded, as the reference does
+    description_.capabilities = cpuFeatures();
+  }
+  const DeviceDescription& description() const override { return description_; }
+
+  Expected<DeviceMemory> allocate(std::size_t bytes) override {
+    if (faultInjector().trigger(Fault::kOutOfMemory)) {
+      return makeError("cpu: out of memory allocating {} bytes (injected by SMELT_FAULTS)", bytes);
+    }
+    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+    if (!p) return makeError("cpu: out of memory allocating {} bytes", bytes);
+    return DeviceMemory{p, bytes};
+  }
+  void release(DeviceMemory memory) override { std::free(memory.handle); }
+
+  Status fill(DeviceMemory memory, std::size_t offset, std::size_t bytes, std::uint8_t value, DeviceStream&) override {
+    SMELT_CHECK_OK(checkRange(memory, offset, bytes));
+    std::memset(static_cast<char*>(memory.handle) + offset, value, bytes);
+    return Status::success();
+  }
+  Status copyIn(DeviceMemory dst, std::size_t offset, const void* src, std::size_t bytes, DeviceStream&) override {
+    SMELT_CHECK_OK(checkRange(dst, offset, bytes));
+    if (bytes) std::memcpy(static_cast<char*>(dst.handle) + offset, src, bytes);
+    return Status::success();
+  }
+  Status copyOut(void* dst, DeviceMemory src, std::size_t offset, std::size_t bytes, DeviceStream&) override {
+    SMELT_CHECK_OK(checkRange(src, offset, bytes));
+    if (bytes) std::memcpy(dst, static_cast<const char*>(src.handle) + offset, bytes);
+    return Status::success();
+  }
+  Status copy(DeviceMemory dst, std::size_t dstOffset, DeviceMemory src, std::size_t srcOffset, std::size_t bytes,
+              DeviceStream&) override {
+    SMELT_CHECK_OK(checkRange(dst, dstOffset, bytes));
+    SMELT_CHECK_OK(checkRange(src, srcOffset, bytes));
+    if (bytes) std::memmove(static_cast<char*>(dst.handle) + dstOffset, static_cast<const char*>(src.handle) + srcOffset, bytes);
+    return Status::success();
+  }
+  DeviceStream& defaultStream() override { return stream_; }
+  Expected<std::unique_ptr<DeviceStream>> createStream() override {
+    return std::unique_ptr<DeviceStream>(std::make_unique<ImmediateStream>());
+  }
+  Expected<std::shared_ptr<DeviceKernels>> loadKernels(const KernelImage&) override {
+    return makeError("cpu: kernels run on the CPU through the LLVM executable (runtime/executable.h)");
+  }
+  Status synchronize() override { return Status::success(); }
+
+ private:
+  static Status checkRange(const DeviceMemory& m, std::size_t offset, std::size_t bytes) {
+    if (offset > m.bytes || bytes > m.bytes - offset) {
+      return makeError("cpu: {} bytes at offset {} overrun a {}-byte buffer", bytes, offset, m.bytes);
+    }
+    return Status::success();
+  }
+  DeviceDescription description_;
+  ImmediateStream stream_;
+};
+
+}  // namespace
+
+std::shared_ptr<Device> cpuDevice() {
+  static std::shared_ptr<Device> device = std::make_shared<CpuDevice>();
+  return device;
+}
+
+}  // namespace smelt

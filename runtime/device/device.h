@@ -1,0 +1,162 @@
+// One interface over every place smelt runs kernels: the CPU, OpenCL devices, CUDA GPUs (driver API
+// through dlopen) and HIP GPUs (libamdhip64 through dlopen). A Device owns raw memory, copies
+// (asynchronous on a stream, from pinned host memory where the backend has it), streams, events and
+// kernel launches; MemoryPool (memory_pool.h) caches its allocations and DeviceTensor
+// (device_tensor.h) keeps tensors on it between kernels.
+//   SMELT_TRY(std::shared_ptr<Device> gpu, openDevice("opencl"));   // device_list.h
+//   SMELT_TRY(DeviceMemory m, gpu->allocate(1 << 20));
+//   SMELT_CHECK_OK(gpu->copyIn(m, 0, host, bytes, &gpu->defaultStream()));
+//   SMELT_CHECK_OK(gpu->defaultStream().synchronize());
+//   gpu->release(m);
+#pragma once
+
+#include "ir/support/expected.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace smelt {
+
+enum class DeviceKind { kCpu, kOpenCl, kCuda, kHip };
+
+/// "cpu", "opencl", "cuda", "hip".
+std::string_view deviceKindName(DeviceKind kind);
+
+/// What `smelt devices` prints and placement keys on.
+struct DeviceDescription {
+  DeviceKind kind = DeviceKind::kCpu;
+  /// Position among the devices of its kind.
+  int ordinal = 0;
+  /// "opencl:0": the name openDevice() takes.
+  std::string id;
+  /// The device's own name ("NVIDIA H100 80GB HBM3", "pthread-skylake-avx512-...").
+  std::string name;
+  /// Driver or platform and its version.
+  std::string driver;
+  std::uint64_t memoryBytes = 0;
+  unsigned computeUnits = 0;
+  bool fp64 = false;
+  bool fp16 = false;
+  /// Backend-specific facts, one line ("sm_90", "OpenCL C 1.2", "avx512f").
+  std::string capabilities;
+};
+
+/// A block of device memory as the backend knows it: a cl_mem, a CUdeviceptr, a hipDeviceptr_t or a
+/// host pointer, and its size. Plain data: the Device that made it frees it (release()).
+struct DeviceMemory {
+  void* handle = nullptr;
+  std::size_t bytes = 0;
+  explicit operator bool() const { return handle != nullptr; }
+};
+
+/// A point in a stream's work; done() once everything enqueued before it has finished.
+class DeviceEvent {
+ public:
+  virtual ~DeviceEvent() = default;
+  virtual Status synchronize() = 0;
+  virtual Expected<bool> done() = 0;
+};
+
+/// An ordered queue of copies and launches (a CUDA/HIP stream, an OpenCL in-order queue). Work on
+/// different streams may overlap; events order it.
+class DeviceStream {
+ public:
+  virtual ~DeviceStream() = default;
+  /// Blocks until everything enqueued so far has finished; reports an asynchronous failure.
+  virtual Status synchronize() = 0;
+  /// An event after everything enqueued so far.
+  virtual Expected<std::unique_ptr<DeviceEvent>> record() = 0;
+  /// Makes work enqueued from now on wait for `event` (from any stream of the same device).
+  virtual Status wait(DeviceEvent& event) = 0;
+};
+
+/// Host memory the device can copy from and to asynchronously (page-locked where the backend has
+/// it). Freed on destruction.
+class PinnedHostMemory {
+ public:
+  virtual ~PinnedHostMemory() = default;
+  virtual void* data() = 0;
+  virtual std::size_t bytes() const = 0;
+};
+
+/// A smelt kernel's buffer argument: device memory, a byte offset into it and the size of the
+/// buffer's elements. Generated kernels take, per buffer, a base and an element offset (OpenCL) or
+/// one address (CUDA, HIP), then the number of points they compute (codegen/c_renderer.h).
+struct KernelBufferArg {
+  DeviceMemory memory;
+  std::int64_t byteOffset = 0;
+  std::int64_t elementBytes = 1;
+};
+
+/// Kernels loaded on a device from one program (OpenCL C source, PTX, an AMD code object).
+class DeviceKernels {
+ public:
+  virtual ~DeviceKernels() = default;
+  /// Launches `symbol` over `points` work-items, one per point, on `stream`.
+  virtual Status launch(const std::string& symbol, std::span<const KernelBufferArg> buffers, std::int64_t points,
+                        DeviceStream& stream) = 0;
+};
+
+/// What DeviceKernels are loaded from.
+struct KernelImage {
+  enum class Format { kOpenClSource, kPtx, kAmdCodeObject } format = Format::kOpenClSource;
+  std::string data;
+  /// Build options (OpenCL).
+  std::string options;
+};
+
+/// See the file comment. Thread-safe: every call may come from any thread.
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual const DeviceDescription& description() const = 0;
+  const std::string& id() const { return description().id; }
+  DeviceKind kind() const { return description().kind; }
+
+  /// `bytes` of device memory, straight from the driver (MemoryPool caches these). Out of memory is
+  /// an error whose message contains "out of memory".
+  virtual Expected<DeviceMemory> allocate(std::size_t bytes) = 0;
+  virtual void release(DeviceMemory memory) = 0;
+
+  /// Sets `bytes` of `memory` from `offset` to `value`.
+  virtual Status fill(DeviceMemory memory, std::size_t offset, std::size_t bytes, std::uint8_t value,
+                      DeviceStream& stream) = 0;
+  /// Host to device. Asynchronous where `src` is pinned (allocatePinned) and the backend can: keep
+  /// `src` alive and unchanged until the stream passes this point; otherwise it returns when `src`
+  /// may be reused.
+  virtual Status copyIn(DeviceMemory dst, std::size_t offset, const void* src, std::size_t bytes,
+                        DeviceStream& stream) = 0;
+  /// Device to host; asynchronous into pinned memory as copyIn, otherwise done on return.
+  virtual Status copyOut(void* dst, DeviceMemory src, std::size_t offset, std::size_t bytes,
+                         DeviceStream& stream) = 0;
+  /// Device to device, on the device.
+  virtual Status copy(DeviceMemory dst, std::size_t dstOffset, DeviceMemory src, std::size_t srcOffset,
+                      std::size_t bytes, DeviceStream& stream) = 0;
+
+  /// The stream work goes to unless given another.
+  virtual DeviceStream& defaultStream() = 0;
+  virtual Expected<std::unique_ptr<DeviceStream>> createStream() = 0;
+  /// Page-locked host memory for asynchronous copies (plain aligned memory where there is no such
+  /// thing, as on the CPU and PoCL).
+  virtual Expected<std::unique_ptr<PinnedHostMemory>> allocatePinned(std::size_t bytes);
+
+  /// Loads kernels (built once per process and image: the kernel cache keeps compiled images).
+  virtual Expected<std::shared_ptr<DeviceKernels>> loadKernels(const KernelImage& image) = 0;
+
+  /// Blocks until all work on every stream has finished.
+  virtual Status synchronize() = 0;
+  /// Tries to bring a lost device back (new context and queues). Memory, streams and kernels made
+  /// before are invalid afterwards. Default: not possible.
+  virtual Status reset();
+};
+
+/// Whether `error` says the device ran out of memory.
+bool isOutOfMemory(const Error& error);
+/// Whether `error` says the device was lost or reset.
+bool isDeviceLost(const Error& error);
+
+}  // namespace smelt

@@ -1,0 +1,47 @@
+// Faults on demand, so tests exercise every recovery path on any machine (PoCL in CI):
+//   SMELT_FAULTS=oom=2            the next 2 device allocations fail as out of memory
+//   SMELT_FAULTS=oom=always       every device allocation fails
+//   SMELT_FAULTS=lost=1           the next device launch or synchronize reports the device lost
+//   SMELT_FAULTS=unsupported=exp+tanh   devices say they lack these ops (they run on the CPU)
+// Entries combine with commas: SMELT_FAULTS=oom=1,lost=1. Tests set the same from code
+// (faultInjector().configure("oom=2")). With none set, each check is one relaxed atomic load.
+#pragma once
+
+#include "ir/support/expected.h"
+
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+
+namespace smelt {
+
+enum class Fault { kOutOfMemory, kDeviceLost };
+
+class FaultInjector {
+ public:
+  /// Replaces the configuration with `spec` (the SMELT_FAULTS syntax); an empty spec clears it.
+  /// A malformed spec is an error naming the entry, and changes nothing.
+  Status configure(std::string_view spec);
+  /// Whether `fault` happens now (consumes one count). Thread-safe.
+  bool trigger(Fault fault);
+  /// Whether devices must treat op `opName` as unsupported.
+  bool unsupported(std::string_view opName) const;
+  /// How many times each fault was injected so far (for tests).
+  int injected(Fault fault) const;
+
+ private:
+  static constexpr int kAlways = -1;
+  std::atomic<int> counts_[2] = {0, 0};
+  std::atomic<int> injected_[2] = {0, 0};
+  std::atomic<bool> any_{false};
+  mutable std::mutex mutex_;
+  std::set<std::string, std::less<>> unsupported_;
+};
+
+/// The process's injector, configured from $SMELT_FAULTS on first use (a malformed value is logged
+/// and ignored).
+FaultInjector& faultInjector();
+
+}  // namespace smelt
