@@ -2,6 +2,9 @@
 // program, + one device arena; run = upload the feeds, enqueue the kernels in order, read the outputs.
 #include "runtime/opencl_executable.h"
 
+#include "runtime/device/device_tensor.h"
+#include "runtime/device/fault_injection.h"
+#include "runtime/device/opencl_device.h"
 #include "runtime/device_arena.h"
 #include "runtime/gemm_step.h"
 #include "runtime/opencl/clblast.h"
@@ -51,28 +54,17 @@ namespace {
 /// Work-items per group: one fixed size, so PoCL compiles one work-group function per kernel.
 constexpr size_t kLocalSize = 64;
 
-/// The device contexts and built programs of this process, shared by every executable. Never
-/// destroyed: OpenCL objects released during exit can outlive the ICD's own teardown.
+/// The built programs of this process, shared by every executable (devices and their contexts are
+/// runtime/device's). Never destroyed: OpenCL objects released during exit can outlive the ICD's own
+/// teardown.
 struct SharedState {
   std::mutex mutex;
-  std::map<std::string, std::unique_ptr<opencl::Context>, std::less<>> contexts;  // by selector
   std::map<std::string, std::shared_ptr<opencl::Program>, std::less<>> programs;  // by device + source
 };
 
 SharedState& shared() {
   static auto* state = new SharedState();
   return *state;
-}
-
-Expected<opencl::Context*> contextFor(const std::string& selector) {
-  SharedState& s = shared();
-  std::lock_guard lock(s.mutex);
-  auto it = s.contexts.find(selector);
-  if (it == s.contexts.end()) {
-    SMELT_TRY(opencl::Context context, opencl::Context::create(selector));
-    it = s.contexts.emplace(selector, std::make_unique<opencl::Context>(std::move(context))).first;
-  }
-  return it->second.get();
 }
 
 /// The program for `source`, built once per process and device (PoCL also keeps its own disk cache,
@@ -112,9 +104,12 @@ struct Step {
 
 struct OpenClExecutable::Impl {
   Graph graph;
+  std::shared_ptr<Device> device;
   opencl::Context* context = nullptr;
   std::shared_ptr<opencl::Program> program;
   std::string source;
+  /// The arena: a block of the device's memory pool, seen as a Buffer for the launches.
+  PooledBuffer arenaBlock;
   opencl::Buffer arena;
   std::vector<Step> steps;
   std::vector<ArenaSlot> inputs, parameters;
@@ -211,7 +206,8 @@ Status OpenClExecutable::prepare(const Graph& source, const OpenClCompileOptions
   SMELT_TRY(PassManager pm, PassManager::fromPipeline(options.pipeline, PassManagerOptions::fromEnvironment()));
   SMELT_TRY(bool changed, pm.run(x.graph));
   (void)changed;
-  SMELT_TRY(x.context, contextFor(options.device));
+  SMELT_TRY(x.device, openClDevice(options.device));
+  x.context = &openClContext(*x.device);
   MemoryPlan plan = planMemory(x.graph);
   DeviceArenaLayout arena = layoutDeviceArena(x.graph, plan);
   x.inputs = arena.inputs;
@@ -231,7 +227,7 @@ Status OpenClExecutable::prepare(const Graph& source, const OpenClCompileOptions
     }
     if (step.gemm && !step.gemm->epilogue) {
       x.kernelOfStep.push_back(-1);
-    } else if (step.gemm || codegen::canLower(*node)) {
+    } else if (step.gemm || (codegen::canLower(*node) && !faultInjector().unsupported(node->opName()))) {
       SMELT_TRY(codegen::Kernel kernel, step.gemm ? codegen::lowerEpilogue(x.graph, *node, *step.gemm->anchor)
                                                   : codegen::lowerToKernel(x.graph, *node));
       if (kernel.buffers.size() != step.buffers.size()) {
@@ -243,8 +239,10 @@ Status OpenClExecutable::prepare(const Graph& source, const OpenClCompileOptions
       x.symbols.push_back(symbolPrefix + codegen::CRenderer::symbolFor(kernel, x.kernels.size()));
       x.kernels.push_back(std::move(kernel));
     } else {
-      // An op without a kernel lowering still runs, on the reference interpreter, with one warning.
-      logger().warn("{}: no kernel lowering yet; it runs on the reference interpreter", step.label);
+      // An op without a kernel lowering (or one SMELT_FAULTS says the device lacks) still runs, on the
+      // CPU's reference interpreter, with one warning.
+      logger().warn("{}: {} on {}; it runs on the CPU (reference interpreter)", step.label,
+                    codegen::canLower(*node) ? "unsupported (SMELT_FAULTS)" : "no kernel lowering", x.device->id());
       x.kernelOfStep.push_back(-1);
       ++x.report.interpreted;
     }
@@ -262,7 +260,8 @@ Status OpenClExecutable::finish(std::shared_ptr<opencl::Program> program, const 
   if (hit) x.report.cacheHits = static_cast<int64_t>(x.kernels.size());
   // The arena, and each kernel's arguments (they never change): every buffer as (arena, element
   // offset), then the number of points.
-  SMELT_TRY(x.arena, x.context->createBuffer(static_cast<size_t>(x.arenaBytes)));
+  SMELT_TRY(x.arenaBlock, MemoryPool::forDevice(x.device)->rent(static_cast<size_t>(x.arenaBytes)));
+  x.arena = opencl::Buffer::borrow(clMemOf(x.arenaBlock.memory()), x.arenaBlock.memory().bytes);
   for (size_t s = 0; s < x.steps.size(); ++s) {
     if (x.kernelOfStep[s] < 0) continue;
     Step& step = x.steps[s];
@@ -347,6 +346,63 @@ Status OpenClExecutable::run(const TensorMap& feeds, std::vector<Tensor>& output
     if (given || x.parameterFed[i]) SMELT_CHECK_OK(x.upload(p.offset, given ? *given : p.value->initialValue()));
     x.parameterFed[i] = given != nullptr;
   }
+  SMELT_CHECK_OK(execute());
+  // Output tensors of the right types, kept across runs when the caller passes the same vector.
+  prepareOutputs(g, outputs);
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    Tensor& t = outputs[i];
+    SMELT_CHECK_OK(x.context->read(x.arena, t.raw(), t.byteSize(), static_cast<size_t>(x.outputs[i])));
+  }
+  return Status::success();
+}
+
+Status OpenClExecutable::run(const DeviceTensorMap& feeds, std::vector<DeviceTensor>& outputs) {
+  Impl& x = *impl_;
+  const Graph& g = x.graph;
+  SMELT_TRY(BoundFeedsOf<DeviceTensor> fed, bindFeeds(g, feeds));
+  DeviceMemory arena = x.arenaBlock.memory();
+  DeviceStream& stream = x.device->defaultStream();
+  // Feeds are copied on the device into their slots (no host transfer); they must live on this one.
+  auto place = [&](const ArenaSlot& slot, const DeviceTensor& t) -> Status {
+    if (t.devicePtr() != x.device) {
+      return makeError("feed '{}' lives on {}, this executable on {}", slot.value->name(), t.device().id(), x.device->id());
+    }
+    return x.device->copy(arena, static_cast<size_t>(slot.offset), t.memory(), 0, t.byteSize(), stream);
+  };
+  for (size_t i = 0; i < x.inputs.size(); ++i) SMELT_CHECK_OK(place(x.inputs[i], *fed.inputs[i]));
+  for (size_t i = 0; i < x.parameters.size(); ++i) {
+    const ArenaSlot& p = x.parameters[i];
+    const DeviceTensor* given = fed.parameters[i];
+    if (!given && !p.value->hasInitialValue()) {
+      return makeError("parameter '{}' ({}) has no value: feed it", p.value->name(), p.value->type().toString());
+    }
+    if (given) {
+      SMELT_CHECK_OK(place(p, *given));
+    } else if (x.parameterFed[i]) {
+      SMELT_CHECK_OK(x.upload(p.offset, p.value->initialValue()));
+    }
+    x.parameterFed[i] = given != nullptr;
+  }
+  SMELT_CHECK_OK(execute());
+  outputs.resize(g.outputs().size());
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    const TensorType& type = g.outputs()[i].value->type();
+    // A tensor the caller still shares elsewhere is left alone: the output goes to a fresh one.
+    if (!outputs[i].defined() || !(outputs[i].type() == type) || outputs[i].devicePtr() != x.device ||
+        !outputs[i].unique()) {
+      SMELT_TRY(outputs[i], DeviceTensor::uninitialized(x.device, type));
+    }
+    SMELT_CHECK_OK(x.device->copy(outputs[i].memory(), 0, arena, static_cast<size_t>(x.outputs[i]), type.byteSize(), stream));
+  }
+  return Status::success();
+}
+
+Status OpenClExecutable::execute() {
+  Impl& x = *impl_;
+  const Graph& g = x.graph;
+  if (faultInjector().trigger(Fault::kDeviceLost)) {
+    return makeError("{}: device lost (injected by SMELT_FAULTS) running @{}", x.device->id(), g.name());
+  }
   for (Step& step : x.steps) {
     if (step.gemm || step.kernel) {
       if (!step.gemm && step.points == 0) continue;
@@ -376,13 +432,9 @@ Status OpenClExecutable::run(const TensorMap& feeds, std::vector<Tensor>& output
       SMELT_CHECK_OK(x.upload(step.buffers[node.numOperands() + r], results[r]));
     }
   }
-  // Output tensors of the right types, kept across runs when the caller passes the same vector.
-  prepareOutputs(g, outputs);
-  for (size_t i = 0; i < g.outputs().size(); ++i) {
-    Tensor& t = outputs[i];
-    SMELT_CHECK_OK(x.context->read(x.arena, t.raw(), t.byteSize(), static_cast<size_t>(x.outputs[i])));
-  }
   return Status::success();
 }
+
+std::shared_ptr<Device> OpenClExecutable::device() const { return impl_->device; }
 
 }  // namespace smelt

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "ir/interpreter.h"
+#include "runtime/device/device_tensor.h"
 #include "runtime/executable.h"
 
 #include <memory>
@@ -56,6 +57,12 @@ class OpenClExecutable {
   /// The same into `outputs`, reusing its tensors when their types match (no host allocation on
   /// repeated runs).
   Status run(const TensorMap& feeds, std::vector<Tensor>& outputs);
+  /// Runs on tensors that stay on the device: feeds (on this executable's device) are copied on the
+  /// device into the arena, outputs into device tensors from the pool (reused when `outputs` holds
+  /// tensors of the right types that nothing else shares). Nothing crosses to the host.
+  Status run(const DeviceTensorMap& feeds, std::vector<DeviceTensor>& outputs);
+  /// The device it runs on (runtime/device).
+  std::shared_ptr<Device> device() const;
   /// The graph after the pipeline, as it runs.
   const Graph& graph() const;
   /// Kernels, nodes on the interpreter, seconds, arena bytes; cacheHits counts the kernels whose
@@ -70,6 +77,8 @@ class OpenClExecutable {
   OpenClExecutable();
   Status prepare(const Graph& graph, const OpenClCompileOptions& options, const std::string& symbolPrefix);
   Status finish(std::shared_ptr<opencl::Program> program, const std::string& source, bool hit);
+  /// The kernels, in order, on what the arena holds.
+  Status execute();
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

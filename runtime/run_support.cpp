@@ -7,31 +7,6 @@
 
 namespace smelt {
 
-Expected<BoundFeeds> bindFeeds(const Graph& graph, const TensorMap& feeds) {
-  BoundFeeds bound;
-  for (const Value* v : graph.inputs()) {
-    auto it = feeds.find(v->name());
-    if (it == feeds.end()) return makeError("input '{}' ({}) was not fed", v->name(), v->type().toString());
-    if (!(it->second.type() == v->type())) {
-      return makeError("input '{}' expects {}, got {}", v->name(), v->type().toString(), it->second.type().toString());
-    }
-    bound.inputs.push_back(&it->second);
-  }
-  for (const Value* v : graph.parameters()) {
-    auto it = feeds.find(v->name());
-    if (it != feeds.end() && !(it->second.type() == v->type())) {
-      return makeError("parameter '{}' expects {}, got {}", v->name(), v->type().toString(), it->second.type().toString());
-    }
-    bound.parameters.push_back(it != feeds.end() ? &it->second : nullptr);
-  }
-  for (const auto& [name, tensor] : feeds) {
-    if (!graph.findInput(name) && !graph.findParameter(name)) {
-      return makeError("feed '{}' names no input or parameter of graph @{}", name, graph.name());
-    }
-  }
-  return bound;
-}
-
 Status checkPositionalFeeds(const Graph& graph, std::span<const Tensor* const> inputs,
                             std::span<const Tensor* const> parameters) {
   if (inputs.size() != graph.inputs().size() || parameters.size() != graph.parameters().size()) {

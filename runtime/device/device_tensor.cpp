@@ -15,13 +15,17 @@ Expected<DeviceTensor> DeviceTensor::zeros(const std::shared_ptr<Device>& device
   return t;
 }
 
-Expected<DeviceTensor> DeviceTensor::fromHost(const std::shared_ptr<Device>& device, const Tensor& host) {
-  std::shared_ptr<MemoryPool> pool = MemoryPool::forDevice(device);
-  SMELT_TRY(PooledBuffer buffer, pool->rent(host.byteSize()));
+Expected<DeviceTensor> DeviceTensor::uninitialized(const std::shared_ptr<Device>& device, TensorType type) {
+  SMELT_TRY(PooledBuffer buffer, MemoryPool::forDevice(device)->rent(type.byteSize()));
   DeviceTensor t;
-  t.type_ = host.type();
+  t.type_ = std::move(type);
   t.device_ = device;
   t.buffer_ = std::make_shared<PooledBuffer>(std::move(buffer));
+  return t;
+}
+
+Expected<DeviceTensor> DeviceTensor::fromHost(const std::shared_ptr<Device>& device, const Tensor& host) {
+  SMELT_TRY(DeviceTensor t, uninitialized(device, host.type()));
   SMELT_CHECK_OK(t.copyFrom(host));
   return t;
 }

@@ -20,6 +20,9 @@ class DeviceTensor {
   DeviceTensor() = default;
   /// A zero-filled tensor of `type` on `device` (from its pool).
   static Expected<DeviceTensor> zeros(const std::shared_ptr<Device>& device, TensorType type);
+  /// A tensor of `type` on `device` whose contents are whatever its block held (zeros or poison,
+  /// never another tensor's data: see MemoryPool), for results written whole.
+  static Expected<DeviceTensor> uninitialized(const std::shared_ptr<Device>& device, TensorType type);
   /// A copy of `host` on `device`.
   static Expected<DeviceTensor> fromHost(const std::shared_ptr<Device>& device, const Tensor& host);
 
@@ -33,6 +36,8 @@ class DeviceTensor {
   const TensorType& type() const { return type_; }
   std::size_t byteSize() const { return type_.byteSize(); }
   bool defined() const { return buffer_ != nullptr; }
+  /// Whether no other DeviceTensor shares this one's memory.
+  bool unique() const { return buffer_ && buffer_.use_count() == 1; }
   Device& device() const { return *device_; }
   const std::shared_ptr<Device>& devicePtr() const { return device_; }
   DeviceMemory memory() const { return buffer_ ? buffer_->memory() : DeviceMemory{}; }

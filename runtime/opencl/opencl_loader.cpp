@@ -60,6 +60,8 @@ constexpr cl_int kUnavailable = -1001;
 struct Api {
   void* handle = nullptr;
   bool isolated = false;
+  /// The private namespace's libc's __ctype_init (null when not isolated): see api().
+  void (*ctypeInit)() = nullptr;
 #define SMELT_CL_MEMBER(name) decltype(&::name) name = nullptr;
   SMELT_CL_FUNCTIONS(SMELT_CL_MEMBER)
 #undef SMELT_CL_MEMBER
@@ -104,12 +106,30 @@ Api load() {
 #define SMELT_CL_LOAD(name) api.name = reinterpret_cast<decltype(api.name)>(dlsym(handle, #name));
   SMELT_CL_FUNCTIONS(SMELT_CL_LOAD)
 #undef SMELT_CL_LOAD
+  if (isolate) {
+    Lmid_t namespaceId = 0;
+    if (dlinfo(handle, RTLD_DI_LMID, &namespaceId) == 0) {
+      if (void* libc = dlmopen(namespaceId, "libc.so.6", RTLD_NOW | RTLD_NOLOAD)) {
+        api.ctypeInit = reinterpret_cast<void (*)()>(dlsym(libc, "__ctype_init"));
+      }
+    }
+  }
   // Kept loaded for the life of the process: drivers do not survive dlclose.
   return api;
 }
 
 const Api& api() {
   static const Api instance = load();
+  // The private namespace's libc sets its per-thread ctype tables only in threads it started (and
+  // the one that loaded it): in any other thread PoCL's isspace() read a null table and crashed
+  // (clBuildProgram from a worker thread). Each thread sets them up once, before its first call.
+  if (instance.ctypeInit) {
+    thread_local bool ready = false;
+    if (!ready) {
+      ready = true;
+      instance.ctypeInit();
+    }
+  }
   return instance;
 }
 

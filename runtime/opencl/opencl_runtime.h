@@ -73,6 +73,8 @@ class Handle {
   Handle& operator=(const Handle&) = delete;
   ~Handle() { reset(); }
   T get() const { return handle_; }
+  /// Gives the handle up without releasing it.
+  T release() { return std::exchange(handle_, nullptr); }
   /// The handle's address, for clSetKernelArg.
   const T* address() const { return &handle_; }
   void reset() {
@@ -88,6 +90,28 @@ class Handle {
 class Buffer {
  public:
   Buffer() = default;
+  /// A Buffer over memory someone else owns and frees (a memory pool's block): never released here.
+  static Buffer borrow(cl_mem mem, std::size_t bytes) {
+    Buffer b;
+    b.mem_ = Handle<cl_mem, clReleaseMemObject>(mem);
+    b.bytes_ = bytes;
+    b.borrowed_ = true;
+    return b;
+  }
+  Buffer(Buffer&& other) noexcept
+      : mem_(std::move(other.mem_)), bytes_(other.bytes_), borrowed_(std::exchange(other.borrowed_, false)) {}
+  Buffer& operator=(Buffer&& other) noexcept {
+    if (this != &other) {
+      if (borrowed_) mem_.release();
+      mem_ = std::move(other.mem_);
+      bytes_ = other.bytes_;
+      borrowed_ = std::exchange(other.borrowed_, false);
+    }
+    return *this;
+  }
+  ~Buffer() {
+    if (borrowed_) mem_.release();
+  }
   cl_mem get() const { return mem_.get(); }
   std::size_t bytes() const { return bytes_; }
 
@@ -96,6 +120,7 @@ class Buffer {
   friend class KernelArg;
   Handle<cl_mem, clReleaseMemObject> mem_;
   std::size_t bytes_ = 0;
+  bool borrowed_ = false;
 };
 
 /// Local (work-group shared) memory of a given size, as a kernel argument.

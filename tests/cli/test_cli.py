@@ -210,6 +210,19 @@ class Cli(unittest.TestCase):
         self.assertEqual(text.returncode, 0, text.stderr)
         self.assertIn("lower bound", text.stdout)
 
+    def test_devices(self):
+        # The CPU always; every other kind either lists devices or says why it has none.
+        r = subprocess.run([SMELT, "devices", "--json"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        entries = json.loads(r.stdout)
+        self.assertEqual(entries[0]["id"], "cpu")
+        self.assertGreater(entries[0]["memory_bytes"], 0)
+        self.assertEqual({e["kind"] for e in entries} >= {"cpu", "opencl", "cuda", "hip"}, True)
+        for e in entries:
+            self.assertTrue("id" in e or e.get("unavailable"), e)
+        r = subprocess.run([SMELT, "devices"], capture_output=True, text=True)
+        self.assertTrue(r.stdout.startswith("cpu "), r.stdout)
+
     def test_cache_stats_and_clear(self):
         cache = os.path.join(self.dir, "cache")
         env = dict(os.environ, SMELT_CACHE_DIR=cache)

@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   add(addCacheCommand);
   add(addKernelsCommand);
   add(addBenchCommand);
+  add(addDevicesCommand);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
