@@ -147,7 +147,7 @@ class CudaDevice final : public Device {
     SMELT_CHECK_OK(checkRange(src, offset, bytes));
     SMELT_CHECK_OK(context_.copyDeviceToHostAsync(dst, addressOf(src) + offset, bytes, streamOf(stream)));
     // Into pageable memory the data is there only once the stream gets here: wait, as promised.
-    return isPinned(dst, bytes) ? Status::success() : stream.synchronize();
+    return pinned_.contains(dst, bytes) ? Status::success() : stream.synchronize();
   }
   Status copy(DeviceMemory dst, std::size_t dstOffset, DeviceMemory src, std::size_t srcOffset, std::size_t bytes,
               DeviceStream& stream) override {
@@ -163,9 +163,7 @@ class CudaDevice final : public Device {
   }
   Expected<std::unique_ptr<PinnedHostMemory>> allocatePinned(std::size_t bytes) override {
     SMELT_TRY(void* data, context_.allocateHost(bytes));
-    std::lock_guard lock(pinnedMutex_);
-    pinned_[static_cast<const char*>(data)] = bytes;
-    return std::unique_ptr<PinnedHostMemory>(std::make_unique<TrackedPinned>(this, data, bytes));
+    return trackPinned(pinned_, std::make_unique<CudaPinned>(context_, data, bytes));
   }
   Expected<std::shared_ptr<DeviceKernels>> loadKernels(const KernelImage& image) override {
     if (image.format != KernelImage::Format::kPtx) return makeError("{}: CUDA loads PTX", description_.id);
@@ -178,33 +176,6 @@ class CudaDevice final : public Device {
   }
 
  private:
-  class TrackedPinned final : public PinnedHostMemory {
-   public:
-    TrackedPinned(CudaDevice* device, void* data, std::size_t bytes) : device_(device), data_(data), bytes_(bytes) {}
-    ~TrackedPinned() override {
-      {
-        std::lock_guard lock(device_->pinnedMutex_);
-        device_->pinned_.erase(static_cast<const char*>(data_));
-      }
-      device_->context_.freeHost(data_);
-    }
-    void* data() override { return data_; }
-    std::size_t bytes() const override { return bytes_; }
-
-   private:
-    CudaDevice* device_;
-    void* data_;
-    std::size_t bytes_;
-  };
-
-  bool isPinned(const void* p, std::size_t bytes) {
-    auto* c = static_cast<const char*>(p);
-    std::lock_guard lock(pinnedMutex_);
-    auto it = pinned_.upper_bound(c);
-    if (it == pinned_.begin()) return false;
-    --it;
-    return c >= it->first && c + bytes <= it->first + it->second;
-  }
   static void* streamOf(DeviceStream& stream) { return static_cast<CudaStream&>(stream).get(); }
   Status checkRange(const DeviceMemory& m, std::size_t offset, std::size_t bytes) const {
     if (offset > m.bytes || bytes > m.bytes - offset) {
@@ -216,8 +187,7 @@ class CudaDevice final : public Device {
   cuda::Context context_;
   DeviceDescription description_;
   std::unique_ptr<CudaStream> stream_;
-  std::mutex pinnedMutex_;
-  std::map<const char*, std::size_t> pinned_;
+  PinnedRanges pinned_;
 };
 
 }  // namespace

@@ -41,6 +41,47 @@ Expected<std::unique_ptr<PinnedHostMemory>> Device::allocatePinned(std::size_t b
   return std::unique_ptr<PinnedHostMemory>(std::move(memory));
 }
 
+void PinnedRanges::add(const void* data, std::size_t bytes) {
+  std::lock_guard lock(mutex_);
+  ranges_[static_cast<const char*>(data)] = bytes;
+}
+
+void PinnedRanges::remove(const void* data) {
+  std::lock_guard lock(mutex_);
+  ranges_.erase(static_cast<const char*>(data));
+}
+
+bool PinnedRanges::contains(const void* data, std::size_t bytes) const {
+  auto* c = static_cast<const char*>(data);
+  std::lock_guard lock(mutex_);
+  auto it = ranges_.upper_bound(c);
+  if (it == ranges_.begin()) return false;
+  --it;
+  return c + bytes <= it->first + it->second;
+}
+
+namespace {
+
+class TrackedPinned final : public PinnedHostMemory {
+ public:
+  TrackedPinned(PinnedRanges& ranges, std::unique_ptr<PinnedHostMemory> inner) : ranges_(ranges), inner_(std::move(inner)) {
+    ranges_.add(inner_->data(), inner_->bytes());
+  }
+  ~TrackedPinned() override { ranges_.remove(inner_->data()); }
+  void* data() override { return inner_->data(); }
+  std::size_t bytes() const override { return inner_->bytes(); }
+
+ private:
+  PinnedRanges& ranges_;
+  std::unique_ptr<PinnedHostMemory> inner_;
+};
+
+}  // namespace
+
+std::unique_ptr<PinnedHostMemory> trackPinned(PinnedRanges& ranges, std::unique_ptr<PinnedHostMemory> memory) {
+  return std::make_unique<TrackedPinned>(ranges, std::move(memory));
+}
+
 Status Device::reset() { return makeError("{}: the device cannot be reset", id()); }
 
 bool isOutOfMemory(const Error& error) { return error.message().find("out of memory") != std::string::npos; }

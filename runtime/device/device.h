@@ -14,7 +14,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -82,6 +84,24 @@ class PinnedHostMemory {
   virtual void* data() = 0;
   virtual std::size_t bytes() const = 0;
 };
+
+/// The pinned host ranges a device handed out, so its copies know which they may leave running
+/// (asynchronous) when they return. Thread-safe.
+class PinnedRanges {
+ public:
+  void add(const void* data, std::size_t bytes);
+  void remove(const void* data);
+  /// Whether [data, data + bytes) lies inside one pinned range.
+  bool contains(const void* data, std::size_t bytes) const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<const char*, std::size_t> ranges_;
+};
+
+/// `memory` registered in `ranges` until it is freed. `ranges` must outlive it (devices live for the
+/// process).
+std::unique_ptr<PinnedHostMemory> trackPinned(PinnedRanges& ranges, std::unique_ptr<PinnedHostMemory> memory);
 
 /// A smelt kernel's buffer argument: device memory, a byte offset into it and the size of the
 /// buffer's elements. Generated kernels take, per buffer, a base and an element offset (OpenCL) or

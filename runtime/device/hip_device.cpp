@@ -249,14 +249,7 @@ class HipDevice final : public Device {
     SMELT_CHECK_OK(checkRange(src, offset, bytes));
     if (bytes == 0) return Status::success();
     SMELT_HIP_CALL(hipMemcpyDtoHAsync(dst, at(src, offset), bytes, streamOf(stream)), "hipMemcpyDtoHAsync");
-    std::lock_guard lock(pinnedMutex_);
-    bool pinned = false;
-    auto* c = static_cast<const char*>(dst);
-    if (auto it = pinned_.upper_bound(c); it != pinned_.begin()) {
-      --it;
-      pinned = c + bytes <= it->first + it->second;
-    }
-    return pinned ? Status::success() : stream.synchronize();
+    return pinned_.contains(dst, bytes) ? Status::success() : stream.synchronize();
   }
   Status copy(DeviceMemory dst, std::size_t dstOffset, DeviceMemory src, std::size_t srcOffset, std::size_t bytes,
               DeviceStream& stream) override {
@@ -277,9 +270,7 @@ class HipDevice final : public Device {
   Expected<std::unique_ptr<PinnedHostMemory>> allocatePinned(std::size_t bytes) override {
     void* data = nullptr;
     SMELT_HIP_CALL(hipHostMalloc(&data, bytes ? bytes : 1, 0), "hipHostMalloc");
-    std::lock_guard lock(pinnedMutex_);
-    pinned_[static_cast<const char*>(data)] = bytes;
-    return std::unique_ptr<PinnedHostMemory>(std::make_unique<HipPinned>(api_, data, bytes));
+    return trackPinned(pinned_, std::make_unique<HipPinned>(api_, data, bytes));
   }
   Expected<std::shared_ptr<DeviceKernels>> loadKernels(const KernelImage& image) override {
     if (image.format != KernelImage::Format::kAmdCodeObject) {
@@ -310,8 +301,7 @@ class HipDevice final : public Device {
   int ordinal_;
   DeviceDescription description_;
   std::unique_ptr<HipStreamImpl> stream_;
-  std::mutex pinnedMutex_;
-  std::map<const char*, std::size_t> pinned_;
+  PinnedRanges pinned_;
 };
 
 }  // namespace

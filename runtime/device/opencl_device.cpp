@@ -194,7 +194,7 @@ class OpenClDevice final : public Device {
     if (bytes == 0) return Status::success();
     // Non-blocking only from pinned memory, whose owner keeps it alive; pageable sources are copied
     // before the call returns, as the interface promises.
-    cl_bool blocking = isPinned(src, bytes) ? CL_FALSE : CL_TRUE;
+    cl_bool blocking = pinned_.contains(src, bytes) ? CL_FALSE : CL_TRUE;
     if (cl_int rc = clEnqueueWriteBuffer(queueOf(stream), clMemOf(dst), blocking, offset, bytes, src, 0, nullptr, nullptr);
         rc != CL_SUCCESS) {
       return clError(description_.id, "clEnqueueWriteBuffer", rc);
@@ -204,7 +204,7 @@ class OpenClDevice final : public Device {
   Status copyOut(void* dst, DeviceMemory src, std::size_t offset, std::size_t bytes, DeviceStream& stream) override {
     SMELT_CHECK_OK(checkRange(src, offset, bytes));
     if (bytes == 0) return Status::success();
-    cl_bool blocking = isPinned(dst, bytes) ? CL_FALSE : CL_TRUE;
+    cl_bool blocking = pinned_.contains(dst, bytes) ? CL_FALSE : CL_TRUE;
     if (cl_int rc = clEnqueueReadBuffer(queueOf(stream), clMemOf(src), blocking, offset, bytes, dst, 0, nullptr, nullptr);
         rc != CL_SUCCESS) {
       return clError(description_.id, "clEnqueueReadBuffer", rc);
@@ -241,12 +241,7 @@ class OpenClDevice final : public Device {
     void* mapped = clEnqueueMapBuffer(context_->queue(), buffer.get(), CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
                                       bytes ? bytes : 1, 0, nullptr, nullptr, &rc);
     if (rc != CL_SUCCESS) return clError(description_.id, "clEnqueueMapBuffer", rc);
-    {
-      std::lock_guard lock(pinnedMutex_);
-      pinned_[static_cast<const char*>(mapped)] = bytes;
-    }
-    auto memory = std::make_unique<OpenClPinned>(std::move(buffer), context_->queue(), mapped);
-    return std::unique_ptr<PinnedHostMemory>(std::make_unique<TrackedPinned>(this, std::move(memory)));
+    return trackPinned(pinned_, std::make_unique<OpenClPinned>(std::move(buffer), context_->queue(), mapped));
   }
 
   Expected<std::shared_ptr<DeviceKernels>> loadKernels(const KernelImage& image) override {
@@ -266,31 +261,6 @@ class OpenClDevice final : public Device {
   Status synchronize() override { return stream_->synchronize(); }
 
  private:
-  /// Pinned memory that unregisters its range when freed.
-  class TrackedPinned final : public PinnedHostMemory {
-   public:
-    TrackedPinned(OpenClDevice* device, std::unique_ptr<PinnedHostMemory> inner)
-        : device_(device), inner_(std::move(inner)) {}
-    ~TrackedPinned() override {
-      std::lock_guard lock(device_->pinnedMutex_);
-      device_->pinned_.erase(static_cast<const char*>(inner_->data()));
-    }
-    void* data() override { return inner_->data(); }
-    std::size_t bytes() const override { return inner_->bytes(); }
-
-   private:
-    OpenClDevice* device_;
-    std::unique_ptr<PinnedHostMemory> inner_;
-  };
-
-  bool isPinned(const void* p, std::size_t bytes) {
-    auto* c = static_cast<const char*>(p);
-    std::lock_guard lock(pinnedMutex_);
-    auto it = pinned_.upper_bound(c);
-    if (it == pinned_.begin()) return false;
-    --it;
-    return c >= it->first && c + bytes <= it->first + it->second;
-  }
   cl_command_queue queueOf(DeviceStream& stream) { return static_cast<OpenClStream&>(stream).queue(); }
   Status checkRange(const DeviceMemory& m, std::size_t offset, std::size_t bytes) const {
     if (offset > m.bytes || bytes > m.bytes - offset) {
@@ -302,8 +272,7 @@ class OpenClDevice final : public Device {
   std::unique_ptr<opencl::Context> context_;
   DeviceDescription description_;
   std::unique_ptr<OpenClStream> stream_;
-  std::mutex pinnedMutex_;
-  std::map<const char*, std::size_t> pinned_;
+  PinnedRanges pinned_;
   std::mutex programsMutex_;
   std::map<std::string, std::shared_ptr<opencl::Program>> programs_;
 };
