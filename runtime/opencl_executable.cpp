@@ -15,8 +15,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
-#include <map>
-#include <mutex>
 #include <optional>
 
 #include "codegen/log.h"
@@ -53,37 +51,6 @@ namespace {
 
 /// Work-items per group: one fixed size, so PoCL compiles one work-group function per kernel.
 constexpr size_t kLocalSize = 64;
-
-/// The built programs of this process, shared by every executable (devices and their contexts are
-/// runtime/device's). Never destroyed: OpenCL objects released during exit can outlive the ICD's own
-/// teardown.
-struct SharedState {
-  std::mutex mutex;
-  std::map<std::string, std::shared_ptr<opencl::Program>, std::less<>> programs;  // by device + source
-};
-
-SharedState& shared() {
-  static auto* state = new SharedState();
-  return *state;
-}
-
-/// The program for `source`, built once per process and device (PoCL also keeps its own disk cache,
-/// in POCL_CACHE_DIR). `hit` tells whether it was built before.
-Expected<std::shared_ptr<opencl::Program>> programFor(const opencl::Context& context, const std::string& source,
-                                                      bool& hit) {
-  SharedState& s = shared();
-  std::string options = openClBuildOptions(context.device());
-  std::string key = context.device().name + '\0' + options + '\0' + source;
-  std::lock_guard lock(s.mutex);
-  auto it = s.programs.find(key);
-  hit = it != s.programs.end();
-  if (!hit) {
-    SMELT_TRY(opencl::Program program, context.buildProgram(source, options));
-    if (!program.buildLog().empty()) logger().debug("opencl: build log:\n{}", program.buildLog());
-    it = s.programs.emplace(std::move(key), std::make_shared<opencl::Program>(std::move(program))).first;
-  }
-  return it->second;
-}
 
 /// One node: a kernel launch, a CLBlast product (then its epilogue kernel, if any), or the reference
 /// interpreter for a node without a lowering.
@@ -321,7 +288,8 @@ Expected<std::vector<std::unique_ptr<OpenClExecutable>>> OpenClExecutable::compi
   codegen::OpenClRenderer renderer(context.device().fp64);
   SMELT_TRY(std::string source, renderer.renderSource(kernels, symbols));
   bool hit = false;
-  SMELT_TRY(std::shared_ptr<opencl::Program> program, programFor(context, source, hit));
+  SMELT_TRY(std::shared_ptr<opencl::Program> program,
+            openClProgram(*exes.front()->impl_->device, source, openClBuildOptions(context.device()), &hit));
   for (auto& exe : exes) SMELT_CHECK_OK(exe->finish(program, source, hit));
   return exes;
 }

@@ -158,7 +158,6 @@ Status PlacedExecutable::run(const TensorMap& feeds, std::vector<Tensor>& output
     ++x.reinitializations;
     x.runner.reset();
     MemoryPool::forDevice(x.device)->trim();
-    (void)x.device->reset();  // where the backend can rebuild its context; recompiling suffices otherwise
     Expected<std::unique_ptr<Runner>> again = compileOn(x.graph, x.device);
     if (again) {
       x.runner = std::move(*again);

@@ -82,8 +82,6 @@ std::unique_ptr<PinnedHostMemory> trackPinned(PinnedRanges& ranges, std::unique_
   return std::make_unique<TrackedPinned>(ranges, std::move(memory));
 }
 
-Status Device::reset() { return makeError("{}: the device cannot be reset", id()); }
-
 bool isOutOfMemory(const Error& error) { return error.message().find("out of memory") != std::string::npos; }
 
 bool isDeviceLost(const Error& error) { return error.message().find("device lost") != std::string::npos; }

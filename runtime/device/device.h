@@ -169,9 +169,6 @@ class Device {
 
   /// Blocks until all work on every stream has finished.
   virtual Status synchronize() = 0;
-  /// Tries to bring a lost device back (new context and queues). Memory, streams and kernels made
-  /// before are invalid afterwards. Default: not possible.
-  virtual Status reset();
 };
 
 /// Whether `error` says the device ran out of memory.

@@ -248,14 +248,22 @@ class OpenClDevice final : public Device {
     if (image.format != KernelImage::Format::kOpenClSource) {
       return makeError("{}: OpenCL loads OpenCL C source, not a binary image", description_.id);
     }
-    std::string key = image.options + '\0' + image.data;
+    SMELT_TRY(std::shared_ptr<opencl::Program> built, program(image.data, image.options, nullptr));
+    return std::shared_ptr<DeviceKernels>(std::make_shared<OpenClKernels>(description_.id, std::move(built)));
+  }
+
+  /// See openClProgram().
+  Expected<std::shared_ptr<opencl::Program>> program(const std::string& source, const std::string& options, bool* hit) {
+    std::string key = options + '\0' + source;
     std::lock_guard lock(programsMutex_);
     auto it = programs_.find(key);
+    if (hit) *hit = it != programs_.end();
     if (it == programs_.end()) {
-      SMELT_TRY(opencl::Program program, context_->buildProgram(image.data, image.options));
-      it = programs_.emplace(std::move(key), std::make_shared<opencl::Program>(std::move(program))).first;
+      SMELT_TRY(opencl::Program built, context_->buildProgram(source, options));
+      if (!built.buildLog().empty()) logger().debug("opencl: build log:\n{}", built.buildLog());
+      it = programs_.emplace(std::move(key), std::make_shared<opencl::Program>(std::move(built))).first;
     }
-    return std::shared_ptr<DeviceKernels>(std::make_shared<OpenClKernels>(description_.id, it->second));
+    return it->second;
   }
 
   Status synchronize() override { return stream_->synchronize(); }
@@ -302,5 +310,10 @@ Expected<std::shared_ptr<Device>> openClDevice(std::string_view selector) {
 }
 
 opencl::Context& openClContext(Device& device) { return static_cast<OpenClDevice&>(device).context(); }
+
+Expected<std::shared_ptr<opencl::Program>> openClProgram(Device& device, const std::string& source,
+                                                         const std::string& options, bool* hit) {
+  return static_cast<OpenClDevice&>(device).program(source, options, hit);
+}
 
 }  // namespace smelt

@@ -17,6 +17,12 @@ Expected<std::shared_ptr<Device>> openClDevice(std::string_view selector = {});
 /// OpenCL executable. `device` must come from openClDevice().
 opencl::Context& openClContext(Device& device);
 
+/// The program for `source` built with `options` on an OpenCL Device, once per process and device:
+/// loadKernels and the OpenCL executable share it (PoCL also keeps its own disk cache, in
+/// POCL_CACHE_DIR). `hit`, when given, tells whether it was built before.
+Expected<std::shared_ptr<opencl::Program>> openClProgram(Device& device, const std::string& source,
+                                                         const std::string& options, bool* hit = nullptr);
+
 /// A cl_mem from DeviceMemory made by an OpenCL Device.
 inline cl_mem clMemOf(const DeviceMemory& m) { return static_cast<cl_mem>(m.handle); }
 
