@@ -58,16 +58,19 @@ void* openFirst(std::initializer_list<const char*> names) {
   return nullptr;
 }
 
+// libgomp reads its spin count once, as it loads (here, with oneDNN). By default its threads spin for
+// about 300,000 iterations after each parallel region; with another busy process on the 2 cores (ctest
+// -j2, a build), that spinning took the CPU the work needed: the MLP training step ran 68 ms at the
+// default, 28 ms at 1,000, which on an idle machine costs nothing measurable. Set while the program
+// starts, before any thread exists: setenv racing another thread's posix_spawn (PoCL's linker) or
+// getenv is a data race (ThreadSanitizer found it when the first product came from a worker thread).
+[[maybe_unused]] const bool kSpinCountSet = setenv("GOMP_SPINCOUNT", "1000", /*overwrite=*/0) == 0;
+
 const Library& library() {
   static Library lib;
   static std::once_flag once;
   std::call_once(once, [] {
     std::string parts;
-    // libgomp reads its spin count once, as it loads (here, with oneDNN). By default its threads spin
-    // for about 300,000 iterations after each parallel region; with another busy process on the 2
-    // cores (ctest -j2, a build), that spinning took the CPU the work needed: the MLP training step
-    // ran 68 ms at the default, 28 ms at 1,000, which on an idle machine costs nothing measurable.
-    setenv("GOMP_SPINCOUNT", "1000", /*overwrite=*/0);
     if (void* dnnl = openFirst({"libdnnl.so.3", "libdnnl.so.2"})) {
       lib.dnnlSgemm = reinterpret_cast<DnnlSgemm>(dlsym(dnnl, "dnnl_sgemm"));
       lib.ompThreads = reinterpret_cast<SetThreads>(dlsym(dnnl, "omp_set_num_threads"));

@@ -52,6 +52,13 @@ bool clblastAvailable(DType dtype) {
 
 Status clblastGemm(const Context& context, const Buffer& buffer, const GemmCall& c) {
   if (!clblastAvailable(c.dtype)) return makeError("CLBlast has no GEMM for {} here", dtypeName(c.dtype));
+  // One call at a time, process-wide. CLBlast 1.5's caches (programs, binaries, tuning database) are
+  // not safe to fill from several threads: with 32 threads making their first products at once, one
+  // call threw std::length_error inside CLBlast ("basic_string::_M_create", status -2039) and
+  // ThreadSanitizer reported data races in libclblast. A call only compiles (once per shape class)
+  // and enqueues; the product itself runs on the queue after the lock is released.
+  static std::mutex serialize;
+  std::lock_guard lock(serialize);
   int status = c.dtype == DType::f32 ? call(library().sgemm, context, buffer, c)
                                      : call(library().dgemm, context, buffer, c);
   if (status != 0) {
