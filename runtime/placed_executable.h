@@ -1,5 +1,5 @@
-// A graph compiled for a device chosen by name, $SMELT_DEVICE, or placement, that keeps working when
-// the device fails: out of memory (after the device's pool has freed its cache and retried) falls
+// A graph compiled for a device chosen by name, $SMELT_DEVICE, or measured placement, that keeps
+// working when the device fails: out of memory (after the device's pool has freed its cache and retried) falls
 // back to the CPU for this executable, with one warning; a lost device is reinitialized (its pool
 // trimmed, the graph recompiled on it) and run again, and falls back to the CPU if that fails too.
 // Ops the device lacks already run on the CPU inside the device executable. Every such event is
@@ -18,8 +18,9 @@
 namespace smelt {
 
 struct PlacementOptions {
-  /// "cpu", "opencl[:N]", "cuda[:N]" or "auto"; empty: $SMELT_DEVICE, else "auto". "auto" runs on
-  /// the CPU (the measured-crossover table that would pick a GPU is not built yet).
+  /// "cpu", "opencl[:N]", "cuda[:N]" or "auto"; empty or "auto": setDefaultDevice()'s device, else
+  /// $SMELT_DEVICE, else the automatic choice from the devices' measured crossovers
+  /// (runtime/placement/placement.h).
   std::string device;
 };
 

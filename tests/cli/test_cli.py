@@ -223,6 +223,48 @@ class Cli(unittest.TestCase):
         r = subprocess.run([SMELT, "devices"], capture_output=True, text=True)
         self.assertTrue(r.stdout.startswith("cpu "), r.stdout)
 
+    def test_tune_measures_stores_shows_and_explains(self):
+        env = dict(os.environ, SMELT_CACHE_DIR=os.path.join(self.dir, "cache"))
+        env.pop("SMELT_DEVICE", None)
+        tune = lambda *a: subprocess.run([SMELT, "tune", *a], capture_output=True, text=True, env=env)
+        self.assert_one_line_error(tune("--kinds", "gemv"), "unknown kind 'gemv'")
+        self.assert_one_line_error(tune("--device", "nosuch:3"), "nosuch")
+        r = tune("--show")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        devices = json.loads(smelt("devices", "--json").stdout)
+        opencl = [d for d in devices if d.get("kind") == "opencl" and "id" in d]
+        if not opencl:
+            self.assertIn("no placement tables", r.stdout)
+            return
+        d = opencl[0]
+        r = tune("--device", d["id"], "--quick", "--repeats", "1", "--kinds", "elementwise")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        path = os.path.join(self.dir, "cache", "placement", d["id"].replace(":", "-") + ".json")
+        self.assertIn(f"stored in {path}", r.stdout)
+        with open(path) as f:
+            table = json.load(f)
+        self.assertEqual((table["device"], table["name"], table["driver"]), (d["id"], d["name"], d["driver"]))
+        [kind] = table["kinds"]
+        self.assertEqual(len(kind["points"]), 3)
+        self.assertTrue(all(p["cpu_seconds"] > 0 and p["device_seconds"] > 0 for p in kind["points"]))
+        self.assertIn(f"{d['id']} ({d['name']}): smelt tune", tune("--show").stdout)
+        # A table where the device wins from 10 elements on: the 2x3 graph (12 elements of elementwise
+        # work) goes to it; one where it never wins keeps the graph on the CPU.
+        kind["crossover"] = 10
+        with open(path, "w") as f:
+            json.dump(table, f)
+        r = tune("--explain", self.write_ir())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("elementwise  12 elements\n", r.stdout)
+        self.assertIn(f"runs on {d['id']}: elementwise 12 elements >= crossover 10 on {d['id']}", r.stdout)
+        kind["crossover"] = None
+        with open(path, "w") as f:
+            json.dump(table, f)
+        self.assertIn("runs on cpu:", tune("--explain", self.write_ir()).stdout)
+        r = subprocess.run([SMELT, "tune", "--explain", self.write_ir()], capture_output=True, text=True,
+                           env=dict(env, SMELT_DEVICE="cpu"))
+        self.assertIn("runs on cpu (set by SMELT_DEVICE)", r.stdout)
+
     def test_cache_stats_and_clear(self):
         cache = os.path.join(self.dir, "cache")
         env = dict(os.environ, SMELT_CACHE_DIR=cache)

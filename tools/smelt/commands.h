@@ -24,6 +24,7 @@ Action addCacheCommand(CLI::App& app);
 Action addKernelsCommand(CLI::App& app);
 Action addBenchCommand(CLI::App& app);
 Action addDevicesCommand(CLI::App& app);
+Action addTuneCommand(CLI::App& app);
 
 /// Splits "a,b,c" (the --wrt and --grad lists); empty names are errors.
 Expected<std::vector<std::string>> splitNames(const std::string& list);

@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   add(addKernelsCommand);
   add(addBenchCommand);
   add(addDevicesCommand);
+  add(addTuneCommand);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
