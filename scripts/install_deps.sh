@@ -4,6 +4,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build git
   llvm-16-dev                              # CPU JIT backend (codegen issue)
+  libzstd-dev                              # LLVM's static libraries need it (SMELT_LLVM_STATIC: the ThreadSanitizer build)
   libfmt-dev libspdlog-dev doctest-dev libcli11-dev nlohmann-json3-dev
   libxxhash-dev                            # kernel cache keys and entry checksums (codegen/cache)
   libdnnl2 libopenblas0                    # f32 (oneDNN) and f64 (OpenBLAS) products on the CPU, loaded with dlopen

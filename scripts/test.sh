@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's second command (and CI's): installs what is needed, builds, and runs every test, then
-# builds the tests again with AddressSanitizer + UndefinedBehaviorSanitizer and runs them too.
+# builds the tests again with AddressSanitizer + UndefinedBehaviorSanitizer and runs them too, and
+# last the runtime's tests (devices, pools, recovery, 64 threads at once) with ThreadSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh
@@ -12,7 +13,7 @@ export SMELT_CACHE_DIR=${SMELT_CACHE_DIR:-$PWD/build/kernel-cache}
 # ctest's doctest discovery splits test names at ';' and the pieces then match no test (a silent pass).
 if grep -rnE 'TEST_CASE\("[^"]*;' tests/; then echo "test names must not contain ';'"; exit 1; fi
 
-echo "== build (RelWithDebInfo) and test"
+echo "== build (RelWithDebInfo) and test ($(date +%T))"
 bash scripts/build.sh build
 # The suites that need Debian's python3-onnx/python3-torch must be registered, never silently absent.
 # (The list is read whole first: grep -q closing a pipe early would fail the pipeline under pipefail.)
@@ -24,7 +25,7 @@ for required in onnx/conformance onnx/conformance_llvm onnx/conformance_opencl m
 done
 (cd build && ctest --output-on-failure -j "$jobs")
 
-echo "== build with ASan+UBSan and test"
+echo "== build with ASan+UBSan and test ($(date +%T))"
 bash scripts/build.sh build-asan -DSMELT_SANITIZE=ON
 # The suites that only compare numbers over large sets of graphs through external compilers (PoCL,
 # NVRTC, HIPRTC) or repeat the reference suites on another backend ran above; under the sanitizers they
@@ -37,3 +38,13 @@ asan_skip="opencl backend, every op|cuda backend: every op|NVRTC compiles the CU
 # is dlopen'ed with oneDNN, so its TLS is dynamic): the test body had passed.
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:intercept_tls_get_addr=0 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --output-on-failure -j "$jobs" -E "$asan_skip")
+
+echo "== build the runtime's tests with ThreadSanitizer and run them ($(date +%T))"
+# Only tests/runtime: it is where smelt's threads meet (caches, pools, queues, the JIT, 64 threads
+# compiling and running at once), and a whole second sanitizer build would not fit CI's budget. LLVM
+# is linked statically there and ONNX is left out; tests/runtime/CMakeLists.txt says why.
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSMELT_TSAN=ON -DSMELT_LLVM_STATIC=ON \
+  -DSMELT_WITH_ONNX=OFF
+cmake --build build-tsan -j "$jobs" --target smelt_runtime_tests
+(cd build-tsan && ctest --output-on-failure -j "$jobs" -R '^runtime/')
+echo "== done ($(date +%T))"
