@@ -120,7 +120,7 @@ TEST_CASE("placement: the crossover is where the device starts winning for good"
   CHECK_FALSE(crossoverFrom({}).has_value());
 }
 
-TEST_CASE("placement: tables round-trip through JSON; malformed ones are errors naming the field") {
+TEST_CASE("placement: tables round-trip through JSON, and malformed ones are errors naming the field") {
   DeviceDescription d;
   d.kind = DeviceKind::kOpenCl;
   d.id = "opencl:0";
@@ -157,7 +157,7 @@ TEST_CASE("placement: tables round-trip through JSON; malformed ones are errors 
   CHECK_FALSE(loaded->has_value());
 }
 
-TEST_CASE("placement: the choice follows the tables; GPUs start from built-in defaults") {
+TEST_CASE("placement: the choice follows the tables, and GPUs start from built-in defaults") {
   DeviceDescription d;
   d.kind = DeviceKind::kOpenCl;
   d.id = "opencl:0";
