@@ -22,7 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-from harness import analysis, chart, report, runners, venvs  # noqa: E402
+from harness import analysis, chart, device_runtime, report, runners, venvs  # noqa: E402
 from harness.workloads import BY_NAME, WORKLOADS  # noqa: E402
 
 DEBIAN_PYTHON = "/usr/bin/python3"
@@ -41,11 +41,13 @@ def parse_args(argv):
     ap.add_argument("--no-build", action="store_true", help="do not build the smelt_benchmarks target first")
     ap.add_argument("--output-dir", help="where BENCHMARKS.md and benchmarks.svg go (default: docs/; with "
                     "--quick or --smoke, BUILD_DIR/benchmarks-quick/ so a smoke run never replaces the report)")
+    ap.add_argument("--no-device", action="store_true",
+                    help="skip the device runtime's figures (caching pool, smelt tune's crossovers)")
     ap.add_argument("--smoke", action="store_true",
                     help="check that every workload compiles, then a --quick --no-peers run of ew_chain")
     a = ap.parse_args(argv)
     if a.smoke:
-        a.quick = a.no_peers = a.no_build = a.no_install = True
+        a.quick = a.no_peers = a.no_build = a.no_install = a.no_device = True
         a.only = a.only or "ew_chain"
     a.smelt = a.smelt or os.path.join(a.build_dir, "bin", "smelt")
     if not a.output_dir:
@@ -212,7 +214,7 @@ def main(argv):
         # A snapshot of the binaries: the whole run measures one build, even if build/ is rebuilt meanwhile.
         bin_dir = os.path.join(scratch, "bin")
         os.makedirs(bin_dir)
-        for name in ("smelt", "smelt_stream", "smelt_sgemm", "smelt_train_steps"):
+        for name in ("smelt", "smelt_stream", "smelt_sgemm", "smelt_train_steps", "smelt_pool_allocations"):
             src = os.path.join(os.path.dirname(a.smelt), name) if name != "smelt" else a.smelt
             if os.path.exists(src):
                 shutil.copy2(src, os.path.join(bin_dir, name))
@@ -262,19 +264,29 @@ def run(a, cache):
     copy = stream["best"].get("copy_gbs")
     rows = [analysis.analyze(w, {k: analysis.merge_rounds(v) for k, v in samples[w.name].items()}, copy,
                              compile_result if w.name == "mlp_train" else None) for w in a.workloads]
+    device = None
+    if not a.no_device:
+        say("device runtime: the caching pool over a training run, and smelt tune's crossovers")
+        pool = device_runtime.pool_allocations(os.path.dirname(a.smelt), 30 if a.quick else 100)
+        place = device_runtime.placement(a.smelt, a.quick)
+        device = {"targets": device_runtime.targets(pool), "markdown": device_runtime.markdown(pool, place),
+                  "pool": pool, "placement": place}
     print(report.console(rows, stream, peers))
+    for label, measured, met in (device or {}).get("targets", []):
+        print("  %-50s %-14s %s" % (label, measured, "met" if met else "NOT MET"))
     info = describe(a, peers, rows, budget)
     info["load"] = "%.1f at the start, %.1f at the end" % (load_start, os.getloadavg()[0])
     os.makedirs(a.output_dir, exist_ok=True)
     with open(os.path.join(a.output_dir, "BENCHMARKS.md"), "w") as f:
-        f.write(report.markdown(rows, stream, peers, info))
+        f.write(report.markdown(rows, stream, peers, info, device))
     with open(os.path.join(a.output_dir, "benchmarks.svg"), "w") as f:
         f.write(chart.svg(rows, "smelt benchmarks, %s%s" % (info["date"], " (--quick)" if a.quick else "")))
     raw = os.path.join(a.build_dir, "benchmarks", "last-run.json")
     os.makedirs(os.path.dirname(raw), exist_ok=True)
     with open(raw, "w") as f:
         json.dump({"info": {k: v for k, v in info.items() if isinstance(v, (str, int, float, list))},
-                   "stream": stream, "samples": samples, "mlp_compile": compile_result}, f, indent=1)
+                   "stream": stream, "samples": samples, "mlp_compile": compile_result,
+                   "device": {k: v for k, v in (device or {}).items() if k in ("pool", "placement")}}, f, indent=1)
     say("wrote %s and benchmarks.svg (raw results: %s)" % (os.path.join(a.output_dir, "BENCHMARKS.md"), raw))
     # A failed smelt measurement fails the run; missed targets are reported above, not an error.
     return 1 if any("error" in r.times.get("smelt", {}) for r in rows) else 0
@@ -317,6 +329,8 @@ def describe(a, peers, rows, budget):
             "build/bin/smelt bench benchmarks/workloads/mlp_train.ir --grad w1,b1,w2,b2,w3,b3",
             "build/bin/smelt_train_steps --only resnet18_train_step   # a training workload, smelt only",
             "SMELT_PROFILE=1 build/bin/smelt_train_steps --only resnet18_train_step   # where its time goes",
+            "build/bin/smelt_pool_allocations --steps 100   # device allocations with and without the pool",
+            "build/bin/smelt tune --quick   # this machine's CPU/device crossovers (stored for placement)",
         ],
         "method": [
             "Each workload runs in each contender in its own process, back to back: smelt (`smelt bench` on "

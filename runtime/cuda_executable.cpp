@@ -25,6 +25,9 @@
 #include "passes/pass_manager.h"
 #include "passes/plan_memory.h"
 #include "runtime/cuda/cuda_driver.h"
+#include "runtime/device/cuda_device.h"
+#include "runtime/device/host_staging.h"
+#include "runtime/device/memory_pool.h"
 
 namespace smelt {
 
@@ -202,8 +205,10 @@ struct Step {
 struct CudaExecutable::Impl {
   Graph graph;
   cuda::Context* context = nullptr;
+  /// The same GPU as a Device (the same primary context): its pool holds the arena.
+  std::shared_ptr<Device> device;
   std::shared_ptr<const cuda::LoadedModule> module;
-  cuda::DeviceMemory arena;
+  PooledBuffer arenaBlock;
   std::vector<Step> steps;
   std::vector<ArenaSlot> inputs, parameters;
   /// Parameters whose slot holds a fed value rather than the initial one (restored on the next run
@@ -220,8 +225,18 @@ struct CudaExecutable::Impl {
   std::vector<std::string> symbols;
   std::vector<int64_t> kernelOfStep;  // per step: its kernel, or -1 (interpreted)
 
+  DeviceMemory arena() const { return arenaBlock.memory(); }
+  std::uint64_t arenaAddress() const { return reinterpret_cast<std::uintptr_t>(arena().handle); }
+
+  /// A synchronous upload (constants, parameters' initial values, interpreted nodes' results).
   Status upload(int64_t offset, const Tensor& t) {
-    return context->copyToDevice(arena, t.raw(), t.byteSize(), static_cast<size_t>(offset));
+    SMELT_CHECK_OK(device->copyIn(arena(), static_cast<size_t>(offset), t.raw(), t.byteSize(), device->defaultStream()));
+    return device->defaultStream().synchronize();
+  }
+  /// A feed's upload through pinned staging, left running on the stream.
+  Status stage(int64_t offset, const Tensor& t) {
+    return HostStaging::forDevice(device)->copyIn(arena(), static_cast<size_t>(offset), t.raw(), t.byteSize(),
+                                                  device->defaultStream());
   }
 
   /// Copies of a step's operands (first) or results out of the arena (the synchronous copy waits for
@@ -233,7 +248,9 @@ struct CudaExecutable::Impl {
     size_t count = results ? node.results().size() : node.numOperands();
     for (size_t i = 0; i < count; ++i) {
       Tensor t(results ? node.result(i)->type() : node.operand(i)->type());
-      SMELT_CHECK_OK(context->copyToHost(t.raw(), arena, t.byteSize(), static_cast<size_t>(step.buffers[first + i])));
+      SMELT_CHECK_OK(device->copyOut(t.raw(), arena(), static_cast<size_t>(step.buffers[first + i]), t.byteSize(),
+                                     device->defaultStream()));
+      SMELT_CHECK_OK(device->defaultStream().synchronize());
       tensors.push_back(std::move(t));
     }
     return tensors;
@@ -245,6 +262,7 @@ CudaExecutable::~CudaExecutable() = default;
 const Graph& CudaExecutable::graph() const { return impl_->graph; }
 const CompileReport& CudaExecutable::report() const { return impl_->report; }
 const std::string& CudaExecutable::deviceName() const { return impl_->context->device().name; }
+std::shared_ptr<Device> CudaExecutable::device() const { return impl_->device; }
 
 namespace {
 const std::string kEmpty;
@@ -310,8 +328,8 @@ Status CudaExecutable::finish(std::shared_ptr<const cuda::LoadedModule> module, 
   x.module = std::move(module);
   if (hit) x.report.cacheHits = static_cast<int64_t>(x.kernels.size());
   // cuMemAlloc refuses 0 bytes; a graph whose tensors are all empty still gets a small arena.
-  SMELT_TRY(x.arena,
-            x.context->allocate(static_cast<size_t>(std::max<int64_t>(x.arenaBytes, kArenaAlignment))));
+  SMELT_TRY(x.arenaBlock, MemoryPool::forDevice(x.device)->rent(
+                              static_cast<size_t>(std::max<int64_t>(x.arenaBytes, kArenaAlignment))));
   // Each kernel's arguments never change: every buffer's device address (the arena's plus the
   // buffer's offset), then the number of points. cuLaunchKernel reads each through a pointer.
   for (size_t s = 0; s < x.steps.size(); ++s) {
@@ -319,7 +337,7 @@ Status CudaExecutable::finish(std::shared_ptr<const cuda::LoadedModule> module, 
     Step& step = x.steps[s];
     SMELT_TRY(cuda::Function f, x.module->module.function(x.symbols[static_cast<size_t>(x.kernelOfStep[s])]));
     step.kernel = std::move(f);
-    for (int64_t offset : step.buffers) step.args.push_back(x.arena.address() + static_cast<uint64_t>(offset));
+    for (int64_t offset : step.buffers) step.args.push_back(x.arenaAddress() + static_cast<uint64_t>(offset));
     step.args.push_back(static_cast<uint64_t>(step.points));  // long long n
     for (uint64_t& a : step.args) step.params.push_back(&a);
   }
@@ -355,12 +373,15 @@ Expected<std::vector<std::unique_ptr<CudaExecutable>>> CudaExecutable::compileAl
   if (!context.ok()) return context.error().withContext("cuda backend");
   auto tools = toolchainFor(**context);
   if (!tools.ok()) return tools.error().withContext("cuda backend");
+  auto device = cudaDevice(options.device);
+  if (!device.ok()) return device.error().withContext("cuda backend");
   std::vector<std::unique_ptr<CudaExecutable>> exes;
   std::vector<const codegen::Kernel*> kernels;
   std::vector<std::string> symbols;
   for (size_t g = 0; g < graphs.size(); ++g) {
     std::unique_ptr<CudaExecutable> exe(new CudaExecutable());
     exe->impl_->context = *context;
+    exe->impl_->device = *device;
     // Kernel names are unique within a graph; a prefix keeps them unique across the batch.
     SMELT_CHECK_OK(exe->prepare(graphs[g], options, graphs.size() > 1 ? fmt::format("g{}_", g) : ""));
     for (size_t k = 0; k < exe->impl_->kernels.size(); ++k) {
@@ -394,16 +415,78 @@ Status CudaExecutable::run(const TensorMap& feeds, std::vector<Tensor>& outputs)
   Impl& x = *impl_;
   const Graph& g = x.graph;
   SMELT_TRY(BoundFeeds fed, bindFeeds(g, feeds));
-  for (size_t i = 0; i < x.inputs.size(); ++i) SMELT_CHECK_OK(x.upload(x.inputs[i].offset, *fed.inputs[i]));
+  for (size_t i = 0; i < x.inputs.size(); ++i) SMELT_CHECK_OK(x.stage(x.inputs[i].offset, *fed.inputs[i]));
   for (size_t i = 0; i < x.parameters.size(); ++i) {
     const ArenaSlot& p = x.parameters[i];
     const Tensor* given = fed.parameters[i];
     if (!given && !p.value->hasInitialValue()) {
       return makeError("parameter '{}' ({}) has no value: feed it", p.value->name(), p.value->type().toString());
     }
-    if (given || x.parameterFed[i]) SMELT_CHECK_OK(x.upload(p.offset, given ? *given : p.value->initialValue()));
+    if (given || x.parameterFed[i]) SMELT_CHECK_OK(x.stage(p.offset, given ? *given : p.value->initialValue()));
     x.parameterFed[i] = given != nullptr;
   }
+  SMELT_CHECK_OK(execute());
+  // A kernel's failure (an illegal address, say) surfaces asynchronously: wait here so it is
+  // reported as such rather than as a failed copy.
+  if (Status done = x.context->synchronize(); !done.ok()) {
+    return done.error().withContext(fmt::format("cuda: running @{}", g.name()));
+  }
+  // Output tensors of the right types, kept across runs when the caller passes the same vector; all
+  // fetched through pinned staging with one wait.
+  prepareOutputs(g, outputs);
+  std::vector<HostFetch> fetches;
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    Tensor& t = outputs[i];
+    fetches.push_back({t.raw(), x.arena(), static_cast<size_t>(x.outputs[i]), t.byteSize()});
+  }
+  return HostStaging::forDevice(x.device)->copyOut(fetches, x.device->defaultStream());
+}
+
+Status CudaExecutable::run(const DeviceTensorMap& feeds, std::vector<DeviceTensor>& outputs) {
+  Impl& x = *impl_;
+  const Graph& g = x.graph;
+  SMELT_TRY(BoundFeedsOf<DeviceTensor> fed, bindFeeds(g, feeds));
+  DeviceStream& stream = x.device->defaultStream();
+  // Feeds are copied on the device into their slots (no host transfer); they must live on this one.
+  auto place = [&](const ArenaSlot& slot, const DeviceTensor& t) -> Status {
+    if (t.devicePtr() != x.device) {
+      return makeError("feed '{}' lives on {}, this executable on {}", slot.value->name(), t.device().id(), x.device->id());
+    }
+    SMELT_CHECK_OK(t.waitUntilReady(stream));
+    return x.device->copy(x.arena(), static_cast<size_t>(slot.offset), t.memory(), 0, t.byteSize(), stream);
+  };
+  for (size_t i = 0; i < x.inputs.size(); ++i) SMELT_CHECK_OK(place(x.inputs[i], *fed.inputs[i]));
+  for (size_t i = 0; i < x.parameters.size(); ++i) {
+    const ArenaSlot& p = x.parameters[i];
+    const DeviceTensor* given = fed.parameters[i];
+    if (!given && !p.value->hasInitialValue()) {
+      return makeError("parameter '{}' ({}) has no value: feed it", p.value->name(), p.value->type().toString());
+    }
+    if (given) {
+      SMELT_CHECK_OK(place(p, *given));
+    } else if (x.parameterFed[i]) {
+      SMELT_CHECK_OK(x.upload(p.offset, p.value->initialValue()));
+    }
+    x.parameterFed[i] = given != nullptr;
+  }
+  SMELT_CHECK_OK(execute());
+  outputs.resize(g.outputs().size());
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    const TensorType& type = g.outputs()[i].value->type();
+    // A tensor the caller still shares elsewhere is left alone: the output goes to a fresh one.
+    if (!outputs[i].defined() || !(outputs[i].type() == type) || outputs[i].devicePtr() != x.device ||
+        !outputs[i].unique()) {
+      SMELT_TRY(outputs[i], DeviceTensor::uninitialized(x.device, type));
+    }
+    SMELT_CHECK_OK(x.device->copy(outputs[i].memory(), 0, x.arena(), static_cast<size_t>(x.outputs[i]),
+                                  type.byteSize(), stream));
+  }
+  return Status::success();
+}
+
+Status CudaExecutable::execute() {
+  Impl& x = *impl_;
+  const Graph& g = x.graph;
   for (Step& step : x.steps) {
     if (step.kernel) {
       if (step.points == 0) continue;
@@ -431,17 +514,8 @@ Status CudaExecutable::run(const TensorMap& feeds, std::vector<Tensor>& outputs)
       SMELT_CHECK_OK(x.upload(step.buffers[node.numOperands() + r], results[r]));
     }
   }
-  // A kernel's failure (an illegal address, say) surfaces asynchronously: wait here so it is
-  // reported as such rather than as a failed copy.
-  if (Status done = x.context->synchronize(); !done.ok()) {
-    return done.error().withContext(fmt::format("cuda: running @{}", g.name()));
-  }
-  // Output tensors of the right types, kept across runs when the caller passes the same vector.
-  prepareOutputs(g, outputs);
-  for (size_t i = 0; i < g.outputs().size(); ++i) {
-    Tensor& t = outputs[i];
-    SMELT_CHECK_OK(x.context->copyToHost(t.raw(), x.arena, t.byteSize(), static_cast<size_t>(x.outputs[i])));
-  }
+  // Kernels run asynchronously: the host run waits and reports a failure; a device-resident run
+  // leaves them running, and the next fetch or wait reports one.
   return Status::success();
 }
 

@@ -1,8 +1,9 @@
 // A graph compiled for a CUDA GPU: the default pipeline, every kernel rendered to CUDA C
 // (codegen/cuda) in one source per graph, compiled by NVRTC to one PTX module for the device's
-// compute capability, and one device arena holding the memory plan's buffers and a slot per input,
-// parameter and constant. Running it uploads the inputs, launches one kernel per node in schedule
-// order and reads the outputs back; it compiles and allocates nothing on the device. The structure
+// compute capability, and one device arena (rented from the device's memory pool) holding the memory
+// plan's buffers and a slot per input, parameter and constant. Running it uploads the inputs through
+// pinned staging, launches one kernel per node in schedule order and reads the outputs back; or, fed
+// DeviceTensors, keeps everything on the GPU. It compiles and allocates nothing on the device per run. The structure
 // mirrors the OpenCL executable (runtime/opencl_executable.h). The driver is dlopen'ed
 // (runtime/cuda/cuda_driver.h): without one, compile() is an error, never a crash.
 //   SMELT_TRY(auto exe, CudaExecutable::compile(graph));
@@ -10,6 +11,7 @@
 #pragma once
 
 #include "ir/interpreter.h"
+#include "runtime/device/device_tensor.h"
 #include "runtime/executable.h"
 
 #include <memory>
@@ -56,6 +58,12 @@ class CudaExecutable {
   /// The same into `outputs`, reusing its tensors when their types match (no host allocation on
   /// repeated runs).
   Status run(const TensorMap& feeds, std::vector<Tensor>& outputs);
+  /// Runs on tensors that stay on the GPU: feeds (on this executable's device) are copied on the
+  /// device into the arena, outputs into device tensors from the pool (reused when `outputs` holds
+  /// tensors of the right types that nothing else shares). Nothing crosses to the host.
+  Status run(const DeviceTensorMap& feeds, std::vector<DeviceTensor>& outputs);
+  /// The device it runs on (runtime/device).
+  std::shared_ptr<Device> device() const;
   /// The graph after the pipeline, as it runs.
   const Graph& graph() const;
   /// Kernels, nodes on the interpreter, seconds, arena bytes; cacheHits counts the kernels whose
@@ -74,6 +82,8 @@ class CudaExecutable {
   CudaExecutable();
   Status prepare(const Graph& graph, const CudaCompileOptions& options, const std::string& symbolPrefix);
   Status finish(std::shared_ptr<const cuda::LoadedModule> module, bool hit);
+  /// Enqueues every step on the device's default stream (interpreted nodes wait for their operands).
+  Status execute();
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -4,6 +4,7 @@
 
 #include "runtime/device/device_tensor.h"
 #include "runtime/device/fault_injection.h"
+#include "runtime/device/host_staging.h"
 #include "runtime/device/opencl_device.h"
 #include "runtime/device_arena.h"
 #include "runtime/gemm_step.h"
@@ -96,6 +97,12 @@ struct OpenClExecutable::Impl {
 
   Status upload(int64_t offset, const Tensor& t) const {
     return context->write(arena, t.raw(), t.byteSize(), static_cast<size_t>(offset));
+  }
+  /// A feed's upload through pinned staging: enqueued, so the next feed's staging copy and the
+  /// kernels' enqueueing overlap the transfer.
+  Status stage(int64_t offset, const Tensor& t) const {
+    return HostStaging::forDevice(device)->copyIn(arenaBlock.memory(), static_cast<size_t>(offset), t.raw(),
+                                                  t.byteSize(), device->defaultStream());
   }
 
   /// A CLBlast product for the step's node when it qualifies (f32/f64 matmul or gemm, not conv2d):
@@ -304,24 +311,26 @@ Status OpenClExecutable::run(const TensorMap& feeds, std::vector<Tensor>& output
   Impl& x = *impl_;
   const Graph& g = x.graph;
   SMELT_TRY(BoundFeeds fed, bindFeeds(g, feeds));
-  for (size_t i = 0; i < x.inputs.size(); ++i) SMELT_CHECK_OK(x.upload(x.inputs[i].offset, *fed.inputs[i]));
+  for (size_t i = 0; i < x.inputs.size(); ++i) SMELT_CHECK_OK(x.stage(x.inputs[i].offset, *fed.inputs[i]));
   for (size_t i = 0; i < x.parameters.size(); ++i) {
     const ArenaSlot& p = x.parameters[i];
     const Tensor* given = fed.parameters[i];
     if (!given && !p.value->hasInitialValue()) {
       return makeError("parameter '{}' ({}) has no value: feed it", p.value->name(), p.value->type().toString());
     }
-    if (given || x.parameterFed[i]) SMELT_CHECK_OK(x.upload(p.offset, given ? *given : p.value->initialValue()));
+    if (given || x.parameterFed[i]) SMELT_CHECK_OK(x.stage(p.offset, given ? *given : p.value->initialValue()));
     x.parameterFed[i] = given != nullptr;
   }
   SMELT_CHECK_OK(execute());
-  // Output tensors of the right types, kept across runs when the caller passes the same vector.
+  // Output tensors of the right types, kept across runs when the caller passes the same vector; all
+  // fetched through pinned staging with one wait.
   prepareOutputs(g, outputs);
+  std::vector<HostFetch> fetches;
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     Tensor& t = outputs[i];
-    SMELT_CHECK_OK(x.context->read(x.arena, t.raw(), t.byteSize(), static_cast<size_t>(x.outputs[i])));
+    fetches.push_back({t.raw(), x.arenaBlock.memory(), static_cast<size_t>(x.outputs[i]), t.byteSize()});
   }
-  return Status::success();
+  return HostStaging::forDevice(x.device)->copyOut(fetches, x.device->defaultStream());
 }
 
 Status OpenClExecutable::run(const DeviceTensorMap& feeds, std::vector<DeviceTensor>& outputs) {
@@ -335,6 +344,8 @@ Status OpenClExecutable::run(const DeviceTensorMap& feeds, std::vector<DeviceTen
     if (t.devicePtr() != x.device) {
       return makeError("feed '{}' lives on {}, this executable on {}", slot.value->name(), t.device().id(), x.device->id());
     }
+    // A feed uploaded on another stream (DeviceTensor::fromHostAsync) is waited for on the device.
+    SMELT_CHECK_OK(t.waitUntilReady(stream));
     return x.device->copy(arena, static_cast<size_t>(slot.offset), t.memory(), 0, t.byteSize(), stream);
   };
   for (size_t i = 0; i < x.inputs.size(); ++i) SMELT_CHECK_OK(place(x.inputs[i], *fed.inputs[i]));

@@ -3,7 +3,7 @@
 // device-resident tensors; each step uploads a fresh batch and carries w on the device. The parent
 // runs itself twice, once per setting, and prints the counts, the time in the driver's allocate and
 // free calls, and the ratios.
-//   smelt_pool_allocations [--steps N]
+//   smelt_pool_allocations [--steps N] [--json]   (--json: one object, for benchmarks/run_benchmarks.py)
 #include "ir/interpreter.h"
 #include "ir/parser.h"
 #include "runtime/device/device_tensor.h"
@@ -91,10 +91,11 @@ bool runChild(const char* self, int steps, bool pool, Result& r) {
 
 int main(int argc, char** argv) {
   int steps = 200;
-  bool isChild = false;
+  bool isChild = false, json = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--child") isChild = true;
+    if (a == "--json") json = true;
     if (a == "--steps" && i + 1 < argc) steps = std::atoi(argv[++i]);
   }
   if (isChild) return child(steps);
@@ -102,6 +103,16 @@ int main(int argc, char** argv) {
   if (!runChild(argv[0], steps, true, pooled) || !runChild(argv[0], steps, false, unpooled)) {
     fmt::print(stderr, "pool_allocations: a child run failed (no OpenCL device?)\n");
     return 1;
+  }
+  if (json) {
+    auto object = [](const Result& r) {
+      return fmt::format(R"({{"allocations": {}, "frees": {}, "allocation_seconds": {:.6g}, "hit_rate": {:.4f}, "step_ms": {:.4f}}})",
+                         r.allocations, r.frees, r.seconds, r.hitRate, r.stepMs);
+    };
+    fmt::print(R"({{"steps": {}, "pooled": {}, "unpooled": {}}})"
+               "\n",
+               steps, object(pooled), object(unpooled));
+    return 0;
   }
   fmt::print("training run: {} steps on OpenCL, device-resident (batch uploaded each step, w kept)\n", steps);
   fmt::print("{:<12} {:>12} {:>8} {:>14} {:>9} {:>9}\n", "", "allocations", "frees", "alloc time ms", "hit rate", "step ms");

@@ -1,6 +1,8 @@
 // DeviceTensor: pool rentals and host copies.
 #include "runtime/device/device_tensor.h"
 
+#include "runtime/device/host_staging.h"
+
 namespace smelt {
 
 Expected<DeviceTensor> DeviceTensor::zeros(const std::shared_ptr<Device>& device, TensorType type) {
@@ -30,13 +32,43 @@ Expected<DeviceTensor> DeviceTensor::fromHost(const std::shared_ptr<Device>& dev
   return t;
 }
 
+Expected<DeviceTensor> DeviceTensor::fromHostAsync(const std::shared_ptr<Device>& device, const Tensor& host,
+                                                   DeviceStream& stream) {
+  if (&stream == &device->defaultStream()) return fromHost(device, host);
+  SMELT_TRY(PooledBuffer buffer, MemoryPool::forDevice(device)->rent(host.byteSize()));
+  // The pool zeroes a recycled block on the default stream: the upload must land after that.
+  SMELT_TRY(std::unique_ptr<DeviceEvent> rented, device->defaultStream().record());
+  SMELT_CHECK_OK(stream.wait(*rented));
+  SMELT_CHECK_OK(HostStaging::forDevice(device)->copyIn(buffer.memory(), 0, host.raw(), host.byteSize(), stream));
+  SMELT_TRY(std::unique_ptr<DeviceEvent> landed, stream.record());
+  DeviceTensor t;
+  t.type_ = host.type();
+  t.device_ = device;
+  t.ready_ = std::shared_ptr<DeviceEvent>(std::move(landed));
+  // The block goes back to the pool only once the upload into it is over, whoever drops it last.
+  t.buffer_ = std::shared_ptr<PooledBuffer>(new PooledBuffer(std::move(buffer)), [ready = t.ready_](PooledBuffer* b) {
+    (void)ready->synchronize();
+    delete b;
+  });
+  return t;
+}
+
+Status DeviceTensor::waitUntilReady(DeviceStream& stream) const {
+  if (!ready_) return Status::success();
+  SMELT_TRY(bool landed, ready_->done());
+  return landed ? Status::success() : stream.wait(*ready_);
+}
+
 Status DeviceTensor::copyFrom(const Tensor& host) {
   if (!defined()) return makeError("copy into an undefined device tensor");
   if (host.type() != type_) {
     return makeError("copy of a {} host tensor into a {} device tensor on {}", host.type().toString(), type_.toString(),
                      device_->id());
   }
-  return device_->copyIn(memory(), 0, host.raw(), host.byteSize(), device_->defaultStream());
+  DeviceStream& stream = device_->defaultStream();
+  // Writing over a tensor still being uploaded on another stream would race that upload.
+  SMELT_CHECK_OK(waitUntilReady(stream));
+  return HostStaging::forDevice(device_)->copyIn(memory(), 0, host.raw(), host.byteSize(), stream);
 }
 
 Status DeviceTensor::toHost(Tensor& host) const {
@@ -44,7 +76,10 @@ Status DeviceTensor::toHost(Tensor& host) const {
   if (host.type() != type_) {
     return makeError("fetch of a {} device tensor into a {} host tensor", type_.toString(), host.type().toString());
   }
-  return device_->copyOut(host.raw(), memory(), 0, host.byteSize(), device_->defaultStream());
+  DeviceStream& stream = device_->defaultStream();
+  SMELT_CHECK_OK(waitUntilReady(stream));
+  const HostFetch fetch{host.raw(), memory(), 0, host.byteSize()};
+  return HostStaging::forDevice(device_)->copyOut({&fetch, 1}, stream);
 }
 
 Expected<Tensor> DeviceTensor::toHost() const {

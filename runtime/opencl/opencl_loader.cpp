@@ -11,8 +11,10 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -82,6 +84,16 @@ bool otherLlvmLoaded() {
   return found;
 }
 
+/// A copy of the environment that lives for the process (held here too, so leak checkers see it).
+char** copyOfEnvironment() {
+  static std::vector<std::string> strings;
+  static std::vector<char*> pointers;
+  for (char** e = environ; *e; ++e) strings.emplace_back(*e);
+  for (std::string& s : strings) pointers.push_back(s.data());
+  pointers.push_back(nullptr);
+  return pointers.data();
+}
+
 Api load() {
   Api api;
   // SMELT_OPENCL_NAMESPACE=shared / private forces either way (for debugging).
@@ -111,6 +123,11 @@ Api load() {
     if (dlinfo(handle, RTLD_DI_LMID, &namespaceId) == 0) {
       if (void* libc = dlmopen(namespaceId, "libc.so.6", RTLD_NOW | RTLD_NOLOAD)) {
         api.ctypeInit = reinterpret_cast<void (*)()>(dlsym(libc, "__ctype_init"));
+        // That libc's environment is the main one's environ array as it was when the namespace was
+        // made. The main libc's next setenv reallocates and frees that array (PoCL's getenv then read
+        // freed memory and crashed in clGetPlatformIDs once GOMP_SPINCOUNT was set at start-up). It
+        // gets its own copy, never freed: what OpenCL reads is fixed at load, as it reads it then.
+        if (auto* privateEnviron = static_cast<char***>(dlsym(libc, "environ"))) *privateEnviron = copyOfEnvironment();
       }
     }
   }
