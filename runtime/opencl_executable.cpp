@@ -369,7 +369,7 @@ Status OpenClExecutable::run(const DeviceTensorMap& feeds, std::vector<DeviceTen
     // A tensor the caller still shares elsewhere is left alone: the output goes to a fresh one.
     if (!outputs[i].defined() || !(outputs[i].type() == type) || outputs[i].devicePtr() != x.device ||
         !outputs[i].unique()) {
-      SMELT_TRY(outputs[i], DeviceTensor::uninitialized(x.device, type));
+      SMELT_TRY(outputs[i], DeviceTensor::toOverwrite(x.device, type));
     }
     SMELT_CHECK_OK(x.device->copy(outputs[i].memory(), 0, arena, static_cast<size_t>(x.outputs[i]), type.byteSize(), stream));
   }

@@ -26,8 +26,17 @@ Expected<DeviceTensor> DeviceTensor::uninitialized(const std::shared_ptr<Device>
   return t;
 }
 
+Expected<DeviceTensor> DeviceTensor::toOverwrite(const std::shared_ptr<Device>& device, TensorType type) {
+  SMELT_TRY(PooledBuffer buffer, MemoryPool::forDevice(device)->rentToOverwrite(type.byteSize()));
+  DeviceTensor t;
+  t.type_ = std::move(type);
+  t.device_ = device;
+  t.buffer_ = std::make_shared<PooledBuffer>(std::move(buffer));
+  return t;
+}
+
 Expected<DeviceTensor> DeviceTensor::fromHost(const std::shared_ptr<Device>& device, const Tensor& host) {
-  SMELT_TRY(DeviceTensor t, uninitialized(device, host.type()));
+  SMELT_TRY(DeviceTensor t, toOverwrite(device, host.type()));
   SMELT_CHECK_OK(t.copyFrom(host));
   return t;
 }
@@ -35,8 +44,8 @@ Expected<DeviceTensor> DeviceTensor::fromHost(const std::shared_ptr<Device>& dev
 Expected<DeviceTensor> DeviceTensor::fromHostAsync(const std::shared_ptr<Device>& device, const Tensor& host,
                                                    DeviceStream& stream) {
   if (&stream == &device->defaultStream()) return fromHost(device, host);
-  SMELT_TRY(PooledBuffer buffer, MemoryPool::forDevice(device)->rent(host.byteSize()));
-  // The pool zeroes a recycled block on the default stream: the upload must land after that.
+  SMELT_TRY(PooledBuffer buffer, MemoryPool::forDevice(device)->rentToOverwrite(host.byteSize()));
+  // The pool zeroes a recycled block's tail on the default stream: the upload is ordered after it.
   SMELT_TRY(std::unique_ptr<DeviceEvent> rented, device->defaultStream().record());
   SMELT_CHECK_OK(stream.wait(*rented));
   SMELT_CHECK_OK(HostStaging::forDevice(device)->copyIn(buffer.memory(), 0, host.raw(), host.byteSize(), stream));

@@ -27,6 +27,9 @@ class DeviceTensor {
   /// A tensor of `type` on `device` whose contents are whatever its block held (zeros or poison,
   /// never another tensor's data: see MemoryPool), for results written whole.
   static Expected<DeviceTensor> uninitialized(const std::shared_ptr<Device>& device, TensorType type);
+  /// A tensor of `type` on `device` for a caller that overwrites it whole right away (a copy into it
+  /// enqueued before anyone else sees it): a recycled block is not zeroed first.
+  static Expected<DeviceTensor> toOverwrite(const std::shared_ptr<Device>& device, TensorType type);
   /// A copy of `host` on `device`, enqueued on the default stream; `host` may be reused on return.
   static Expected<DeviceTensor> fromHost(const std::shared_ptr<Device>& device, const Tensor& host);
   /// The same on `stream`, which may run beside the default stream: the tensor is ready once the

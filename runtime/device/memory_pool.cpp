@@ -114,7 +114,11 @@ Expected<DeviceMemory> MemoryPool::allocateLocked(std::size_t rounded) {
   return memory;
 }
 
-Expected<PooledBuffer> MemoryPool::rent(std::size_t bytes) {
+Expected<PooledBuffer> MemoryPool::rent(std::size_t bytes) { return rentFrom(bytes, 0); }
+
+Expected<PooledBuffer> MemoryPool::rentToOverwrite(std::size_t bytes) { return rentFrom(bytes, bytes); }
+
+Expected<PooledBuffer> MemoryPool::rentFrom(std::size_t bytes, std::size_t zeroFrom) {
   std::size_t rounded = roundSize(bytes);
   PooledBuffer buffer;
   bool recycled = false;
@@ -137,9 +141,10 @@ Expected<PooledBuffer> MemoryPool::rent(std::size_t bytes) {
   }
   buffer.pool_ = shared_from_this();
   buffer.bytes_ = bytes;
-  // A recycled block held another tensor: zero it unless it was poisoned on return.
-  if (recycled && !options_.poison) {
-    SMELT_CHECK_OK(device_->fill(buffer.memory_, 0, buffer.memory_.bytes, 0, device_->defaultStream()));
+  // A recycled block held another tensor: zero it (from `zeroFrom`: the renter overwrites the rest)
+  // unless it was poisoned on return.
+  if (recycled && !options_.poison && zeroFrom < buffer.memory_.bytes) {
+    SMELT_CHECK_OK(device_->fill(buffer.memory_, zeroFrom, buffer.memory_.bytes - zeroFrom, 0, device_->defaultStream()));
   }
   return buffer;
 }

@@ -82,6 +82,10 @@ class MemoryPool : public std::enable_shared_from_this<MemoryPool> {
   /// default stream. Out of memory after freeing the cache is an error naming the device, the size
   /// and what the pool holds.
   Expected<PooledBuffer> rent(std::size_t bytes);
+  /// The same for a caller that overwrites all of [0, bytes) before anything reads it (a copy into
+  /// it, enqueued right away): only a recycled block's tail past `bytes` is zeroed, which spares a
+  /// device-wide fill per uploaded batch or fetched output.
+  Expected<PooledBuffer> rentToOverwrite(std::size_t bytes);
   /// Frees every cached block back to the device.
   void trim();
   PoolStats stats() const;
@@ -98,6 +102,7 @@ class MemoryPool : public std::enable_shared_from_this<MemoryPool> {
   MemoryPool(std::shared_ptr<Device> device, PoolOptions options);
   void giveBack(DeviceMemory memory);
   Expected<DeviceMemory> allocateLocked(std::size_t rounded);
+  Expected<PooledBuffer> rentFrom(std::size_t bytes, std::size_t zeroFrom);
   void trimLocked();
 
   std::shared_ptr<Device> device_;

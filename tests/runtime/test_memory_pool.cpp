@@ -86,6 +86,27 @@ TEST_CASE("memory pool: returned blocks are reused, counted, and zeroed before r
   }
 }
 
+TEST_CASE("memory pool: a block rented to be overwritten has only its tail zeroed") {
+  for (const auto& device : realDevices()) {
+    CAPTURE(device->id());
+    auto pool = MemoryPool::create(device, PoolOptions{.caching = true, .poison = false});
+    std::vector<uint8_t> old(4096, 0x5A);
+    {
+      auto b = pool->rent(4096);
+      REQUIRE(b.ok());
+      REQUIRE(device->copyIn(b->memory(), 0, old.data(), old.size(), device->defaultStream()).ok());
+    }
+    // The renter writes [0, 3000) itself; past that, nothing of the old tensor may remain.
+    auto again = pool->rentToOverwrite(3000);
+    REQUIRE(again.ok());
+    CHECK(pool->stats().hits == 1);
+    std::vector<uint8_t> mine(3000, 0x11);
+    REQUIRE(device->copyIn(again->memory(), 0, mine.data(), mine.size(), device->defaultStream()).ok());
+    std::vector<uint8_t> bytes = readBytes(*device, again->memory(), 4096);
+    for (size_t i = 0; i < bytes.size(); ++i) REQUIRE(bytes[i] == (i < 3000 ? 0x11 : 0));
+  }
+}
+
 TEST_CASE("memory pool: poisoning fills returned blocks with 0xFF") {
   for (const auto& device : realDevices()) {
     CAPTURE(device->id());
