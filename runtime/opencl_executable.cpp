@@ -13,6 +13,8 @@
 
 #include <fmt/format.h>
 
+#include <set>
+
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -49,6 +51,30 @@ std::string openClBuildOptions(const opencl::DeviceInfo& device) {
 }
 
 namespace {
+
+/// Every dtype `node` computes in: its operands' and results', and for a fused kernel its body's.
+void collectDtypes(const Node& node, std::set<DType>& dtypes) {
+  for (const Value* v : node.operands()) dtypes.insert(v->type().dtype);
+  for (const Value* v : node.results()) dtypes.insert(v->type().dtype);
+  if (node.opName() == "fused") {
+    for (const auto& inner : std::get<GraphRef>(node.attrs().at("body"))->nodes()) collectDtypes(*inner, dtypes);
+  }
+}
+
+/// Why the device cannot run `node` as a kernel, or empty: no lowering, an op SMELT_FAULTS names, or a
+/// dtype it lacks (f64 without cl_khr_fp64, or one SMELT_FAULTS names).
+std::string whyNotOnDevice(const Node& node, bool fp64) {
+  if (!codegen::canLower(node)) return "no kernel lowering";
+  if (faultInjector().unsupported(node.opName())) return "unsupported (SMELT_FAULTS)";
+  std::set<DType> dtypes;
+  collectDtypes(node, dtypes);
+  for (DType dtype : dtypes) {
+    if (dtype == DType::f64 && !fp64) return "f64, which the device lacks (no cl_khr_fp64),";
+    if (faultInjector().unsupported(dtypeName(dtype))) return fmt::format("{} unsupported (SMELT_FAULTS)", dtypeName(dtype));
+  }
+  return "";
+}
+
 
 /// Work-items per group: one fixed size, so PoCL compiles one work-group function per kernel.
 constexpr size_t kLocalSize = 64;
@@ -201,7 +227,7 @@ Status OpenClExecutable::prepare(const Graph& source, const OpenClCompileOptions
     }
     if (step.gemm && !step.gemm->epilogue) {
       x.kernelOfStep.push_back(-1);
-    } else if (step.gemm || (codegen::canLower(*node) && !faultInjector().unsupported(node->opName()))) {
+    } else if (const std::string why = step.gemm ? "" : whyNotOnDevice(*node, x.context->device().fp64); why.empty()) {
       SMELT_TRY(codegen::Kernel kernel, step.gemm ? codegen::lowerEpilogue(x.graph, *node, *step.gemm->anchor)
                                                   : codegen::lowerToKernel(x.graph, *node));
       if (kernel.buffers.size() != step.buffers.size()) {
@@ -213,10 +239,9 @@ Status OpenClExecutable::prepare(const Graph& source, const OpenClCompileOptions
       x.symbols.push_back(symbolPrefix + codegen::CRenderer::symbolFor(kernel, x.kernels.size()));
       x.kernels.push_back(std::move(kernel));
     } else {
-      // An op without a kernel lowering (or one SMELT_FAULTS says the device lacks) still runs, on the
+      // An op without a kernel lowering, or one the device lacks (an op or dtype), still runs, on the
       // CPU's reference interpreter, with one warning.
-      logger().warn("{}: {} on {}; it runs on the CPU (reference interpreter)", step.label,
-                    codegen::canLower(*node) ? "unsupported (SMELT_FAULTS)" : "no kernel lowering", x.device->id());
+      logger().warn("{}: {} on {}; it runs on the CPU (reference interpreter)", step.label, why, x.device->id());
       x.kernelOfStep.push_back(-1);
       ++x.report.interpreted;
     }

@@ -3,6 +3,7 @@
 //   SMELT_FAULTS=oom=always       every device allocation fails
 //   SMELT_FAULTS=lost=1           the next device launch or synchronize reports the device lost
 //   SMELT_FAULTS=unsupported=exp+tanh   devices say they lack these ops (they run on the CPU)
+//   SMELT_FAULTS=unsupported=f64        ... or these dtypes (every kernel touching one runs on the CPU)
 // Entries combine with commas: SMELT_FAULTS=oom=1,lost=1. Tests set the same from code
 // (faultInjector().configure("oom=2")). With none set, each check is one relaxed atomic load.
 #pragma once
@@ -26,7 +27,7 @@ class FaultInjector {
   Status configure(std::string_view spec);
   /// Whether `fault` happens now (consumes one count). Thread-safe.
   bool trigger(Fault fault);
-  /// Whether devices must treat op `opName` as unsupported.
+  /// Whether devices must treat op or dtype `opName` ("tanh", "f64") as unsupported.
   bool unsupported(std::string_view opName) const;
   /// How many times each fault was injected so far (for tests).
   int injected(Fault fault) const;

@@ -1,8 +1,8 @@
 // Faults on PoCL through SMELT_FAULTS' injector: out of memory (retried after freeing the pool, then
-// the CPU), a lost device (reinitialized, then the CPU), an op the device lacks (that node on the
-// CPU), each with results equal to the reference. Also device-resident runs: tensors fed and fetched
-// as DeviceTensors, state carried from step to step on the device, with no device allocations once
-// the pool is warm.
+// the CPU), a lost device (reinitialized, then the CPU), an op or dtype the device lacks (those nodes
+// on the CPU), each with results equal to the reference. Also device-resident runs: tensors fed and
+// fetched as DeviceTensors, state carried from step to step on the device, with no device allocations
+// once the pool is warm.
 #include "ir/interpreter.h"
 #include "runtime/device/device_list.h"
 #include "runtime/device/fault_injection.h"
@@ -142,6 +142,31 @@ TEST_CASE("recovery: an op the device lacks runs on the CPU inside the device ex
   auto exe = OpenClExecutable::compile(g, options);
   REQUIRE(exe.ok());
   CHECK((*exe)->report().interpreted == 1);
+  auto out = (*exe)->run(feeds);
+  REQUIRE(out.ok());
+  checkClose(*out, interpret(g, feeds).value());
+}
+
+TEST_CASE("recovery: a dtype the device lacks runs those kernels on the CPU inside the device executable") {
+  if (!haveOpenCl()) return;
+  // f32 work, one f64 detour (as a device without cl_khr_fp64 would lack): only the kernels touching
+  // f64 leave the device.
+  Graph g = testing::parseOrFail(R"(graph @mixed(%x: f32[16,8]) {
+  %0 = tanh(%x) : f32[16,8]
+  %1 = cast(%0) {to = "f64"} : f64[16,8]
+  %2 = exp(%1) : f64[16,8]
+  %3 = cast(%2) {to = "f32"} : f32[16,8]
+  %4 = mul(%3, %x) : f32[16,8]
+  return r = %4
+}
+)");
+  TensorMap feeds = {{"x", testing::randomTensor(TensorType{DType::f32, {16, 8}}, testing::testSeed() + 45)}};
+  OpenClCompileOptions options;
+  options.pipeline = "";
+  FaultScope faults("unsupported=f64");
+  auto exe = OpenClExecutable::compile(g, options);
+  REQUIRE(exe.ok());
+  CHECK((*exe)->report().interpreted == 3);  // the two casts and exp in f64
   auto out = (*exe)->run(feeds);
   REQUIRE(out.ok());
   checkClose(*out, interpret(g, feeds).value());
