@@ -9,6 +9,7 @@
 #include "runtime/device_arena.h"
 #include "runtime/gemm_step.h"
 #include "runtime/opencl/clblast.h"
+#include "runtime/resident_run.h"
 #include "runtime/run_support.h"
 
 #include <fmt/format.h>
@@ -360,45 +361,10 @@ Status OpenClExecutable::run(const TensorMap& feeds, std::vector<Tensor>& output
 
 Status OpenClExecutable::run(const DeviceTensorMap& feeds, std::vector<DeviceTensor>& outputs) {
   Impl& x = *impl_;
-  const Graph& g = x.graph;
-  SMELT_TRY(BoundFeedsOf<DeviceTensor> fed, bindFeeds(g, feeds));
-  DeviceMemory arena = x.arenaBlock.memory();
-  DeviceStream& stream = x.device->defaultStream();
-  // Feeds are copied on the device into their slots (no host transfer); they must live on this one.
-  auto place = [&](const ArenaSlot& slot, const DeviceTensor& t) -> Status {
-    if (t.devicePtr() != x.device) {
-      return makeError("feed '{}' lives on {}, this executable on {}", slot.value->name(), t.device().id(), x.device->id());
-    }
-    // A feed uploaded on another stream (DeviceTensor::fromHostAsync) is waited for on the device.
-    SMELT_CHECK_OK(t.waitUntilReady(stream));
-    return x.device->copy(arena, static_cast<size_t>(slot.offset), t.memory(), 0, t.byteSize(), stream);
-  };
-  for (size_t i = 0; i < x.inputs.size(); ++i) SMELT_CHECK_OK(place(x.inputs[i], *fed.inputs[i]));
-  for (size_t i = 0; i < x.parameters.size(); ++i) {
-    const ArenaSlot& p = x.parameters[i];
-    const DeviceTensor* given = fed.parameters[i];
-    if (!given && !p.value->hasInitialValue()) {
-      return makeError("parameter '{}' ({}) has no value: feed it", p.value->name(), p.value->type().toString());
-    }
-    if (given) {
-      SMELT_CHECK_OK(place(p, *given));
-    } else if (x.parameterFed[i]) {
-      SMELT_CHECK_OK(x.upload(p.offset, p.value->initialValue()));
-    }
-    x.parameterFed[i] = given != nullptr;
-  }
+  const ResidentSlots slots{&x.graph, x.device, x.arenaBlock.memory(), x.inputs, x.parameters, &x.parameterFed, x.outputs};
+  SMELT_CHECK_OK(placeResidentFeeds(slots, feeds, [&](const ArenaSlot& p) { return x.upload(p.offset, p.value->initialValue()); }));
   SMELT_CHECK_OK(execute());
-  outputs.resize(g.outputs().size());
-  for (size_t i = 0; i < g.outputs().size(); ++i) {
-    const TensorType& type = g.outputs()[i].value->type();
-    // A tensor the caller still shares elsewhere is left alone: the output goes to a fresh one.
-    if (!outputs[i].defined() || !(outputs[i].type() == type) || outputs[i].devicePtr() != x.device ||
-        !outputs[i].unique()) {
-      SMELT_TRY(outputs[i], DeviceTensor::toOverwrite(x.device, type));
-    }
-    SMELT_CHECK_OK(x.device->copy(outputs[i].memory(), 0, arena, static_cast<size_t>(x.outputs[i]), type.byteSize(), stream));
-  }
-  return Status::success();
+  return fetchResidentOutputs(slots, outputs);
 }
 
 Status OpenClExecutable::execute() {

@@ -6,11 +6,15 @@
 namespace smelt {
 
 Expected<DeviceTensor> DeviceTensor::zeros(const std::shared_ptr<Device>& device, TensorType type) {
-  std::shared_ptr<MemoryPool> pool = MemoryPool::forDevice(device);
-  SMELT_TRY(PooledBuffer buffer, pool->rent(type.byteSize()));
-  DeviceTensor t;
-  // Fresh blocks hold whatever the driver gives, poisoned ones 0xFF: zero what the tensor covers.
+  // Fresh blocks hold whatever the driver gives, poisoned ones 0xFF: the fill zeroes what the tensor
+  // covers (so the pool need not zero it first).
+  SMELT_TRY(PooledBuffer buffer, MemoryPool::forDevice(device)->rentToOverwrite(type.byteSize()));
   SMELT_CHECK_OK(device->fill(buffer.memory(), 0, type.byteSize(), 0, device->defaultStream()));
+  return adopt(device, std::move(type), std::move(buffer));
+}
+
+DeviceTensor DeviceTensor::adopt(const std::shared_ptr<Device>& device, TensorType type, PooledBuffer buffer) {
+  DeviceTensor t;
   t.type_ = std::move(type);
   t.device_ = device;
   t.buffer_ = std::make_shared<PooledBuffer>(std::move(buffer));
@@ -19,20 +23,12 @@ Expected<DeviceTensor> DeviceTensor::zeros(const std::shared_ptr<Device>& device
 
 Expected<DeviceTensor> DeviceTensor::uninitialized(const std::shared_ptr<Device>& device, TensorType type) {
   SMELT_TRY(PooledBuffer buffer, MemoryPool::forDevice(device)->rent(type.byteSize()));
-  DeviceTensor t;
-  t.type_ = std::move(type);
-  t.device_ = device;
-  t.buffer_ = std::make_shared<PooledBuffer>(std::move(buffer));
-  return t;
+  return adopt(device, std::move(type), std::move(buffer));
 }
 
 Expected<DeviceTensor> DeviceTensor::toOverwrite(const std::shared_ptr<Device>& device, TensorType type) {
   SMELT_TRY(PooledBuffer buffer, MemoryPool::forDevice(device)->rentToOverwrite(type.byteSize()));
-  DeviceTensor t;
-  t.type_ = std::move(type);
-  t.device_ = device;
-  t.buffer_ = std::make_shared<PooledBuffer>(std::move(buffer));
-  return t;
+  return adopt(device, std::move(type), std::move(buffer));
 }
 
 Expected<DeviceTensor> DeviceTensor::fromHost(const std::shared_ptr<Device>& device, const Tensor& host) {

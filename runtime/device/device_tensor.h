@@ -60,6 +60,8 @@ class DeviceTensor {
   DeviceMemory memory() const { return buffer_ ? buffer_->memory() : DeviceMemory{}; }
 
  private:
+  static DeviceTensor adopt(const std::shared_ptr<Device>& device, TensorType type, PooledBuffer buffer);
+
   TensorType type_;
   std::shared_ptr<Device> device_;
   std::shared_ptr<PooledBuffer> buffer_;
