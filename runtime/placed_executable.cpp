@@ -66,6 +66,7 @@ Expected<std::vector<Tensor>> PlacedExecutable::run(const TensorMap& feeds) {
 
 Status PlacedExecutable::run(const TensorMap& feeds, std::vector<Tensor>& outputs) {
   Impl& x = *impl_;
+  if (!x.runner) return makeError("@{}: no executable left after a failed recovery (see the warnings above)", x.graph.name());
   Status status = x.runner->run(feeds, outputs);
   if (status.ok() || !x.device || x.device->kind() == DeviceKind::kCpu) return status;
   if (isDeviceLost(status.error())) {
@@ -83,7 +84,8 @@ Status PlacedExecutable::run(const TensorMap& feeds, std::vector<Tensor>& output
       status = again.error();
     }
   }
-  if (isOutOfMemory(status.error()) || isDeviceLost(status.error())) {
+  // Out of memory, or a device that was lost (whatever its recompile or rerun then said): the CPU.
+  if (isOutOfMemory(status.error()) || isDeviceLost(status.error()) || !x.runner) {
     SMELT_CHECK_OK(x.fallBackToCpu(status.error()));
     return x.runner->run(feeds, outputs);
   }

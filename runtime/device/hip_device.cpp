@@ -235,6 +235,8 @@ class HipDevice final : public Device {
               DeviceStream& stream) override {
     SMELT_CHECK_OK(checkRange(memory, offset, bytes));
     if (bytes == 0) return Status::success();
+    // The null stream is the calling thread's current device's: make it this one.
+    SMELT_HIP_CALL(hipSetDevice(ordinal_), "hipSetDevice");
     SMELT_HIP_CALL(hipMemsetD8Async(at(memory, offset), value, bytes, streamOf(stream)), "hipMemsetD8Async");
     return Status::success();
   }
@@ -242,12 +244,14 @@ class HipDevice final : public Device {
                 DeviceStream& stream) override {
     SMELT_CHECK_OK(checkRange(dst, offset, bytes));
     if (bytes == 0) return Status::success();
+    SMELT_HIP_CALL(hipSetDevice(ordinal_), "hipSetDevice");
     SMELT_HIP_CALL(hipMemcpyHtoDAsync(at(dst, offset), src, bytes, streamOf(stream)), "hipMemcpyHtoDAsync");
     return Status::success();
   }
   Status copyOut(void* dst, DeviceMemory src, std::size_t offset, std::size_t bytes, DeviceStream& stream) override {
     SMELT_CHECK_OK(checkRange(src, offset, bytes));
     if (bytes == 0) return Status::success();
+    SMELT_HIP_CALL(hipSetDevice(ordinal_), "hipSetDevice");
     SMELT_HIP_CALL(hipMemcpyDtoHAsync(dst, at(src, offset), bytes, streamOf(stream)), "hipMemcpyDtoHAsync");
     return pinned_.contains(dst, bytes) ? Status::success() : stream.synchronize();
   }
@@ -256,6 +260,7 @@ class HipDevice final : public Device {
     SMELT_CHECK_OK(checkRange(dst, dstOffset, bytes));
     SMELT_CHECK_OK(checkRange(src, srcOffset, bytes));
     if (bytes == 0) return Status::success();
+    SMELT_HIP_CALL(hipSetDevice(ordinal_), "hipSetDevice");
     SMELT_HIP_CALL(hipMemcpyDtoDAsync(at(dst, dstOffset), at(src, srcOffset), bytes, streamOf(stream)),
                    "hipMemcpyDtoDAsync");
     return Status::success();
