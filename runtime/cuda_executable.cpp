@@ -210,6 +210,9 @@ struct CudaExecutable::Impl {
   std::shared_ptr<Device> device;
   std::shared_ptr<const cuda::LoadedModule> module;
   PooledBuffer arenaBlock;
+  /// The device's pinned staging (looked up once, not per feed) and the fetch list reused across runs.
+  std::shared_ptr<HostStaging> staging;
+  std::vector<HostFetch> fetches;
   std::vector<Step> steps;
   std::vector<ArenaSlot> inputs, parameters;
   /// Parameters whose slot holds a fed value rather than the initial one (restored on the next run
@@ -236,7 +239,7 @@ struct CudaExecutable::Impl {
   }
   /// A feed's upload through pinned staging, left running on the stream.
   Status stage(int64_t offset, const Tensor& t) {
-    return HostStaging::forDevice(device)->copyIn(arena(), static_cast<size_t>(offset), t.raw(), t.byteSize(),
+    return staging->copyIn(arena(), static_cast<size_t>(offset), t.raw(), t.byteSize(),
                                                   device->defaultStream());
   }
 
@@ -329,6 +332,7 @@ Status CudaExecutable::finish(std::shared_ptr<const cuda::LoadedModule> module, 
   x.module = std::move(module);
   if (hit) x.report.cacheHits = static_cast<int64_t>(x.kernels.size());
   // cuMemAlloc refuses 0 bytes; a graph whose tensors are all empty still gets a small arena.
+  x.staging = HostStaging::forDevice(x.device);
   SMELT_TRY(x.arenaBlock, MemoryPool::forDevice(x.device)->rent(
                               static_cast<size_t>(std::max<int64_t>(x.arenaBytes, kArenaAlignment))));
   // Each kernel's arguments never change: every buffer's device address (the arena's plus the
@@ -435,12 +439,13 @@ Status CudaExecutable::run(const TensorMap& feeds, std::vector<Tensor>& outputs)
   // Output tensors of the right types, kept across runs when the caller passes the same vector; all
   // fetched through pinned staging with one wait.
   prepareOutputs(g, outputs);
-  std::vector<HostFetch> fetches;
+  std::vector<HostFetch>& fetches = x.fetches;
+  fetches.clear();
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     Tensor& t = outputs[i];
     fetches.push_back({t.raw(), x.arena(), static_cast<size_t>(x.outputs[i]), t.byteSize()});
   }
-  return HostStaging::forDevice(x.device)->copyOut(fetches, x.device->defaultStream());
+  return x.staging->copyOut(fetches, x.device->defaultStream());
 }
 
 Status CudaExecutable::run(const DeviceTensorMap& feeds, std::vector<DeviceTensor>& outputs) {

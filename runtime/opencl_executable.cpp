@@ -105,6 +105,9 @@ struct OpenClExecutable::Impl {
   std::string source;
   /// The arena: a block of the device's memory pool, seen as a Buffer for the launches.
   PooledBuffer arenaBlock;
+  /// The device's pinned staging (looked up once, not per feed) and the fetch list reused across runs.
+  std::shared_ptr<HostStaging> staging;
+  std::vector<HostFetch> fetches;
   opencl::Buffer arena;
   std::vector<Step> steps;
   std::vector<ArenaSlot> inputs, parameters;
@@ -128,7 +131,7 @@ struct OpenClExecutable::Impl {
   /// A feed's upload through pinned staging: enqueued, so the next feed's staging copy and the
   /// kernels' enqueueing overlap the transfer.
   Status stage(int64_t offset, const Tensor& t) const {
-    return HostStaging::forDevice(device)->copyIn(arenaBlock.memory(), static_cast<size_t>(offset), t.raw(),
+    return staging->copyIn(arenaBlock.memory(), static_cast<size_t>(offset), t.raw(),
                                                   t.byteSize(), device->defaultStream());
   }
 
@@ -260,6 +263,7 @@ Status OpenClExecutable::finish(std::shared_ptr<opencl::Program> program, const 
   if (hit) x.report.cacheHits = static_cast<int64_t>(x.kernels.size());
   // The arena, and each kernel's arguments (they never change): every buffer as (arena, element
   // offset), then the number of points.
+  x.staging = HostStaging::forDevice(x.device);
   SMELT_TRY(x.arenaBlock, MemoryPool::forDevice(x.device)->rent(static_cast<size_t>(x.arenaBytes)));
   x.arena = opencl::Buffer::borrow(clMemOf(x.arenaBlock.memory()), x.arenaBlock.memory().bytes);
   for (size_t s = 0; s < x.steps.size(); ++s) {
@@ -351,12 +355,13 @@ Status OpenClExecutable::run(const TensorMap& feeds, std::vector<Tensor>& output
   // Output tensors of the right types, kept across runs when the caller passes the same vector; all
   // fetched through pinned staging with one wait.
   prepareOutputs(g, outputs);
-  std::vector<HostFetch> fetches;
+  std::vector<HostFetch>& fetches = x.fetches;
+  fetches.clear();
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     Tensor& t = outputs[i];
     fetches.push_back({t.raw(), x.arenaBlock.memory(), static_cast<size_t>(x.outputs[i]), t.byteSize()});
   }
-  return HostStaging::forDevice(x.device)->copyOut(fetches, x.device->defaultStream());
+  return x.staging->copyOut(fetches, x.device->defaultStream());
 }
 
 Status OpenClExecutable::run(const DeviceTensorMap& feeds, std::vector<DeviceTensor>& outputs) {

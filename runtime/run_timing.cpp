@@ -1,10 +1,10 @@
-// Timing loop of `smelt bench` (see bench_timing.h).
-#include "tools/smelt/bench_timing.h"
+// Timing loop (see run_timing.h).
+#include "runtime/run_timing.h"
 
 #include <algorithm>
 #include <chrono>
 
-namespace smelt::cli {
+namespace smelt {
 
 Expected<RunTimes> timeRuns(const std::function<Status()>& run, const RunBudget& budget) {
   using Clock = std::chrono::steady_clock;
@@ -29,4 +29,4 @@ Expected<RunTimes> timeRuns(const std::function<Status()>& run, const RunBudget&
   return times;
 }
 
-}  // namespace smelt::cli
+}  // namespace smelt

@@ -1,4 +1,5 @@
-// Timing loop of `smelt bench`: warm-up runs, then timed runs until a count or a time budget is reached.
+// Timing loop of `smelt bench` and `smelt tune`: warm-up runs, then timed runs until a count or a time
+// budget is reached.
 #pragma once
 
 #include "ir/support/expected.h"
@@ -6,7 +7,7 @@
 #include <functional>
 #include <vector>
 
-namespace smelt::cli {
+namespace smelt {
 
 /// How many runs to make, and for how long.
 struct RunBudget {
@@ -33,4 +34,4 @@ struct RunTimes {
 /// Calls `run` per `budget`; the first failing run's error is returned.
 Expected<RunTimes> timeRuns(const std::function<Status()>& run, const RunBudget& budget);
 
-}  // namespace smelt::cli
+}  // namespace smelt

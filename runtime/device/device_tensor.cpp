@@ -44,17 +44,24 @@ Expected<DeviceTensor> DeviceTensor::fromHostAsync(const std::shared_ptr<Device>
   // The pool zeroes a recycled block's tail on the default stream: the upload is ordered after it.
   SMELT_TRY(std::unique_ptr<DeviceEvent> rented, device->defaultStream().record());
   SMELT_CHECK_OK(stream.wait(*rented));
-  SMELT_CHECK_OK(HostStaging::forDevice(device)->copyIn(buffer.memory(), 0, host.raw(), host.byteSize(), stream));
-  SMELT_TRY(std::unique_ptr<DeviceEvent> landed, stream.record());
+  std::shared_ptr<DeviceEvent> landed;
+  SMELT_CHECK_OK(HostStaging::forDevice(device)->copyIn(buffer.memory(), 0, host.raw(), host.byteSize(), stream, &landed));
+  if (!landed) {
+    // A direct (small) copy: its own event, so the tensor is waited for like a staged one.
+    SMELT_TRY(std::unique_ptr<DeviceEvent> recorded, stream.record());
+    landed = std::move(recorded);
+  }
   DeviceTensor t;
   t.type_ = host.type();
   t.device_ = device;
-  t.ready_ = std::shared_ptr<DeviceEvent>(std::move(landed));
-  // The block goes back to the pool only once the upload into it is over, whoever drops it last.
-  t.buffer_ = std::shared_ptr<PooledBuffer>(new PooledBuffer(std::move(buffer)), [ready = t.ready_](PooledBuffer* b) {
-    (void)ready->synchronize();
-    delete b;
-  });
+  t.ready_ = std::move(landed);
+  // The block goes back to the pool once the upload into it is ordered before the default stream,
+  // where the pool's next renter starts (the wait is on the device: dropping a tensor never blocks).
+  t.buffer_ = std::shared_ptr<PooledBuffer>(new PooledBuffer(std::move(buffer)),
+                                            [ready = t.ready_, device](PooledBuffer* b) {
+                                              if (!device->defaultStream().wait(*ready).ok()) (void)ready->synchronize();
+                                              delete b;
+                                            });
   return t;
 }
 

@@ -66,7 +66,8 @@ Expected<std::unique_ptr<PinnedHostMemory>> HostStaging::rent(std::size_t bytes)
 }
 
 Status HostStaging::copyIn(DeviceMemory dst, std::size_t offset, const void* src, std::size_t bytes,
-                           DeviceStream& stream) {
+                           DeviceStream& stream, std::shared_ptr<DeviceEvent>* landed) {
+  if (landed) landed->reset();
   if (device_->kind() == DeviceKind::kCpu || bytes < kDirectCopyBelow) {
     {
       std::lock_guard lock(mutex_);
@@ -76,12 +77,21 @@ Status HostStaging::copyIn(DeviceMemory dst, std::size_t offset, const void* src
   }
   SMELT_TRY(std::unique_ptr<PinnedHostMemory> block, rent(bytes));
   std::memcpy(block->data(), src, bytes);
-  SMELT_CHECK_OK(device_->copyIn(dst, offset, block->data(), bytes, stream));
-  SMELT_TRY(std::unique_ptr<DeviceEvent> done, stream.record());
+  Expected<std::unique_ptr<DeviceEvent>> done = [&]() -> Expected<std::unique_ptr<DeviceEvent>> {
+    SMELT_CHECK_OK(device_->copyIn(dst, offset, block->data(), bytes, stream));
+    return stream.record();
+  }();
+  if (!done) {
+    // The transfer may have been enqueued: the block must outlive it.
+    (void)stream.synchronize();
+    return done.error();
+  }
+  std::shared_ptr<DeviceEvent> event(std::move(*done));
+  if (landed) *landed = event;
   std::lock_guard lock(mutex_);
   ++stats_.stagedCopies;
   stats_.stagedBytes += bytes;
-  inFlight_.push_back({std::move(block), std::shared_ptr<DeviceEvent>(std::move(done))});
+  inFlight_.push_back({std::move(block), std::move(event)});
   return Status::success();
 }
 
@@ -94,9 +104,14 @@ Status HostStaging::copyOut(std::span<const HostFetch> fetches, DeviceStream& st
       ++direct;
       continue;
     }
-    SMELT_TRY(std::unique_ptr<PinnedHostMemory> block, rent(f.bytes));
-    SMELT_CHECK_OK(device_->copyOut(block->data(), f.src, f.offset, f.bytes, stream));
-    staged.emplace_back(&f, std::move(block));
+    Expected<std::unique_ptr<PinnedHostMemory>> block = rent(f.bytes);
+    Status enqueued = block ? device_->copyOut((*block)->data(), f.src, f.offset, f.bytes, stream) : block.error();
+    if (!enqueued.ok()) {
+      // Transfers enqueued before write into the blocks held here: let them finish first.
+      if (!staged.empty()) (void)stream.synchronize();
+      return enqueued;
+    }
+    staged.emplace_back(&f, std::move(*block));
   }
   Status waited = staged.empty() ? Status::success() : stream.synchronize();
   std::size_t bytes = 0;

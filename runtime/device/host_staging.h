@@ -51,8 +51,10 @@ class HostStaging {
   explicit HostStaging(std::shared_ptr<Device> device);
   ~HostStaging();
 
-  /// Host to device: returns once `src` may be reused; the transfer runs on `stream`.
-  Status copyIn(DeviceMemory dst, std::size_t offset, const void* src, std::size_t bytes, DeviceStream& stream);
+  /// Host to device: returns once `src` may be reused; the transfer runs on `stream`. `landed`, when
+  /// given, receives the event after a staged transfer (null for a direct copy).
+  Status copyIn(DeviceMemory dst, std::size_t offset, const void* src, std::size_t bytes, DeviceStream& stream,
+                std::shared_ptr<DeviceEvent>* landed = nullptr);
   /// Device to host, all of `fetches` on `stream`; returns when every `dst` holds its data.
   Status copyOut(std::span<const HostFetch> fetches, DeviceStream& stream);
 

@@ -4,7 +4,9 @@
 #include "codegen/cache/cache_dir.h"
 #include "codegen/log.h"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -121,8 +123,9 @@ Status savePlacementTable(const PlacementTable& table, const DeviceDescription& 
   const std::string path = placementTablePath(description);
   if (path.empty()) return makeError("no cache folder to store the placement table in (set SMELT_CACHE_DIR)");
   SMELT_CHECK_OK(createPrivateDir(path.substr(0, path.rfind('/'))));
-  // Written beside and renamed over, so a reader never sees half a table.
-  const std::string temporary = path + ".tmp";
+  // Written beside and renamed over, so a reader never sees half a table (a name per process, so two
+  // `smelt tune`s at once never write one file).
+  const std::string temporary = fmt::format("{}.{}.tmp", path, getpid());
   {
     std::ofstream out(temporary, std::ios::trunc);
     out << placementTableToJson(table);

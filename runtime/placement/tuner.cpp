@@ -3,6 +3,7 @@
 
 #include "ir/parser.h"
 #include "runtime/device_runner.h"
+#include "runtime/run_timing.h"
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
@@ -76,15 +77,10 @@ TensorMap randomFeeds(const Graph& graph, uint64_t seed) {
 /// Median seconds per run of `runner` on `feeds`, after one untimed run.
 Expected<double> medianSeconds(DeviceRunner& runner, const TensorMap& feeds, int repeats) {
   std::vector<Tensor> outputs;
-  SMELT_CHECK_OK(runner.run(feeds, outputs));
-  std::vector<double> seconds;
-  for (int i = 0; i < std::max(repeats, 1); ++i) {
-    auto start = std::chrono::steady_clock::now();
-    SMELT_CHECK_OK(runner.run(feeds, outputs));
-    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
-  std::nth_element(seconds.begin(), seconds.begin() + seconds.size() / 2, seconds.end());
-  return seconds[seconds.size() / 2];
+  const int runs = std::max(repeats, 1);
+  SMELT_TRY(RunTimes times, timeRuns([&] { return runner.run(feeds, outputs); },
+                                     RunBudget{.warmup = 1, .runs = runs, .minRuns = runs}));
+  return times.medianMs() / 1e3;
 }
 
 std::string milliseconds(double seconds) { return fmt::format("{:.3g} ms", seconds * 1e3); }
@@ -96,8 +92,9 @@ std::vector<TuneGraph> tuneGraphs(WorkKind kind, bool quick) {
   auto add = [&](std::string text) {
     Expected<Graph> graph = parseGraph(text);
     // The texts above are fixed; a parse failure is a bug in this file, caught by the tests.
-    const int64_t amount = graph ? measureWork(*graph).of(kind) : -1;
-    graphs.push_back({amount, std::move(text)});
+    if (!graph) return graphs.push_back({-1, std::move(text), Graph()});
+    const int64_t amount = measureWork(*graph).of(kind);
+    graphs.push_back({amount, std::move(text), std::move(*graph)});
   };
   switch (kind) {
     case WorkKind::kElementwise:
@@ -135,7 +132,8 @@ Expected<PlacementTable> tunePlacement(const std::shared_ptr<Device>& device, co
   for (WorkKind kind : kinds) {
     KindCrossover entry{kind, {}, std::nullopt};
     for (const TuneGraph& tg : tuneGraphs(kind, options.quick)) {
-      SMELT_TRY(Graph graph, parseGraph(tg.text));
+      if (tg.amount < 0) return makeError("tune: a {} graph does not parse:\n{}", workKindName(kind), tg.text);
+      const Graph& graph = tg.graph;
       const TensorMap feeds = randomFeeds(graph, ++seed);
       SMELT_TRY(std::unique_ptr<DeviceRunner> cpu, compileForCpu(graph));
       SMELT_TRY(std::unique_ptr<DeviceRunner> onDevice, compileForDevice(graph, device));

@@ -6,6 +6,7 @@
 //   SMELT_CHECK_OK(savePlacementTable(table, device->description()));
 #pragma once
 
+#include "ir/graph.h"
 #include "runtime/placement/placement_table.h"
 
 #include <functional>
@@ -31,6 +32,7 @@ struct TuneOptions {
 struct TuneGraph {
   int64_t amount = 0;
   std::string text;
+  Graph graph;
 };
 std::vector<TuneGraph> tuneGraphs(WorkKind kind, bool quick);
 

@@ -12,7 +12,7 @@
 #ifdef SMELT_HAVE_CUDA
 #include "runtime/cuda_executable.h"
 #endif
-#include "tools/smelt/bench_timing.h"
+#include "runtime/run_timing.h"
 #include "tools/smelt/commands.h"
 #include "tools/smelt/tensor_summary.h"
 
