@@ -26,8 +26,8 @@ class Printer {
     for (const std::string& p : k_.provenance) out_ += fmt::format("  // from {}\n", p);
     for (size_t i = 0; i < k_.buffers.size(); ++i) {
       const KBuffer& b = k_.buffers[i];
-      out_ += fmt::format("  buffer %b{}: {}[{}] {} {}\n", i, dtypeName(b.dtype), b.numel, b.output ? "out" : "in",
-                          quoteString(b.name));
+      out_ += fmt::format("  buffer %b{}: {}[{}] {} {}{}\n", i, dtypeName(b.dtype), b.numel, b.output ? "out" : "in",
+                          quoteString(b.name), b.sameAs >= 0 ? fmt::format(" same %b{}", b.sameAs) : "");
     }
     block(k_.body, "  ");
     return out_;

@@ -77,6 +77,10 @@ struct KBuffer {
   DType dtype = DType::f32;
   int64_t numel = 0;
   bool output = false;
+  /// The index of an earlier buffer this one is the same memory as (an in-place result, a product
+  /// computed in its output), or -1. Renderers may address both through one pointer: LLVM then sees a
+  /// load and a store at one index instead of two pointers whose overlap check fails at run time.
+  int32_t sameAs = -1;
 };
 
 /// One kernel.

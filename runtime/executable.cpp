@@ -40,6 +40,23 @@ struct Binding {
 
 int64_t workPerPoint(const codegen::KBlock& block);
 
+/// Marks each of the kernel's buffers bound to the same memory as an earlier one (an in-place result,
+/// a product computed in its output): see KBuffer::sameAs. `bindings` follows the kernel's buffers;
+/// an arena binding with a negative offset is memory of its own.
+void markSharedBuffers(codegen::Kernel& kernel, const std::vector<Binding>& bindings) {
+  for (size_t i = 0; i < kernel.buffers.size() && i < bindings.size(); ++i) {
+    if (bindings[i].index < 0) continue;
+    for (size_t j = 0; j < i; ++j) {
+      const codegen::KBuffer &a = kernel.buffers[j], &b = kernel.buffers[i];
+      if (bindings[j].kind == bindings[i].kind && bindings[j].index == bindings[i].index && a.dtype == b.dtype &&
+          a.numel == b.numel) {
+        kernel.buffers[i].sameAs = static_cast<int32_t>(j);
+        break;
+      }
+    }
+  }
+}
+
 struct Step {
   /// Null for a node no kernel can compute yet: it runs on the reference interpreter (`node`), unless
   /// a BLAS computes it (`gemm`, then `entry` is its epilogue, if any).
@@ -94,6 +111,11 @@ Status planBlasStep(const Graph& graph, const Node& node, bool parallel, Step& s
   step.scratchBytes = static_cast<size_t>(plan.columnElements) * dtypeSize(plan.dtype);
   if (!plan.epilogue) return Status::success();
   SMELT_TRY(codegen::Kernel kernel, codegen::lowerEpilogue(graph, node, *plan.anchor));
+  // The epilogue's last buffer is the product: in a result's memory, or in scratch of its own.
+  std::vector<Binding> bindings = step.buffers;
+  bindings.push_back(plan.result >= 0 ? step.buffers[node.numOperands() + static_cast<size_t>(plan.result)]
+                                      : Binding{Binding::Arena, -1});
+  markSharedBuffers(kernel, bindings);
   codegen::CompileInfo info;
   SMELT_TRY(step.entry, jit.compile(kernel, &info));
   step.points = kernel.domainSize();
@@ -257,6 +279,7 @@ Expected<std::unique_ptr<Executable>> Executable::compile(const Graph& source, c
       if (codegen::tileColumns(kernel)) {  // CPU only: GPUs keep a thread per column
         logger().debug("{}: column loops tiled ({} tiles)", step.label, kernel.domainSize());
       }
+      markSharedBuffers(kernel, step.buffers);
       codegen::CompileInfo info;
       SMELT_TRY(step.entry, jit->compile(kernel, &info));
       step.points = kernel.domainSize();

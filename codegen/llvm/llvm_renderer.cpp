@@ -81,6 +81,12 @@ class Renderer {
     b_.SetInsertPoint(entry);
     LValue* buffers = fn_->getArg(0);
     for (size_t i = 0; i < k_.buffers.size(); ++i) {
+      // One pointer for buffers that are the same memory (see KBuffer::sameAs): accesses at one index
+      // through two pointers would get an overlap check that fails and sends the loop to scalar code.
+      if (int32_t same = k_.buffers[i].sameAs; same >= 0 && static_cast<size_t>(same) < i) {
+        bufferPtrs_.push_back(bufferPtrs_[static_cast<size_t>(same)]);
+        continue;
+      }
       LValue* slot = b_.CreateConstInBoundsGEP1_64(ptrTy, buffers, i);
       bufferPtrs_.push_back(b_.CreateLoad(ptrTy, slot, fmt::format("b{}", i)));
     }
