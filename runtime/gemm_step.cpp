@@ -5,6 +5,8 @@
 #include "runtime/thread_pool.h"
 
 #include <algorithm>
+#include <type_traits>
+#include <vector>
 
 namespace smelt {
 
@@ -187,35 +189,39 @@ bool ConvGeometry::direct() const {
 
 namespace {
 
-/// The column matrix of one image: row (c, i, j), column (y, x) holds the input at
-/// (c, y * stride - pad + i * dilation, x * ...), or 0 in the padding.
+/// One output row `y` of one input channel's taps: out[(i * kw + j) * ld + x] holds the channel's
+/// plane `in` at (y * stride - pad + i * dilation, x * stride - pad + j * dilation), or 0 in the
+/// padding. The columns inside the input are worked out once per tap, so the copy itself has no
+/// branch (a plain copy at stride 1); these copies took as long as the products before.
 template <typename T>
-void im2col(const ConvGeometry& g, const T* image, T* columns) {
-  int64_t plane = g.oh * g.ow;
-  for (int64_t c = 0; c < g.c; ++c) {
-    for (int64_t i = 0; i < g.kh; ++i) {
-      for (int64_t j = 0; j < g.kw; ++j) {
-        T* row = columns + ((c * g.kh + i) * g.kw + j) * plane;
-        for (int64_t y = 0; y < g.oh; ++y) {
-          int64_t iy = y * g.strideH - g.padTop + i * g.dilationH;
-          T* out = row + y * g.ow;
-          if (iy < 0 || iy >= g.h) {
-            std::fill(out, out + g.ow, T(0));
-            continue;
-          }
-          const T* in = image + (c * g.h + iy) * g.w;
-          for (int64_t x = 0; x < g.ow; ++x) {
-            int64_t ix = x * g.strideW - g.padLeft + j * g.dilationW;
-            out[x] = ix >= 0 && ix < g.w ? in[ix] : T(0);
-          }
-        }
+void tapRows(const ConvGeometry& g, const T* in, int64_t y, T* out, int64_t ld) {
+  for (int64_t i = 0; i < g.kh; ++i) {
+    int64_t iy = y * g.strideH - g.padTop + i * g.dilationH;
+    for (int64_t j = 0; j < g.kw; ++j) {
+      T* dst = out + (i * g.kw + j) * ld;
+      if (iy < 0 || iy >= g.h) {
+        std::fill(dst, dst + g.ow, T(0));
+        continue;
       }
+      const T* line = in + iy * g.w;
+      // Output columns x with 0 <= x * stride + shift < w.
+      int64_t shift = j * g.dilationW - g.padLeft;
+      int64_t x0 = shift >= 0 ? 0 : std::min(g.ow, (-shift + g.strideW - 1) / g.strideW);
+      int64_t x1 = shift >= g.w ? 0 : std::min(g.ow, (g.w - 1 - shift) / g.strideW + 1);
+      x1 = std::max(x0, x1);
+      std::fill(dst, dst + x0, T(0));
+      if (g.strideW == 1) {
+        std::copy(line + x0 + shift, line + x1 + shift, dst + x0);
+      } else {
+        for (int64_t x = x0; x < x1; ++x) dst[x] = line[x * g.strideW + shift];
+      }
+      std::fill(dst + x1, dst + g.ow, T(0));
     }
   }
 }
 
-/// The column matrix of every image: row (c, i, j), columns [n*oh*ow, (n+1)*oh*ow) image n's row of
-/// im2col. One (channel, image) pair per task.
+/// The column matrix of every image: row (c, i, j), columns [n*oh*ow, (n+1)*oh*ow) image n's taps,
+/// output row after output row. One (channel, image) pair per task.
 template <typename T>
 void im2colAll(const ConvGeometry& g, const T* x, T* columns) {
   int64_t plane = g.oh * g.ow, width = g.n * plane, taps = g.kh * g.kw;
@@ -225,24 +231,7 @@ void im2colAll(const ConvGeometry& g, const T* x, T* columns) {
         for (int64_t task = begin; task < end; ++task) {
           int64_t c = task / g.n, n = task % g.n;
           const T* in = x + (n * g.c + c) * g.h * g.w;
-          for (int64_t tap = 0; tap < taps; ++tap) {
-            int64_t i = tap / g.kw, j = tap % g.kw;
-            T* row = columns + (c * taps + tap) * width + n * plane;
-            int64_t shift = j * g.dilationW - g.padLeft;
-            for (int64_t y = 0; y < g.oh; ++y) {
-              int64_t iy = y * g.strideH - g.padTop + i * g.dilationH;
-              T* out = row + y * g.ow;
-              if (iy < 0 || iy >= g.h) {
-                std::fill(out, out + g.ow, T(0));
-                continue;
-              }
-              const T* line = in + iy * g.w;
-              for (int64_t xo = 0; xo < g.ow; ++xo) {
-                int64_t ix = xo * g.strideW + shift;
-                out[xo] = ix >= 0 && ix < g.w ? line[ix] : T(0);
-              }
-            }
-          }
+          for (int64_t y = 0; y < g.oh; ++y) tapRows(g, in, y, columns + c * taps * width + n * plane + y * g.ow, width);
         }
       },
       g.c * g.n * taps * plane >= 32768);
@@ -270,7 +259,7 @@ void runConvAs(const GemmPlan& p, char* const* operands, char* product, char* sc
   T* columns = reinterpret_cast<T*>(scratch);
   T* out = reinterpret_cast<T*>(product);
   if (g.n == 1) {
-    if (!g.direct()) im2col(g, x, columns);
+    if (!g.direct()) im2colAll(g, x, columns);
     const T* cols = g.direct() ? x : columns;
     for (int64_t group = 0; group < g.groups; ++group) {
       blas::gemm(p.dtype, false, false, p.m, p.n, p.k, 1.0, w + group * p.m * p.k, p.k, cols + group * p.k * p.n, p.n,
@@ -345,29 +334,36 @@ void runConvTransposeAs(const GemmPlan& p, char* const* operands, char* product,
   col2im(g, columns, reinterpret_cast<T*>(product));
 }
 
+/// `a` (rows x cols) transposed into `t` (cols x rows, leading dimension `ldt`).
+template <typename T>
+void transposeBlock(const T* a, int64_t rows, int64_t cols, T* t, int64_t ldt) {
+  if constexpr (std::is_same_v<T, float>) {
+    blas::transpose(a, rows, cols, t, ldt);
+  } else {
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) t[c * ldt + r] = a[r * cols + c];
+    }
+  }
+}
+
 /// im2col transposed: row (n, y, x) holds output position (y, x) of image n's taps in (c, i, j) order,
-/// the input at (c, y * stride - pad + i * dilation, ...) or 0 in the padding. One image row per task.
+/// the input at (c, y * stride - pad + i * dilation, ...) or 0 in the padding. One image row per task:
+/// its columns are gathered as im2col does (contiguous copies) into a block that fits the cache, then
+/// transposed into place.
 template <typename T>
 void im2rowAll(const ConvGeometry& g, const T* x, T* rows) {
   int64_t taps = g.kh * g.kw, width = g.c * taps;
   ThreadPool::global().parallelFor(
       g.n * g.oh,
       [&](int64_t begin, int64_t end) {
+        thread_local std::vector<T> block;
+        block.resize(static_cast<size_t>(width * g.ow));
         for (int64_t task = begin; task < end; ++task) {
           int64_t n = task / g.oh, y = task % g.oh;
-          for (int64_t xo = 0; xo < g.ow; ++xo) {
-            T* row = rows + (task * g.ow + xo) * width;
-            for (int64_t c = 0; c < g.c; ++c) {
-              const T* in = x + (n * g.c + c) * g.h * g.w;
-              for (int64_t i = 0; i < g.kh; ++i) {
-                int64_t iy = y * g.strideH - g.padTop + i * g.dilationH;
-                for (int64_t j = 0; j < g.kw; ++j) {
-                  int64_t ix = xo * g.strideW - g.padLeft + j * g.dilationW;
-                  *row++ = iy >= 0 && iy < g.h && ix >= 0 && ix < g.w ? in[iy * g.w + ix] : T(0);
-                }
-              }
-            }
+          for (int64_t c = 0; c < g.c; ++c) {
+            tapRows(g, x + (n * g.c + c) * g.h * g.w, y, block.data() + c * taps * g.ow, g.ow);
           }
+          transposeBlock(block.data(), width, g.ow, rows + task * g.ow * width, width);
         }
       },
       g.n * g.oh * g.ow * width >= 32768);
