@@ -8,6 +8,7 @@
 //                                                               }
 #include "codegen/kernel_opt.h"
 
+#include "codegen/collapse_loops.h"
 #include "codegen/kernel_walk.h"
 #include "codegen/reuse_through_output.h"
 
@@ -198,6 +199,7 @@ void hoistReciprocals(Kernel& kernel, KBlock& block, std::unordered_set<int32_t>
 }  // namespace
 
 void optimizeKernel(Kernel& kernel) {
+  collapseNestedLoops(kernel);  // first: sibling nests of one shape then collapse alike and still fuse
   fuseLoops(kernel.body);
   // Before the reciprocals: they are numbered per loop, and would hide a value's twin in another loop.
   reuseThroughOutput(kernel);

@@ -36,7 +36,7 @@ std::string errorText(llvm::Error error) {
 }
 
 /// Bumped whenever rendering changes what a description compiles to, so old cache entries miss.
-constexpr const char* kRendererVersion = "llvm-renderer-5";
+constexpr const char* kRendererVersion = "llvm-renderer-6";
 
 }  // namespace
 
