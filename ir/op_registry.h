@@ -117,6 +117,14 @@ using GradientFn = std::function<std::vector<Value*>(Builder& b, const GradientC
 /// its results. An op with a decomposition and no gradient rule is differentiated through it.
 using DecomposeFn = std::function<std::vector<Value*>(Builder& b, const Node& node)>;
 
+/// Runs `body(begin, end)` over parts of [0, count), possibly on several threads (the executable's pool).
+using ParallelFor = std::function<void(int64_t count, const std::function<void(int64_t, int64_t)>& body)>;
+/// A direct CPU implementation over raw buffers: the operands', then the results' (flat, row-major).
+using HostKernel = std::function<void(char* const* buffers, const ParallelFor& parallel)>;
+/// The host implementation of one application, or an empty function where it does not apply (a dtype
+/// it does not take): the op's kernel runs instead.
+using HostFn = std::function<HostKernel(const OpCall& call)>;
+
 /// The one declaration of an op.
 struct OpDef {
   std::string name;
@@ -139,6 +147,11 @@ struct OpDef {
   /// How one element of the results is computed (codegen): see ir/lowering.h. Null: the op cannot be
   /// compiled (composites are decomposed first).
   LowerFn lower;
+  /// For ops whose kernel form is a gather a CPU runs badly while a plain loop does not (a scatter
+  /// written as a gather): the CPU executable runs this instead of the kernel when the op is a node
+  /// of its own. It must give the kernel's results bit for bit (the same arithmetic in the same order).
+  /// Null: the kernel everywhere.
+  HostFn host;
   /// Rough arithmetic operations of one application (`smelt inspect`, cost models); the OpCall has
   /// operand and result types. Null: defaultFlops() by fusion kind.
   std::function<int64_t(const OpCall&)> flops;

@@ -73,6 +73,8 @@ struct Step {
   /// step, as steps run one after another: the product first, the scratch after it.
   size_t productBytes = 0;
   size_t scratchBytes = 0;
+  /// The op's own CPU implementation (OpDef::host), run instead of a kernel when set.
+  HostKernel host;
   // 64-byte-aligned starts in that buffer (null when unused), found once at compile time.
   char* productAt = nullptr;
   char* scratchAt = nullptr;
@@ -126,6 +128,22 @@ Status planBlasStep(const Graph& graph, const Node& node, bool parallel, Step& s
 }
 
 
+/// The node's host implementation (OpDef::host) when its op has one for these types and no result
+/// shares memory with an operand (a scatter reads its operands while it writes).
+HostKernel planHostStep(const Graph& graph, const Node& node, const std::vector<Binding>& buffers) {
+  if (!node.op().host) return {};
+  for (size_t r = node.numOperands(); r < buffers.size(); ++r) {
+    for (size_t o = 0; o < node.numOperands(); ++o) {
+      if (buffers[r].kind == buffers[o].kind && buffers[r].index == buffers[o].index) return {};
+    }
+  }
+  std::vector<TensorType> operandTypes, resultTypes;
+  for (const Value* v : node.operands()) operandTypes.push_back(v->type());
+  for (const Value* v : node.results()) resultTypes.push_back(v->type());
+  OpCall call(node.op(), graph.labelOf(node), operandTypes, node.attrs(), resultTypes);
+  return node.op().host(call);
+}
+
 /// Rough work per outer point: the product of nested loop extents, summed. Small kernels run inline:
 /// waking the pool costs more than they do.
 int64_t workPerPoint(const codegen::KBlock& block) {
@@ -168,7 +186,7 @@ struct Executable::Impl {
     std::vector<std::string> labels, kinds;
     for (const Step& s : steps) {
       labels.push_back(s.label + " = " + s.node->opName() + describeShape(s.node));
-      std::string kind = s.gemm ? (s.entry ? "BLAS+epilogue" : "BLAS") : s.entry ? "kernel" : "interpreted";
+      std::string kind = s.host ? "host" : s.gemm ? (s.entry ? "BLAS+epilogue" : "BLAS") : s.entry ? "kernel" : "interpreted";
       kinds.push_back(kind + (s.entry && s.parallel ? ", parallel" : ""));
     }
     // Printed, not logged: asking for a profile is asking to see it, whatever SMELT_LOG says.
@@ -269,8 +287,13 @@ Expected<std::unique_ptr<Executable>> Executable::compile(const Graph& source, c
     Step step{nullptr, node.get(), {}, 0, false, x.graph.labelOf(*node), std::nullopt, {}};
     for (const Value* o : node->operands()) step.buffers.push_back(x.bind(o, plan, constantIndex));
     for (const Value* r : node->results()) step.buffers.push_back(x.bind(r, plan, constantIndex));
-    if (options.blas) SMELT_CHECK_OK(planBlasStep(x.graph, *node, options.parallel, step, *jit, x.report));
-    if (step.gemm) {
+    step.host = planHostStep(x.graph, *node, step.buffers);
+    if (!step.host && options.blas) SMELT_CHECK_OK(planBlasStep(x.graph, *node, options.parallel, step, *jit, x.report));
+    if (step.host) {
+      step.parallel = options.parallel;
+      ++x.report.host;
+      logger().debug("{}: the op's host implementation", step.label);
+    } else if (step.gemm) {
       ++x.report.blas;
       logger().debug("{}: BLAS {}x{}x{} (batch {}){}", step.label, step.gemm->m, step.gemm->n, step.gemm->k,
                      step.gemm->batch, step.entry ? " and an epilogue kernel" : "");
@@ -395,7 +418,11 @@ Status Executable::run(std::span<const Tensor* const> inputs, std::span<const Te
       x.pointers.push_back(product);
     }
     char** bufs = x.pointers.data();
-    if (!entry && step.gemm) {
+    if (step.host) {
+      step.host(bufs, [&](int64_t count, const std::function<void(int64_t, int64_t)>& body) {
+        pool.parallelFor(count, body, step.parallel);
+      });
+    } else if (!entry && step.gemm) {
       // a lone product: nothing runs after the GEMM
     } else if (!entry) {
       SMELT_CHECK_OK(interpretStep(g, step, bufs));

@@ -39,6 +39,8 @@ struct CompileReport {
   int64_t cacheHits = 0;
   /// Nodes without a kernel lowering, run on the reference interpreter.
   int64_t interpreted = 0;
+  /// Nodes run by their op's own CPU implementation (OpDef::host) instead of a kernel.
+  int64_t host = 0;
   double seconds = 0;
   int64_t arenaBytes = 0;
 };

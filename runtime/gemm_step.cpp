@@ -189,6 +189,26 @@ bool ConvGeometry::direct() const {
 
 namespace {
 
+// Runs of a few to a few dozen elements: library memset/memmove calls (what std::fill and std::copy
+// become) cost more than the copy at these lengths, so blocks of 8 are moved inline.
+template <typename T>
+inline void copyRun(const T* from, T* to, int64_t begin, int64_t end) {
+  int64_t x = begin;
+  for (; x + 8 <= end; x += 8) {
+    for (int k = 0; k < 8; ++k) to[x + k] = from[x + k];
+  }
+  for (; x < end; ++x) to[x] = from[x];
+}
+
+template <typename T>
+inline void zeroRun(T* to, int64_t begin, int64_t end) {
+  int64_t x = begin;
+  for (; x + 8 <= end; x += 8) {
+    for (int k = 0; k < 8; ++k) to[x + k] = T(0);
+  }
+  for (; x < end; ++x) to[x] = T(0);
+}
+
 /// One output row `y` of one input channel's taps: out[(i * kw + j) * ld + x] holds the channel's
 /// plane `in` at (y * stride - pad + i * dilation, x * stride - pad + j * dilation), or 0 in the
 /// padding. The columns inside the input are worked out once per tap, so the copy itself has no
@@ -200,7 +220,7 @@ void tapRows(const ConvGeometry& g, const T* in, int64_t y, T* out, int64_t ld) 
     for (int64_t j = 0; j < g.kw; ++j) {
       T* dst = out + (i * g.kw + j) * ld;
       if (iy < 0 || iy >= g.h) {
-        std::fill(dst, dst + g.ow, T(0));
+        zeroRun(dst, 0, g.ow);
         continue;
       }
       const T* line = in + iy * g.w;
@@ -209,13 +229,13 @@ void tapRows(const ConvGeometry& g, const T* in, int64_t y, T* out, int64_t ld) 
       int64_t x0 = shift >= 0 ? 0 : std::min(g.ow, (-shift + g.strideW - 1) / g.strideW);
       int64_t x1 = shift >= g.w ? 0 : std::min(g.ow, (g.w - 1 - shift) / g.strideW + 1);
       x1 = std::max(x0, x1);
-      std::fill(dst, dst + x0, T(0));
+      zeroRun(dst, 0, x0);
       if (g.strideW == 1) {
-        std::copy(line + x0 + shift, line + x1 + shift, dst + x0);
+        copyRun(line + shift, dst, x0, x1);
       } else {
         for (int64_t x = x0; x < x1; ++x) dst[x] = line[x * g.strideW + shift];
       }
-      std::fill(dst + x1, dst + g.ow, T(0));
+      zeroRun(dst, x1, g.ow);
     }
   }
 }

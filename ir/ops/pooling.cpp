@@ -407,6 +407,50 @@ Expected<std::vector<KValue>> lowerMaxPoolBackward(LoweringContext& ctx) {
   });
 }
 
+/// dx for one dtype: see hostMaxPoolBackward.
+template <typename T>
+void scatterMaxPoolGrad(const PoolWindow& win, const Shape& ds, const Shape& xs, char* const* buffers,
+                        const ParallelFor& parallel) {
+  const T* dy = reinterpret_cast<const T*>(buffers[0]);
+  const int64_t* indices = reinterpret_cast<const int64_t*>(buffers[1]);
+  T* dx = reinterpret_cast<T*>(buffers[2]);
+  int64_t oh = ds[2], ow = ds[3], h = xs[2], w = xs[3], in = h * w, out = oh * ow;
+  int64_t reachH = (win.kernel[0] - 1) * win.dilation[0], reachW = (win.kernel[1] - 1) * win.dilation[1];
+  parallel(ds[0] * ds[1], [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      T* plane = dx + p * in;
+      std::fill(plane, plane + in, T(0));
+      for (int64_t y = 0; y < oh; ++y) {
+        for (int64_t x = 0; x < ow; ++x) {
+          int64_t at = p * out + y * ow + x, named = indices[at];
+          if (named < 0 || named >= in) continue;
+          // Only a tap of this window counts (the reference's rule for any index).
+          int64_t t = named / w + win.padBegin[0] - y * win.stride[0];
+          int64_t u = named % w + win.padBegin[1] - x * win.stride[1];
+          if (t < 0 || t > reachH || t % win.dilation[0] != 0 || u < 0 || u > reachW || u % win.dilation[1] != 0) continue;
+          plane[named] += dy[at];
+        }
+      }
+    }
+  });
+}
+
+// max_pool2d_backward on the CPU as the scatter it is: each plane zeroed, then each window's dy added
+// where its index points, windows in row-major order, which is the order the kernel and the reference
+// sum an element's windows in (so the same bits as the kernel). The kernel's gather finds each input
+// element's candidate windows through divisions that vectorize as gathers: 2.4 ms of a ResNet-18 step.
+HostKernel hostMaxPoolBackward(const OpCall& call) {
+  DType dtype = call.operand(0).dtype;
+  auto win = readPoolWindow(call, true);
+  if ((dtype != DType::f32 && dtype != DType::f64) || !win) return {};
+  Shape ds = call.operand(0).shape, xs = call.results()[0].shape;
+  PoolWindow window = *win;
+  return [=](char* const* buffers, const ParallelFor& parallel) {
+    if (dtype == DType::f32) return scatterMaxPoolGrad<float>(window, ds, xs, buffers, parallel);
+    scatterMaxPoolGrad<double>(window, ds, xs, buffers, parallel);
+  };
+}
+
 // avg_pool2d as the reference: the sum of the taps inside the input (in f32 for f16/bf16) over the
 // window's size, clipped to the padded input (count_include_pad) or to the input itself (0 when the
 // window is all padding: 0/0 = NaN, as the reference).
@@ -738,6 +782,7 @@ void registerPoolingOps(OpRegistry& registry) {
 })",
       .gradient = gradMaxPoolBackward,
       .lower = lowerMaxPoolBackward,
+      .host = hostMaxPoolBackward,
       // One compare per input element and window tap.
       .flops = [](const OpCall& c) {
         const auto& k = c.getInts("kernel");

@@ -131,6 +131,33 @@ TEST_CASE("llvm: a result in the same memory as its operand vectorizes without a
   CHECK(testing::compareTensors(x, want, 0).empty());
 }
 
+TEST_CASE("llvm: max_pool2d's gradient runs as its op's host scatter, matching the reference") {
+  // Overlapping 3x3 windows at stride 2 (ResNet's stem): the gradient is max_pool2d_indices and
+  // max_pool2d_backward; the latter runs as OpDef::host, not as its gather kernel.
+  for (const char* dtype : {"f32", "f64"}) {
+    CAPTURE(dtype);
+    Graph graph = testing::parseOrFail(testing::substituteDType(R"(graph @g(%x: $T[2,3,9,8], %dy: $T[2,3,5,4]) {
+  %i = max_pool2d_indices(%x) {kernel = [3, 3], padding = [1, 1, 1, 1], stride = [2, 2]} : i64[2,3,5,4]
+  %dx = max_pool2d_backward(%dy, %i) {input_size = [9, 8], kernel = [3, 3], padding = [1, 1, 1, 1], stride = [2, 2]} : $T[2,3,9,8]
+  return dx = %dx
+})", dtype));
+    TensorMap feeds = testing::randomFeeds(graph, testing::testSeed());
+    auto exe = Executable::compile(graph);
+    REQUIRE_MESSAGE(exe.ok(), (exe.ok() ? "" : exe.error().message()));
+    CHECK((*exe)->report().host == 1);
+    auto actual = (*exe)->run(feeds);
+    REQUIRE(actual.ok());
+    auto expected = interpret(graph, feeds);
+    REQUIRE(expected.ok());
+    CHECK(testing::compareTensors((*actual)[0], (*expected)[0], testing::backendTolerance((*expected)[0].dtype())).empty());
+    // Every window's dy lands somewhere: the gradient sums to dy's sum.
+    double in = 0, out = 0;
+    for (double v : feeds.at("dy").toDoubles()) in += v;
+    for (double v : (*actual)[0].toDoubles()) out += v;
+    CHECK(out == doctest::Approx(in).epsilon(1e-5));
+  }
+}
+
 TEST_CASE("llvm: row reductions keep NaN, inf and -inf as the reference does, at every position of a vectorized row") {
   // max/min reductions render as maxnum plus a NaN flag and sums are reassociated into vector lanes:
   // a NaN in the vector body, the remainder or the first element must still make the row NaN, and an
