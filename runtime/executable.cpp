@@ -287,7 +287,7 @@ Expected<std::unique_ptr<Executable>> Executable::compile(const Graph& source, c
     Step step{nullptr, node.get(), {}, 0, false, x.graph.labelOf(*node), std::nullopt, {}};
     for (const Value* o : node->operands()) step.buffers.push_back(x.bind(o, plan, constantIndex));
     for (const Value* r : node->results()) step.buffers.push_back(x.bind(r, plan, constantIndex));
-    step.host = planHostStep(x.graph, *node, step.buffers);
+    if (options.host) step.host = planHostStep(x.graph, *node, step.buffers);
     if (!step.host && options.blas) SMELT_CHECK_OK(planBlasStep(x.graph, *node, options.parallel, step, *jit, x.report));
     if (step.host) {
       step.parallel = options.parallel;

@@ -23,6 +23,8 @@ struct CompileOptions {
   /// Whether f32/f64 matmul and gemm may run on the CPU's BLAS (SMELT_BLAS=0 turns it off: generated
   /// kernels compute every product).
   bool blas = true;
+  /// Whether ops with a host implementation (OpDef::host) run it instead of their kernel.
+  bool host = true;
   /// Outputs whose values may be written over a parameter's fed tensor, (parameter, output) by name: a
   /// training step's new weights over the old. Honoured where the output's kernel is the parameter's
   /// last reader and reads it only at the index it writes (see Executable::donated); the caller's

@@ -155,6 +155,15 @@ TEST_CASE("llvm: max_pool2d's gradient runs as its op's host scatter, matching t
     for (double v : feeds.at("dy").toDoubles()) in += v;
     for (double v : (*actual)[0].toDoubles()) out += v;
     CHECK(out == doctest::Approx(in).epsilon(1e-5));
+    // The gather kernel sums each element's windows in the same order: the same bits.
+    CompileOptions kernelOnly;
+    kernelOnly.host = false;
+    auto viaKernel = Executable::compile(graph, kernelOnly);
+    REQUIRE(viaKernel.ok());
+    CHECK((*viaKernel)->report().host == 0);
+    auto kernelResult = (*viaKernel)->run(feeds);
+    REQUIRE(kernelResult.ok());
+    CHECK((*kernelResult)[0].bitwiseEqual((*actual)[0]));
   }
 }
 
