@@ -209,33 +209,48 @@ inline void zeroRun(T* to, int64_t begin, int64_t end) {
   for (; x < end; ++x) to[x] = T(0);
 }
 
+/// Where tap column j reads: input column x * stride + shift for output column x, inside the input for
+/// x in [x0, x1). The same for every channel and row, so worked out once per convolution: per row, the
+/// two divisions cost more than copying a deep layer's 2 or 4 columns.
+struct TapColumns {
+  int64_t shift = 0, x0 = 0, x1 = 0;
+};
+
+std::vector<TapColumns> tapColumns(const ConvGeometry& g) {
+  std::vector<TapColumns> taps(static_cast<size_t>(g.kw));
+  for (int64_t j = 0; j < g.kw; ++j) {
+    TapColumns& t = taps[static_cast<size_t>(j)];
+    t.shift = j * g.dilationW - g.padLeft;
+    t.x0 = t.shift >= 0 ? 0 : std::min(g.ow, (-t.shift + g.strideW - 1) / g.strideW);
+    t.x1 = t.shift >= g.w ? 0 : std::min(g.ow, (g.w - 1 - t.shift) / g.strideW + 1);
+    t.x1 = std::max(t.x0, t.x1);
+  }
+  return taps;
+}
+
 /// One output row `y` of one input channel's taps: out[(i * kw + j) * ld + x] holds the channel's
 /// plane `in` at (y * stride - pad + i * dilation, x * stride - pad + j * dilation), or 0 in the
-/// padding. The columns inside the input are worked out once per tap, so the copy itself has no
-/// branch (a plain copy at stride 1); these copies took as long as the products before.
+/// padding. The copies themselves have no branch (a plain copy at stride 1).
 template <typename T>
-void tapRows(const ConvGeometry& g, const T* in, int64_t y, T* out, int64_t ld) {
+void tapRows(const ConvGeometry& g, const TapColumns* columns, const T* in, int64_t y, T* out, int64_t ld) {
   for (int64_t i = 0; i < g.kh; ++i) {
     int64_t iy = y * g.strideH - g.padTop + i * g.dilationH;
+    bool inside = iy >= 0 && iy < g.h;
+    const T* line = in + iy * g.w;
     for (int64_t j = 0; j < g.kw; ++j) {
       T* dst = out + (i * g.kw + j) * ld;
-      if (iy < 0 || iy >= g.h) {
-        zeroRun(dst, 0, g.ow);
+      const TapColumns& t = columns[j];
+      if (!inside) {
+        for (int64_t x = 0; x < g.ow; ++x) dst[x] = T(0);
         continue;
       }
-      const T* line = in + iy * g.w;
-      // Output columns x with 0 <= x * stride + shift < w.
-      int64_t shift = j * g.dilationW - g.padLeft;
-      int64_t x0 = shift >= 0 ? 0 : std::min(g.ow, (-shift + g.strideW - 1) / g.strideW);
-      int64_t x1 = shift >= g.w ? 0 : std::min(g.ow, (g.w - 1 - shift) / g.strideW + 1);
-      x1 = std::max(x0, x1);
-      zeroRun(dst, 0, x0);
+      for (int64_t x = 0; x < t.x0; ++x) dst[x] = T(0);
       if (g.strideW == 1) {
-        copyRun(line + shift, dst, x0, x1);
+        for (int64_t x = t.x0; x < t.x1; ++x) dst[x] = line[x + t.shift];
       } else {
-        for (int64_t x = x0; x < x1; ++x) dst[x] = line[x * g.strideW + shift];
+        for (int64_t x = t.x0; x < t.x1; ++x) dst[x] = line[x * g.strideW + t.shift];
       }
-      zeroRun(dst, x1, g.ow);
+      for (int64_t x = t.x1; x < g.ow; ++x) dst[x] = T(0);
     }
   }
 }
@@ -245,13 +260,16 @@ void tapRows(const ConvGeometry& g, const T* in, int64_t y, T* out, int64_t ld) 
 template <typename T>
 void im2colAll(const ConvGeometry& g, const T* x, T* columns) {
   int64_t plane = g.oh * g.ow, width = g.n * plane, taps = g.kh * g.kw;
+  std::vector<TapColumns> cols = tapColumns(g);
   ThreadPool::global().parallelFor(
       g.c * g.n,
       [&](int64_t begin, int64_t end) {
         for (int64_t task = begin; task < end; ++task) {
           int64_t c = task / g.n, n = task % g.n;
           const T* in = x + (n * g.c + c) * g.h * g.w;
-          for (int64_t y = 0; y < g.oh; ++y) tapRows(g, in, y, columns + c * taps * width + n * plane + y * g.ow, width);
+          for (int64_t y = 0; y < g.oh; ++y) {
+            tapRows(g, cols.data(), in, y, columns + c * taps * width + n * plane + y * g.ow, width);
+          }
         }
       },
       g.c * g.n * taps * plane >= 32768);
@@ -373,6 +391,7 @@ void transposeBlock(const T* a, int64_t rows, int64_t cols, T* t, int64_t ldt) {
 template <typename T>
 void im2rowAll(const ConvGeometry& g, const T* x, T* rows) {
   int64_t taps = g.kh * g.kw, width = g.c * taps;
+  std::vector<TapColumns> cols = tapColumns(g);
   ThreadPool::global().parallelFor(
       g.n * g.oh,
       [&](int64_t begin, int64_t end) {
@@ -381,7 +400,7 @@ void im2rowAll(const ConvGeometry& g, const T* x, T* rows) {
         for (int64_t task = begin; task < end; ++task) {
           int64_t n = task / g.oh, y = task % g.oh;
           for (int64_t c = 0; c < g.c; ++c) {
-            tapRows(g, x + (n * g.c + c) * g.h * g.w, y, block.data() + c * taps * g.ow, g.ow);
+            tapRows(g, cols.data(), x + (n * g.c + c) * g.h * g.w, y, block.data() + c * taps * g.ow, g.ow);
           }
           transposeBlock(block.data(), width, g.ow, rows + task * g.ow * width, width);
         }
