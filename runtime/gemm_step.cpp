@@ -385,24 +385,32 @@ void transposeBlock(const T* a, int64_t rows, int64_t cols, T* t, int64_t ldt) {
 }
 
 /// im2col transposed: row (n, y, x) holds output position (y, x) of image n's taps in (c, i, j) order,
-/// the input at (c, y * stride - pad + i * dilation, ...) or 0 in the padding. One image row per task:
-/// its columns are gathered as im2col does (contiguous copies) into a block that fits the cache, then
-/// transposed into place.
+/// the input at (c, y * stride - pad + i * dilation, ...) or 0 in the padding. A few output rows of
+/// one image per task: their columns are gathered as im2col does (contiguous copies) into a block of
+/// about the L2 cache's size, then transposed into place (a transpose of a block only 2 or 4 columns
+/// wide, one output row of a deep layer, ran far below the copy's speed).
 template <typename T>
 void im2rowAll(const ConvGeometry& g, const T* x, T* rows) {
   int64_t taps = g.kh * g.kw, width = g.c * taps;
+  int64_t bytesPerRow = width * g.ow * static_cast<int64_t>(sizeof(T));
+  int64_t rowsPerTask = std::clamp<int64_t>((int64_t{512} << 10) / std::max<int64_t>(bytesPerRow, 1), 1, g.oh);
+  int64_t tasksPerImage = (g.oh + rowsPerTask - 1) / rowsPerTask;
   std::vector<TapColumns> cols = tapColumns(g);
   ThreadPool::global().parallelFor(
-      g.n * g.oh,
+      g.n * tasksPerImage,
       [&](int64_t begin, int64_t end) {
         thread_local std::vector<T> block;
-        block.resize(static_cast<size_t>(width * g.ow));
+        block.resize(static_cast<size_t>(width * rowsPerTask * g.ow));
         for (int64_t task = begin; task < end; ++task) {
-          int64_t n = task / g.oh, y = task % g.oh;
+          int64_t n = task / tasksPerImage, y0 = task % tasksPerImage * rowsPerTask;
+          int64_t count = std::min(rowsPerTask, g.oh - y0), span = count * g.ow;
           for (int64_t c = 0; c < g.c; ++c) {
-            tapRows(g, cols.data(), x + (n * g.c + c) * g.h * g.w, y, block.data() + c * taps * g.ow, g.ow);
+            for (int64_t y = y0; y < y0 + count; ++y) {
+              tapRows(g, cols.data(), x + (n * g.c + c) * g.h * g.w, y, block.data() + c * taps * span + (y - y0) * g.ow,
+                      span);
+            }
           }
-          transposeBlock(block.data(), width, g.ow, rows + task * g.ow * width, width);
+          transposeBlock(block.data(), width, span, rows + (n * g.oh + y0) * g.ow * width, width);
         }
       },
       g.n * g.oh * g.ow * width >= 32768);
