@@ -3,10 +3,28 @@
 
 #include "codegen/kernel_interpreter.h"
 #include "codegen/lower_kernel.h"
+#include "passes/pass_manager.h"
 
 #include <unordered_map>
 
 namespace smelt::testing {
+
+Expected<Graph> afterDefaultPipeline(const Graph& graph) {
+  Graph g = graph.clone();
+  SMELT_TRY(PassManager pm, PassManager::defaultPipeline(PassManagerOptions{}));
+  SMELT_TRY(bool changed, pm.run(g));
+  (void)changed;
+  return g;
+}
+
+Expected<codegen::Kernel> lastNodeKernel(const Graph& graph) {
+  const Node* last = nullptr;
+  for (const auto& n : graph.nodes()) {
+    if (n->opName() != "constant") last = n.get();
+  }
+  if (!last) return makeError("graph @{} has no node to lower", graph.name());
+  return codegen::lowerToKernel(graph, *last);
+}
 
 Expected<std::vector<Tensor>> runWithKernels(const Graph& graph, const TensorMap& feeds,
                                              const std::function<void(codegen::Kernel&)>& rewrite) {

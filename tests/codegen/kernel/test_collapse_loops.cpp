@@ -1,8 +1,6 @@
 // collapseNestedLoops (codegen/collapse_loops.h), which lowering runs on every kernel: which nests
 // become one loop, which stay, and that the kernels still compute what the reference does.
 #include "codegen/collapse_loops.h"
-#include "codegen/lower_kernel.h"
-#include "passes/pass_manager.h"
 #include "tests/codegen/kernel/kernel_runner.h"
 #include "tests/support/random_tensors.h"
 
@@ -14,21 +12,14 @@ using namespace smelt;
 namespace {
 
 Graph optimized(const Graph& graph) {
-  Graph g = graph.clone();
-  auto pm = PassManager::defaultPipeline(PassManagerOptions{});
-  REQUIRE(pm.ok());
-  REQUIRE(pm->run(g).ok());
-  return g;
+  auto g = testing::afterDefaultPipeline(graph);
+  REQUIRE_MESSAGE(g.ok(), (g.ok() ? "" : g.error().message()));
+  return std::move(*g);
 }
 
 /// The printed kernel of the optimized graph's last non-constant node.
 std::string lastKernelText(const Graph& g) {
-  const Node* last = nullptr;
-  for (const auto& n : g.nodes()) {
-    if (n->opName() != "constant") last = n.get();
-  }
-  REQUIRE(last != nullptr);
-  auto kernel = codegen::lowerToKernel(g, *last);
+  auto kernel = testing::lastNodeKernel(g);
   REQUIRE_MESSAGE(kernel.ok(), (kernel.ok() ? "" : kernel.error().message()));
   return codegen::printKernel(*kernel);
 }

@@ -1,8 +1,6 @@
 // tileColumns (codegen/tile_columns.h): which kernels it tiles, what the tiled kernel looks like, and
 // that tiled kernels compute bit-identical results on the kernel interpreter in every dtype they cover.
-#include "codegen/lower_kernel.h"
 #include "codegen/tile_columns.h"
-#include "passes/pass_manager.h"
 #include "tests/codegen/kernel/kernel_runner.h"
 #include "tests/support/random_tensors.h"
 
@@ -16,21 +14,14 @@ using namespace smelt;
 namespace {
 
 Graph optimized(const Graph& graph) {
-  Graph g = graph.clone();
-  auto pm = PassManager::defaultPipeline(PassManagerOptions{});
-  REQUIRE(pm.ok());
-  REQUIRE(pm->run(g).ok());
-  return g;
+  auto g = testing::afterDefaultPipeline(graph);
+  REQUIRE_MESSAGE(g.ok(), (g.ok() ? "" : g.error().message()));
+  return std::move(*g);
 }
 
 /// The last non-constant node's kernel, tiled where tileColumns applies; `tiled` says whether it did.
 codegen::Kernel lastKernel(const Graph& g, bool& tiled) {
-  const Node* last = nullptr;
-  for (const auto& n : g.nodes()) {
-    if (n->opName() != "constant") last = n.get();
-  }
-  REQUIRE(last != nullptr);
-  auto kernel = codegen::lowerToKernel(g, *last);
+  auto kernel = testing::lastNodeKernel(g);
   REQUIRE_MESSAGE(kernel.ok(), (kernel.ok() ? "" : kernel.error().message()));
   tiled = codegen::tileColumns(*kernel);
   return std::move(*kernel);
