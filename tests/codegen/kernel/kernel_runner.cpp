@@ -5,25 +5,30 @@
 #include "codegen/lower_kernel.h"
 #include "passes/pass_manager.h"
 
+#include <doctest/doctest.h>
+
 #include <unordered_map>
 
 namespace smelt::testing {
 
-Expected<Graph> afterDefaultPipeline(const Graph& graph) {
+Graph optimizedOrFail(const Graph& graph) {
   Graph g = graph.clone();
-  SMELT_TRY(PassManager pm, PassManager::defaultPipeline(PassManagerOptions{}));
-  SMELT_TRY(bool changed, pm.run(g));
-  (void)changed;
+  auto pm = PassManager::defaultPipeline(PassManagerOptions{});
+  REQUIRE_MESSAGE(pm.ok(), (pm.ok() ? "" : pm.error().message()));
+  auto ran = pm->run(g);
+  REQUIRE_MESSAGE(ran.ok(), (ran.ok() ? "" : ran.error().message()));
   return g;
 }
 
-Expected<codegen::Kernel> lastNodeKernel(const Graph& graph) {
+codegen::Kernel lastNodeKernelOrFail(const Graph& graph) {
   const Node* last = nullptr;
   for (const auto& n : graph.nodes()) {
     if (n->opName() != "constant") last = n.get();
   }
-  if (!last) return makeError("graph @{} has no node to lower", graph.name());
-  return codegen::lowerToKernel(graph, *last);
+  REQUIRE(last != nullptr);
+  auto kernel = codegen::lowerToKernel(graph, *last);
+  REQUIRE_MESSAGE(kernel.ok(), (kernel.ok() ? "" : kernel.error().message()));
+  return std::move(*kernel);
 }
 
 Expected<std::vector<Tensor>> runWithKernels(const Graph& graph, const TensorMap& feeds,

@@ -14,11 +14,12 @@ namespace smelt::testing {
 Expected<std::vector<Tensor>> runWithKernels(const Graph& graph, const TensorMap& feeds,
                                              const std::function<void(codegen::Kernel&)>& rewrite = {});
 
-/// `graph` after the default pipeline (fusion included), as an executable would compile it.
-Expected<Graph> afterDefaultPipeline(const Graph& graph);
+/// `graph` after the default pipeline (fusion included), as an executable would compile it; a failing
+/// pass fails the test.
+Graph optimizedOrFail(const Graph& graph);
 
-/// The kernel lowered from the graph's last node that is not a constant.
-Expected<codegen::Kernel> lastNodeKernel(const Graph& graph);
+/// The kernel lowered from the graph's last node that is not a constant; a failure fails the test.
+codegen::Kernel lastNodeKernelOrFail(const Graph& graph);
 
 /// How far kernel results may be from the reference's (relative, plus the same absolute): kernels
 /// compute f32 in f32 and accumulate reductions in f32 (the reference: double, rounded once), and

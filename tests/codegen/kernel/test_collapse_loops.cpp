@@ -11,25 +11,12 @@ using namespace smelt;
 
 namespace {
 
-Graph optimized(const Graph& graph) {
-  auto g = testing::afterDefaultPipeline(graph);
-  REQUIRE_MESSAGE(g.ok(), (g.ok() ? "" : g.error().message()));
-  return std::move(*g);
-}
-
-/// The printed kernel of the optimized graph's last non-constant node.
-std::string lastKernelText(const Graph& g) {
-  auto kernel = testing::lastNodeKernel(g);
-  REQUIRE_MESSAGE(kernel.ok(), (kernel.ok() ? "" : kernel.error().message()));
-  return codegen::printKernel(*kernel);
-}
-
 /// `ir` ($T each dtype) through lowered kernels matches the reference; returns the last kernel's text.
 std::string checkAgainstReference(std::string_view ir, std::initializer_list<DType> dtypes) {
   std::string text;
   for (DType dtype : dtypes) {
     Graph graph = testing::parseOrFail(testing::substituteDType(std::string(ir), dtypeName(dtype)));
-    Graph g = optimized(graph);
+    Graph g = testing::optimizedOrFail(graph);
     uint64_t seed = testing::testSeed();
     TensorMap feeds = testing::randomFeeds(graph, seed);
     auto actual = testing::runWithKernels(g, feeds);
@@ -40,7 +27,7 @@ std::string checkAgainstReference(std::string_view ir, std::initializer_list<DTy
       std::string d = testing::compareTensors((*actual)[i], (*reference)[i], testing::kernelTolerance(dtype));
       CHECK_MESSAGE(d.empty(), dtypeName(dtype), " output ", i, " (seed ", seed, "): ", d);
     }
-    text = lastKernelText(g);
+    text = codegen::printKernel(testing::lastNodeKernelOrFail(g));
   }
   return text;
 }

@@ -13,18 +13,11 @@ using namespace smelt;
 
 namespace {
 
-Graph optimized(const Graph& graph) {
-  auto g = testing::afterDefaultPipeline(graph);
-  REQUIRE_MESSAGE(g.ok(), (g.ok() ? "" : g.error().message()));
-  return std::move(*g);
-}
-
 /// The last non-constant node's kernel, tiled where tileColumns applies; `tiled` says whether it did.
 codegen::Kernel lastKernel(const Graph& g, bool& tiled) {
-  auto kernel = testing::lastNodeKernel(g);
-  REQUIRE_MESSAGE(kernel.ok(), (kernel.ok() ? "" : kernel.error().message()));
-  tiled = codegen::tileColumns(*kernel);
-  return std::move(*kernel);
+  codegen::Kernel kernel = testing::lastNodeKernelOrFail(g);
+  tiled = codegen::tileColumns(kernel);
+  return kernel;
 }
 
 bool sameBits(const Tensor& a, const Tensor& b) {
@@ -36,7 +29,7 @@ bool sameBits(const Tensor& a, const Tensor& b) {
 void checkSameResults(std::string_view ir, std::initializer_list<DType> dtypes) {
   for (DType dtype : dtypes) {
     Graph graph = testing::parseOrFail(testing::substituteDType(std::string(ir), dtypeName(dtype)));
-    Graph g = optimized(graph);
+    Graph g = testing::optimizedOrFail(graph);
     uint64_t seed = testing::testSeed();
     TensorMap feeds = testing::randomFeeds(graph, seed);
     auto plain = testing::runWithKernels(g, feeds);
@@ -68,7 +61,7 @@ constexpr std::string_view kBiasGradient = R"(graph @t(%h: $T[24,128], %g: $T[24
 
 TEST_CASE("tileColumns: a bias gradient's column sums become tiles of columns walked row by row") {
   bool tiled = false;
-  codegen::Kernel kernel = lastKernel(optimized(testing::parseOrFail(testing::substituteDType(
+  codegen::Kernel kernel = lastKernel(testing::optimizedOrFail(testing::parseOrFail(testing::substituteDType(
                                           std::string(kBiasGradient), "f32"))),
                                       tiled);
   std::string text = codegen::printKernel(kernel);
@@ -91,13 +84,13 @@ TEST_CASE("tileColumns: tiled kernels give the same bits as untiled ones") {
 
 TEST_CASE("tileColumns leaves alone row reductions, small domains and outputs that may share an input's memory") {
   bool tiled = true;
-  lastKernel(optimized(testing::parseOrFail(R"(graph @t(%x: f32[64,128]) {
+  lastKernel(testing::optimizedOrFail(testing::parseOrFail(R"(graph @t(%x: f32[64,128]) {
   %0 = reduce_sum(%x) {axes = [1]} : f32[64]
   return y = %0
 })")),
              tiled);
   CHECK_FALSE(tiled);  // rows are contiguous already
-  lastKernel(optimized(testing::parseOrFail(R"(graph @t(%x: f32[64,24]) {
+  lastKernel(testing::optimizedOrFail(testing::parseOrFail(R"(graph @t(%x: f32[64,24]) {
   %0 = reduce_sum(%x) {axes = [0]} : f32[24]
   return y = %0
 })")),
@@ -105,7 +98,7 @@ TEST_CASE("tileColumns leaves alone row reductions, small domains and outputs th
   CHECK_FALSE(tiled);  // 24 columns: fewer than 8 tiles of 8
   // colsum(x * b): the sum would live in the output between rows, and b is of the output's size and
   // dtype (an input the output could be written in place over), read in every row.
-  lastKernel(optimized(testing::parseOrFail(R"(graph @t(%x: f32[16,128], %b: f32[128]) {
+  lastKernel(testing::optimizedOrFail(testing::parseOrFail(R"(graph @t(%x: f32[16,128], %b: f32[128]) {
   %0 = mul(%x, %b) : f32[16,128]
   %1 = reduce_sum(%0) {axes = [0]} : f32[128]
   return y = %1
@@ -113,7 +106,7 @@ TEST_CASE("tileColumns leaves alone row reductions, small domains and outputs th
              tiled);
   CHECK_FALSE(tiled);
   // colsum(x) + b: the sum is not stored as it is, so it has no output to live in.
-  lastKernel(optimized(testing::parseOrFail(R"(graph @t(%x: f32[16,128], %b: f32[128]) {
+  lastKernel(testing::optimizedOrFail(testing::parseOrFail(R"(graph @t(%x: f32[16,128], %b: f32[128]) {
   %0 = reduce_sum(%x) {axes = [0]} : f32[128]
   %1 = add(%0, %b) : f32[128]
   return y = %1
