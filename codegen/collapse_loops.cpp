@@ -32,11 +32,6 @@ class Constants {
   std::unordered_map<int32_t, int64_t> values_;
 };
 
-/// How many times each value is read in `block` (loop inits and nexts included).
-void countUses(const KBlock& block, std::unordered_map<int32_t, int>& uses) {
-  forEachUseInBlock(block, [&](int32_t v) { ++uses[v]; });
-}
-
 bool isBinary(const KStmt& s, KBinary op) {
   const auto* i = std::get_if<KInst>(&s);
   return i && i->kind == KInstKind::Binary && i->binary == op;
@@ -54,8 +49,7 @@ bool tryCollapse(KBlock& block, size_t at, const Constants& constants) {
   for (size_t s = 0; s < before; ++s) {
     if (!std::holds_alternative<KInst>(outer.body.stmts[s])) return false;
   }
-  std::unordered_map<int32_t, int> uses;
-  countUses(outer.body, uses);
+  std::unordered_map<int32_t, int> uses = useCounts(outer.body);
   for (int32_t c : outer.carried) {
     if (uses[c] != 1) return false;  // read only as the inner loop's initial value
   }

@@ -93,11 +93,13 @@ std::unordered_set<int64_t> inputsSharingMemoryWith(const Kernel& kernel, int32_
   return inputs;
 }
 
-namespace {
-
-void countUses(const KBlock& b, std::unordered_map<int32_t, int>& uses) {
+std::unordered_map<int32_t, int> useCounts(const KBlock& b) {
+  std::unordered_map<int32_t, int> uses;
   forEachUseInBlock(b, [&](int32_t v) { ++uses[v]; });
+  return uses;
 }
+
+namespace {
 
 bool dropUnused(KBlock& b, const std::unordered_map<int32_t, int>& uses) {
   bool dropped = false;
@@ -118,9 +120,7 @@ bool dropUnused(KBlock& b, const std::unordered_map<int32_t, int>& uses) {
 
 void removeDeadInstructions(Kernel& kernel) {
   for (bool dropped = true; dropped;) {
-    std::unordered_map<int32_t, int> uses;
-    countUses(kernel.body, uses);
-    dropped = dropUnused(kernel.body, uses);
+    dropped = dropUnused(kernel.body, useCounts(kernel.body));
   }
 }
 

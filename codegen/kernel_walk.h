@@ -20,6 +20,9 @@ void forEachUseInBlock(const KBlock& b, const std::function<void(int32_t)>& f);
 /// Every value a statement defines, loop bodies included.
 void forEachDef(const KStmt& s, const std::function<void(int32_t)>& f);
 
+/// How many times each value is read in the block (loop bodies, inits and nexts included).
+std::unordered_map<int32_t, int> useCounts(const KBlock& b);
+
 /// True when the block (or a loop in it) stores.
 bool hasStore(const KBlock& b);
 

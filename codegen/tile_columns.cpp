@@ -72,8 +72,7 @@ class Tiler {
 
  private:
   bool analyze() {
-    std::unordered_map<int32_t, int> uses;
-    forEachUseInBlock(k_.body, [&](int32_t v) { ++uses[v]; });
+    std::unordered_map<int32_t, int> uses = useCounts(k_.body);
     bool anyLoop = false, walksColumn = false;
     for (const KStmt& s : k_.body.stmts) {
       if (const KInst* i = std::get_if<KInst>(&s)) {

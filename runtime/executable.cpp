@@ -133,8 +133,9 @@ Status planBlasStep(const Graph& graph, const Node& node, bool parallel, Step& s
 HostKernel planHostStep(const Graph& graph, const Node& node, const std::vector<Binding>& buffers) {
   if (!node.op().host) return {};
   for (size_t r = node.numOperands(); r < buffers.size(); ++r) {
+    int64_t resultBytes = node.result(r - node.numOperands())->type().byteSize();
     for (size_t o = 0; o < node.numOperands(); ++o) {
-      if (buffers[r].kind == buffers[o].kind && buffers[r].index == buffers[o].index) return {};
+      if (overlaps(buffers[r], resultBytes, buffers[o], node.operand(o)->type().byteSize())) return {};
     }
   }
   std::vector<TensorType> operandTypes, resultTypes;

@@ -189,26 +189,6 @@ bool ConvGeometry::direct() const {
 
 namespace {
 
-// Runs of a few to a few dozen elements: library memset/memmove calls (what std::fill and std::copy
-// become) cost more than the copy at these lengths, so blocks of 8 are moved inline.
-template <typename T>
-inline void copyRun(const T* from, T* to, int64_t begin, int64_t end) {
-  int64_t x = begin;
-  for (; x + 8 <= end; x += 8) {
-    for (int k = 0; k < 8; ++k) to[x + k] = from[x + k];
-  }
-  for (; x < end; ++x) to[x] = from[x];
-}
-
-template <typename T>
-inline void zeroRun(T* to, int64_t begin, int64_t end) {
-  int64_t x = begin;
-  for (; x + 8 <= end; x += 8) {
-    for (int k = 0; k < 8; ++k) to[x + k] = T(0);
-  }
-  for (; x < end; ++x) to[x] = T(0);
-}
-
 /// Where tap column j reads: input column x * stride + shift for output column x, inside the input for
 /// x in [x0, x1). The same for every channel and row, so worked out once per convolution: per row, the
 /// two divisions cost more than copying a deep layer's 2 or 4 columns.
@@ -235,15 +215,14 @@ template <typename T>
 void tapRows(const ConvGeometry& g, const TapColumns* columns, const T* in, int64_t y, T* out, int64_t ld) {
   for (int64_t i = 0; i < g.kh; ++i) {
     int64_t iy = y * g.strideH - g.padTop + i * g.dilationH;
-    bool inside = iy >= 0 && iy < g.h;
+    if (iy < 0 || iy >= g.h) {
+      for (int64_t j = 0; j < g.kw; ++j) std::fill_n(out + (i * g.kw + j) * ld, g.ow, T(0));
+      continue;
+    }
     const T* line = in + iy * g.w;
     for (int64_t j = 0; j < g.kw; ++j) {
       T* dst = out + (i * g.kw + j) * ld;
       const TapColumns& t = columns[j];
-      if (!inside) {
-        for (int64_t x = 0; x < g.ow; ++x) dst[x] = T(0);
-        continue;
-      }
       for (int64_t x = 0; x < t.x0; ++x) dst[x] = T(0);
       if (g.strideW == 1) {
         for (int64_t x = t.x0; x < t.x1; ++x) dst[x] = line[x + t.shift];
@@ -384,16 +363,19 @@ void transposeBlock(const T* a, int64_t rows, int64_t cols, T* t, int64_t ldt) {
   }
 }
 
+/// The block im2rowAll gathers before each transpose: about half a core's L2 cache.
+constexpr int64_t kIm2rowBlockBytes = int64_t{512} << 10;
+
 /// im2col transposed: row (n, y, x) holds output position (y, x) of image n's taps in (c, i, j) order,
 /// the input at (c, y * stride - pad + i * dilation, ...) or 0 in the padding. A few output rows of
 /// one image per task: their columns are gathered as im2col does (contiguous copies) into a block of
-/// about the L2 cache's size, then transposed into place (a transpose of a block only 2 or 4 columns
+/// about half the L2 cache, then transposed into place (a transpose of a block only 2 or 4 columns
 /// wide, one output row of a deep layer, ran far below the copy's speed).
 template <typename T>
 void im2rowAll(const ConvGeometry& g, const T* x, T* rows) {
   int64_t taps = g.kh * g.kw, width = g.c * taps;
   int64_t bytesPerRow = width * g.ow * static_cast<int64_t>(sizeof(T));
-  int64_t rowsPerTask = std::clamp<int64_t>((int64_t{512} << 10) / std::max<int64_t>(bytesPerRow, 1), 1, g.oh);
+  int64_t rowsPerTask = std::clamp<int64_t>(kIm2rowBlockBytes / std::max<int64_t>(bytesPerRow, 1), 1, g.oh);
   int64_t tasksPerImage = (g.oh + rowsPerTask - 1) / rowsPerTask;
   std::vector<TapColumns> cols = tapColumns(g);
   ThreadPool::global().parallelFor(
