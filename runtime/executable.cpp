@@ -2,7 +2,9 @@
 // over the thread pool, copy the outputs out of the arena.
 #include "runtime/executable.h"
 
+#ifdef SMELT_HAVE_LLVM
 #include "codegen/llvm/llvm_jit.h"
+#endif
 #include "codegen/log.h"
 #include "codegen/lower_kernel.h"
 #include "codegen/tile_columns.h"
@@ -19,6 +21,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 namespace smelt {
 
@@ -31,6 +34,30 @@ CompileOptions::CompileOptions() {
 }
 
 namespace {
+
+#ifdef SMELT_HAVE_LLVM
+using codegen::KernelEntry;
+using KernelCompiler = codegen::LlvmJit;
+using codegen::CompileInfo;
+#else
+/// Without LLVM there is no kernel compiler: every node runs on the reference interpreter (BLAS
+/// products without an epilogue still run on the BLAS).
+using KernelEntry = void (*)(char** buffers, int64_t begin, int64_t end);
+struct CompileInfo {
+  bool cacheHit = false;
+};
+struct KernelCompiler {
+  Expected<KernelEntry> compile(const codegen::Kernel&, CompileInfo*) {
+    return makeError("this build has no LLVM: kernels run on the reference interpreter");
+  }
+};
+#endif
+constexpr bool kHaveKernelCompiler =
+#ifdef SMELT_HAVE_LLVM
+    true;
+#else
+    false;
+#endif
 
 /// Where a kernel's buffer lives when it runs.
 struct Binding {
@@ -60,7 +87,7 @@ void markSharedBuffers(codegen::Kernel& kernel, const std::vector<Binding>& bind
 struct Step {
   /// Null for a node no kernel can compute yet: it runs on the reference interpreter (`node`), unless
   /// a BLAS computes it (`gemm`, then `entry` is its epilogue, if any).
-  codegen::KernelEntry entry = nullptr;
+  KernelEntry entry = nullptr;
   const Node* node = nullptr;
   std::vector<Binding> buffers;
   int64_t points = 0;
@@ -93,7 +120,7 @@ char* alignedStart(std::vector<std::byte>& storage) {
 }
 
 /// BLAS for `node` when it qualifies: the product's buffer and the epilogue kernel, if any.
-Status planBlasStep(const Graph& graph, const Node& node, bool parallel, Step& step, codegen::LlvmJit& jit,
+Status planBlasStep(const Graph& graph, const Node& node, bool parallel, Step& step, KernelCompiler& jit,
                     CompileReport& report) {
   step.gemm = planGemm(node);
   if (!step.gemm) return Status::success();
@@ -112,13 +139,18 @@ Status planBlasStep(const Graph& graph, const Node& node, bool parallel, Step& s
   }
   step.scratchBytes = static_cast<size_t>(plan.columnElements) * dtypeSize(plan.dtype);
   if (!plan.epilogue) return Status::success();
+  if (!kHaveKernelCompiler) {  // no epilogue kernel without a compiler: the whole node is interpreted
+    step.gemm.reset();
+    step.productBytes = step.scratchBytes = 0;
+    return Status::success();
+  }
   SMELT_TRY(codegen::Kernel kernel, codegen::lowerEpilogue(graph, node, *plan.anchor));
   // The epilogue's last buffer is the product: in a result's memory, or in scratch of its own.
   std::vector<Binding> bindings = step.buffers;
   bindings.push_back(plan.result >= 0 ? step.buffers[node.numOperands() + static_cast<size_t>(plan.result)]
                                       : Binding{Binding::Arena, -1});
   markSharedBuffers(kernel, bindings);
-  codegen::CompileInfo info;
+  CompileInfo info;
   SMELT_TRY(step.entry, jit.compile(kernel, &info));
   step.points = kernel.domainSize();
   step.parallel = parallel && kernel.domainSize() > 1 && kernel.domainSize() * workPerPoint(kernel.body) >= 32768;
@@ -273,7 +305,14 @@ Expected<std::unique_ptr<Executable>> Executable::compile(const Graph& source, c
   SMELT_TRY(PassManager pm, PassManager::fromPipeline(options.pipeline, PassManagerOptions::fromEnvironment()));
   SMELT_TRY(bool changed, pm.run(x.graph));
   (void)changed;
-  SMELT_TRY(codegen::LlvmJit * jit, codegen::LlvmJit::global());
+#ifdef SMELT_HAVE_LLVM
+  SMELT_TRY(KernelCompiler * jit, codegen::LlvmJit::global());
+#else
+  KernelCompiler compiler;
+  KernelCompiler* jit = &compiler;
+  static std::once_flag told;
+  std::call_once(told, [] { logger().info("this build has no LLVM: the CPU runs graphs on the reference interpreter"); });
+#endif
   MemoryPlan plan = planMemory(x.graph);
   std::unordered_map<const Value*, int64_t> constantIndex;
   for (size_t i = 0; i < x.graph.outputs().size(); ++i) {
@@ -298,13 +337,13 @@ Expected<std::unique_ptr<Executable>> Executable::compile(const Graph& source, c
       ++x.report.blas;
       logger().debug("{}: BLAS {}x{}x{} (batch {}){}", step.label, step.gemm->m, step.gemm->n, step.gemm->k,
                      step.gemm->batch, step.entry ? " and an epilogue kernel" : "");
-    } else if (codegen::canLower(*node)) {
+    } else if (kHaveKernelCompiler && codegen::canLower(*node)) {
       SMELT_TRY(codegen::Kernel kernel, codegen::lowerToKernel(x.graph, *node));
       if (codegen::tileColumns(kernel)) {  // CPU only: GPUs keep a thread per column
         logger().debug("{}: column loops tiled ({} tiles)", step.label, kernel.domainSize());
       }
       markSharedBuffers(kernel, step.buffers);
-      codegen::CompileInfo info;
+      CompileInfo info;
       SMELT_TRY(step.entry, jit->compile(kernel, &info));
       step.points = kernel.domainSize();
       step.parallel = options.parallel && kernel.domainSize() > 1 &&
@@ -312,8 +351,9 @@ Expected<std::unique_ptr<Executable>> Executable::compile(const Graph& source, c
       x.report.cacheHits += info.cacheHit;
       ++x.report.kernels;
     } else {
-      // An op without a kernel lowering still runs, on the reference interpreter, with one warning.
-      logger().warn("{}: no kernel lowering yet; it runs on the reference interpreter", step.label);
+      // An op without a kernel lowering still runs, on the reference interpreter, with one warning
+      // (every node does in a build without LLVM, which says so once).
+      if (kHaveKernelCompiler) logger().warn("{}: no kernel lowering yet; it runs on the reference interpreter", step.label);
       ++x.report.interpreted;
     }
     logger().debug("{}: {} points{}", step.label, step.points, step.parallel ? ", parallel" : "");
@@ -407,7 +447,7 @@ Status Executable::run(std::span<const Tensor* const> inputs, std::span<const Te
     if (x.profiling) started = StepProfile::now();
     x.pointers.clear();
     for (const Binding& b : step.buffers) x.pointers.push_back(pointerOf(b));
-    codegen::KernelEntry entry = step.entry;
+    KernelEntry entry = step.entry;
     std::vector<Tensor> before;
     if (x.checkKernels) before = readBuffers(step.node->operands(), x.pointers.data());
     if (step.gemm) {
