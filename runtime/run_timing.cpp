@@ -8,6 +8,17 @@ namespace smelt {
 
 Expected<RunTimes> timeRuns(const std::function<Status()>& run, const RunBudget& budget) {
   using Clock = std::chrono::steady_clock;
+  return timeMeasuredRuns(
+      [&]() -> Expected<double> {
+        const auto t0 = Clock::now();
+        SMELT_CHECK_OK(run());
+        return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+      },
+      budget);
+}
+
+Expected<RunTimes> timeMeasuredRuns(const std::function<Expected<double>()>& run, const RunBudget& budget) {
+  using Clock = std::chrono::steady_clock;
   auto seconds = [](Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); };
   const auto start = Clock::now();
   const bool limited = budget.maxSeconds > 0;
@@ -21,9 +32,8 @@ Expected<RunTimes> timeRuns(const std::function<Status()>& run, const RunBudget&
   const int atLeast = std::clamp(budget.minRuns, 1, std::max(budget.runs, 1));
   for (int i = 0; i < std::max(budget.runs, 1); ++i) {
     if (i >= atLeast && limited && seconds(start) > budget.maxSeconds) break;
-    const auto t0 = Clock::now();
-    SMELT_CHECK_OK(run());
-    times.ms.push_back(seconds(t0) * 1e3);
+    SMELT_TRY(double ms, run());
+    times.ms.push_back(ms);
   }
   std::sort(times.ms.begin(), times.ms.end());
   return times;

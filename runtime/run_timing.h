@@ -31,7 +31,10 @@ struct RunTimes {
   double medianMs() const { return ms[ms.size() / 2]; }
 };
 
-/// Calls `run` per `budget`; the first failing run's error is returned.
+/// Calls `run` per `budget`, timing each call on the wall clock; the first failing run's error is
+/// returned.
 Expected<RunTimes> timeRuns(const std::function<Status()>& run, const RunBudget& budget);
+/// The same where each run reports its own time in milliseconds (device time from events, say).
+Expected<RunTimes> timeMeasuredRuns(const std::function<Expected<double>()>& run, const RunBudget& budget);
 
 }  // namespace smelt

@@ -45,6 +45,16 @@ asan_skip="opencl backend, every op|cuda backend: every op|NVRTC compiles the CU
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:intercept_tls_get_addr=0 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --output-on-failure -j "$jobs" -E "$asan_skip")
 
+echo "== build what a GPU host builds: no LLVM, no ONNX, and run its tests ($(date +%T))"
+# scripts/gpu_check.sh builds this configuration on GPU hosts, which have no LLVM: it must keep
+# building (the CPU then runs graphs on the reference interpreter). At -O1 like the sanitizer builds:
+# it is checked for building and for passing, not timed.
+cmake -S . -B build-nollvm -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSMELT_WITH_LLVM=OFF -DSMELT_WITH_ONNX=OFF \
+  -DSMELT_BUILD_EXAMPLES=OFF "${sanitizer_flags[@]}"
+cmake --build build-nollvm -j "$jobs" --target smelt smelt_cuda_backend_tests smelt_gpu_tests smelt_c_renderer_tests \
+  smelt_nn_tests
+(cd build-nollvm && ctest --output-on-failure -j "$jobs" -R '^(cli/smelt|nn/|codegen/cuda|codegen/nvrtc)')
+
 echo "== build the runtime's tests with ThreadSanitizer and run them ($(date +%T))"
 # Only tests/runtime: it is where smelt's threads meet (caches, pools, queues, the JIT, 64 threads
 # compiling and running at once), and a whole second sanitizer build would not fit CI's budget. LLVM

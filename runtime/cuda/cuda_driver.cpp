@@ -31,7 +31,7 @@ namespace {
   X(cuMemHostAlloc) X(cuMemFreeHost) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize)   \
   X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventQuery) X(cuEventDestroy)        \
   X(cuStreamWaitEvent) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync)              \
-  X(cuMemsetD8Async) X(cuMemGetInfo)
+  X(cuMemsetD8Async) X(cuMemGetInfo) X(cuEventElapsedTime)
 // clang-format on
 #define SMELT_STRINGIZE_INNER(x) #x
 #define SMELT_STRINGIZE(x) SMELT_STRINGIZE_INNER(x)
@@ -400,9 +400,10 @@ Status Context::synchronizeStream(void* stream) {
   return Status::success();
 }
 
-Expected<void*> Context::recordEvent(void* stream) {
+Expected<void*> Context::recordEvent(void* stream, bool timing) {
   CUevent event = nullptr;
-  SMELT_CUDA_CALL(cuEventCreate(&event, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+  // Events that only order work skip the timestamp (cheaper); timing ones keep it.
+  SMELT_CUDA_CALL(cuEventCreate(&event, timing ? CU_EVENT_DEFAULT : CU_EVENT_DISABLE_TIMING), "cuEventCreate");
   SMELT_CUDA_CALL(cuEventRecord(event, static_cast<CUstream>(stream)), "cuEventRecord");
   return static_cast<void*>(event);
 }
@@ -410,6 +411,13 @@ Expected<void*> Context::recordEvent(void* stream) {
 Status Context::synchronizeEvent(void* event) {
   SMELT_CUDA_CALL(cuEventSynchronize(static_cast<CUevent>(event)), "cuEventSynchronize");
   return Status::success();
+}
+
+Expected<double> Context::elapsedMs(void* start, void* end) {
+  float ms = 0;
+  SMELT_CUDA_CALL(cuEventElapsedTime(&ms, static_cast<CUevent>(start), static_cast<CUevent>(end)),
+                  "cuEventElapsedTime");
+  return static_cast<double>(ms);
 }
 
 Expected<bool> Context::eventDone(void* event) {
@@ -504,7 +512,8 @@ void Context::freeHost(void*) {}
 Expected<void*> Context::createStream() { return unavailable(); }
 void Context::destroyStream(void*) {}
 Status Context::synchronizeStream(void*) { return unavailable(); }
-Expected<void*> Context::recordEvent(void*) { return unavailable(); }
+Expected<void*> Context::recordEvent(void*, bool) { return unavailable(); }
+Expected<double> Context::elapsedMs(void*, void*) { return unavailable(); }
 Status Context::synchronizeEvent(void*) { return unavailable(); }
 Expected<bool> Context::eventDone(void*) { return unavailable(); }
 void Context::destroyEvent(void*) {}

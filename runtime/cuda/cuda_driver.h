@@ -148,7 +148,10 @@ class Context {
   Expected<void*> createStream();
   void destroyStream(void* stream);
   Status synchronizeStream(void* stream);
-  Expected<void*> recordEvent(void* stream);
+  /// An event recorded on `stream`; `timing` keeps its timestamp for elapsedMs().
+  Expected<void*> recordEvent(void* stream, bool timing = false);
+  /// Milliseconds between two timing events that have completed (cuEventElapsedTime).
+  Expected<double> elapsedMs(void* start, void* end);
   Status synchronizeEvent(void* event);
   Expected<bool> eventDone(void* event);
   void destroyEvent(void* event);

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -16,17 +17,24 @@ namespace smelt {
 
 namespace {
 
-/// Work on the CPU is done when the call returns: nothing to wait for.
+/// Work on the CPU is done when the call returns: nothing to wait for, and the time it was recorded
+/// is the time the work before it finished.
 class ImmediateEvent final : public DeviceEvent {
  public:
   Status synchronize() override { return Status::success(); }
   Expected<bool> done() override { return true; }
+  Expected<double> elapsedMsSince(DeviceEvent& start) override {
+    return std::chrono::duration<double, std::milli>(at_ - static_cast<ImmediateEvent&>(start).at_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point at_ = std::chrono::steady_clock::now();
 };
 
 class ImmediateStream final : public DeviceStream {
  public:
   Status synchronize() override { return Status::success(); }
-  Expected<std::unique_ptr<DeviceEvent>> record() override {
+  Expected<std::unique_ptr<DeviceEvent>> record(bool) override {
     return std::unique_ptr<DeviceEvent>(std::make_unique<ImmediateEvent>());
   }
   Status wait(DeviceEvent&) override { return Status::success(); }

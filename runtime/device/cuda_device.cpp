@@ -24,6 +24,9 @@ class CudaEvent final : public DeviceEvent {
   void* get() const { return event_; }
   Status synchronize() override { return context_.synchronizeEvent(event_); }
   Expected<bool> done() override { return context_.eventDone(event_); }
+  Expected<double> elapsedMsSince(DeviceEvent& start) override {
+    return context_.elapsedMs(static_cast<CudaEvent&>(start).get(), event_);
+  }
 
  private:
   cuda::Context& context_;
@@ -41,8 +44,8 @@ class CudaStream final : public DeviceStream {
     if (faultInjector().trigger(Fault::kDeviceLost)) return makeError("cuda: device lost (injected by SMELT_FAULTS)");
     return context_.synchronizeStream(stream_);
   }
-  Expected<std::unique_ptr<DeviceEvent>> record() override {
-    SMELT_TRY(void* event, context_.recordEvent(stream_));
+  Expected<std::unique_ptr<DeviceEvent>> record(bool timing) override {
+    SMELT_TRY(void* event, context_.recordEvent(stream_, timing));
     return std::unique_ptr<DeviceEvent>(std::make_unique<CudaEvent>(context_, event));
   }
   Status wait(DeviceEvent& event) override {

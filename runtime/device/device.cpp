@@ -41,6 +41,10 @@ Expected<std::unique_ptr<PinnedHostMemory>> Device::allocatePinned(std::size_t b
   return std::unique_ptr<PinnedHostMemory>(std::move(memory));
 }
 
+Expected<double> DeviceEvent::elapsedMsSince(DeviceEvent&) {
+  return makeError("this device's events carry no timestamps");
+}
+
 void PinnedRanges::add(const void* data, std::size_t bytes) {
   std::lock_guard lock(mutex_);
   ranges_[static_cast<const char*>(data)] = bytes;

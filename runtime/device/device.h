@@ -61,6 +61,9 @@ class DeviceEvent {
   virtual ~DeviceEvent() = default;
   virtual Status synchronize() = 0;
   virtual Expected<bool> done() = 0;
+  /// Milliseconds of device time from `start` to this event, both recorded with timing on the same
+  /// device and both done (an error on devices that cannot time: OpenCL queues without profiling).
+  virtual Expected<double> elapsedMsSince(DeviceEvent& start);
 };
 
 /// An ordered queue of copies and launches (a CUDA/HIP stream, an OpenCL in-order queue). Work on
@@ -70,8 +73,9 @@ class DeviceStream {
   virtual ~DeviceStream() = default;
   /// Blocks until everything enqueued so far has finished; reports an asynchronous failure.
   virtual Status synchronize() = 0;
-  /// An event after everything enqueued so far.
-  virtual Expected<std::unique_ptr<DeviceEvent>> record() = 0;
+  /// An event after everything enqueued so far; `timing` asks for one elapsedMsSince() can read
+  /// (kernel time measured on the device, as CUDA events measure it).
+  virtual Expected<std::unique_ptr<DeviceEvent>> record(bool timing = false) = 0;
   /// Makes work enqueued from now on wait for `event` (from any stream of the same device).
   virtual Status wait(DeviceEvent& event) = 0;
 };

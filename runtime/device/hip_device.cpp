@@ -41,6 +41,7 @@ using HipEvent = void*;
   X(hipEventCreateWithFlags, HipError(HipEvent*, unsigned)) X(hipEventRecord, HipError(HipEvent, HipStream)) \
   X(hipEventSynchronize, HipError(HipEvent)) X(hipEventQuery, HipError(HipEvent))                      \
   X(hipEventDestroy, HipError(HipEvent)) X(hipDeviceSynchronize, HipError())                           \
+  X(hipEventElapsedTime, HipError(float*, HipEvent, HipEvent))                                          \
   X(hipModuleLoadData, HipError(void**, const void*)) X(hipModuleGetFunction, HipError(void**, void*, const char*)) \
   X(hipModuleLaunchKernel, HipError(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, \
                                     unsigned, HipStream, void**, void**))
@@ -103,6 +104,11 @@ class HipEventImpl final : public DeviceEvent {
     if (rc == kHipErrorNotReady) return false;
     return hipError(api_, rc, "hipEventQuery");
   }
+  Expected<double> elapsedMsSince(DeviceEvent& start) override {
+    float ms = 0;
+    SMELT_HIP_CALL(hipEventElapsedTime(&ms, static_cast<HipEventImpl&>(start).get(), event_), "hipEventElapsedTime");
+    return static_cast<double>(ms);
+  }
 
  private:
   const HipApi& api_;
@@ -123,10 +129,10 @@ class HipStreamImpl final : public DeviceStream {
     SMELT_HIP_CALL(hipStreamSynchronize(stream_), "hipStreamSynchronize");
     return Status::success();
   }
-  Expected<std::unique_ptr<DeviceEvent>> record() override {
+  Expected<std::unique_ptr<DeviceEvent>> record(bool timing) override {
     HipEvent event = nullptr;
     SMELT_HIP_CALL(hipSetDevice(ordinal_), "hipSetDevice");
-    SMELT_HIP_CALL(hipEventCreateWithFlags(&event, 2 /*hipEventDisableTiming*/), "hipEventCreateWithFlags");
+    SMELT_HIP_CALL(hipEventCreateWithFlags(&event, timing ? 0 : 2 /*hipEventDisableTiming*/), "hipEventCreateWithFlags");
     SMELT_HIP_CALL(hipEventRecord(event, stream_), "hipEventRecord");
     return std::unique_ptr<DeviceEvent>(std::make_unique<HipEventImpl>(api_, event));
   }

@@ -60,7 +60,7 @@ class OpenClStream final : public DeviceStream {
     if (cl_int rc = clFinish(queue_); rc != CL_SUCCESS) return clError(deviceId_, "clFinish", rc);
     return Status::success();
   }
-  Expected<std::unique_ptr<DeviceEvent>> record() override {
+  Expected<std::unique_ptr<DeviceEvent>> record(bool) override {
     cl_event event = nullptr;
     if (cl_int rc = clEnqueueMarkerWithWaitList(queue_, 0, nullptr, &event); rc != CL_SUCCESS) {
       return clError(deviceId_, "clEnqueueMarkerWithWaitList", rc);

@@ -2,6 +2,7 @@
 // kernel launches. The CPU and PoCL run for real; CUDA and HIP must say why they are absent.
 #include "runtime/device/cpu_device.h"
 #include "runtime/device/device_list.h"
+#include "tests/support/gpu_required.h"
 #include "tests/support/random_tensors.h"
 
 #include <doctest/doctest.h>
@@ -144,6 +145,7 @@ TEST_CASE("devices: listing, ids, and absent devices are errors that say why") {
   CHECK(unknown.error().message().find("cpu") != std::string::npos);  // lists what there is
   CHECK_FALSE(openDevice("opencl:x").ok());
   if (probes[2].devices.empty()) {
+    if (testing::gpuRequired()) FAIL_CHECK("SMELT_REQUIRE_GPU=1 but no CUDA device was found");
     auto cuda = openDevice("cuda:0");
     REQUIRE_FALSE(cuda.ok());
     MESSAGE("cuda: ", cuda.error().message());

@@ -1,7 +1,9 @@
 // `smelt bench FILE [--grad NAMES] [--backend B] [--input NAME=PATH.npy ...] [--fresh-outputs]
-// [--runs N] [--warmup N] [--min-runs N] [--max-seconds S]`: compiles the graph once (with --grad, its
-// backward graph too), runs it many times (random inputs where none are given) and prints timing; the
-// last line is `median_ms X` for one run of the graph (--runs 0 only compiles). compile_ms is the wall
+// [--device-time] [--runs N] [--warmup N] [--min-runs N] [--max-seconds S]`: compiles the graph once
+// (with --grad, its backward graph too), runs it many times (random inputs where none are given) and
+// prints timing; the last line is `median_ms X` for one run of the graph from host inputs to host
+// outputs (--runs 0 only compiles). --device-time also times runs whose inputs and outputs stay on
+// the device, each measured with the device's own timing events: `device_median_ms X`. compile_ms is the wall
 // time from the loaded graph to a ready executable: autodiff (with --grad), the pass pipeline, kernel
 // compilation or cache loads, the arena.
 #include "frontend/model_loader.h"
@@ -12,6 +14,7 @@
 #ifdef SMELT_HAVE_CUDA
 #include "runtime/cuda_executable.h"
 #endif
+#include "runtime/device/device_tensor.h"
 #include "runtime/run_timing.h"
 #include "tools/smelt/commands.h"
 #include "tools/smelt/tensor_summary.h"
@@ -50,6 +53,9 @@ constexpr std::string_view kBackends = "llvm"
 // A compiled graph behind one signature, whichever backend compiled it.
 struct Compiled {
   std::function<Status(const TensorMap&, std::vector<Tensor>&)> run;
+  /// Device-resident runs and their device (device backends only).
+  std::function<Status(const DeviceTensorMap&, std::vector<DeviceTensor>&)> resident;
+  std::shared_ptr<Device> device;
   CompileReport report;
   std::unique_ptr<Executable> cpu;
 #ifdef SMELT_HAVE_OPENCL
@@ -66,6 +72,8 @@ Expected<Compiled> compileFor(const Graph& graph, const std::string& backend) {
   if (backend == "opencl") {
     SMELT_TRY(c.cl, OpenClExecutable::compile(graph));
     c.run = [exe = c.cl.get()](const TensorMap& f, std::vector<Tensor>& o) { return exe->run(f, o); };
+    c.resident = [exe = c.cl.get()](const DeviceTensorMap& f, std::vector<DeviceTensor>& o) { return exe->run(f, o); };
+    c.device = c.cl->device();
     c.report = c.cl->report();
     return c;
   }
@@ -74,6 +82,8 @@ Expected<Compiled> compileFor(const Graph& graph, const std::string& backend) {
   if (backend == "cuda") {
     SMELT_TRY(c.cu, CudaExecutable::compile(graph));
     c.run = [exe = c.cu.get()](const TensorMap& f, std::vector<Tensor>& o) { return exe->run(f, o); };
+    c.resident = [exe = c.cu.get()](const DeviceTensorMap& f, std::vector<DeviceTensor>& o) { return exe->run(f, o); };
+    c.device = c.cu->device();
     c.report = c.cu->report();
     return c;
   }
@@ -89,6 +99,42 @@ double msSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
 
+/// Times device-resident runs: the feeds uploaded once, the outputs left on the device, each run
+/// between two timing events on the device's stream (kernel time as the device measured it). A
+/// device whose events carry no timestamps (OpenCL) is timed on the wall clock around run + wait.
+/// `how` says which.
+Expected<RunTimes> timeResidentRuns(Compiled& c, const TensorMap& feeds, const RunBudget& budget, std::string& how) {
+  DeviceTensorMap onDevice;
+  for (const auto& [name, t] : feeds) {
+    SMELT_TRY(onDevice[name], DeviceTensor::fromHost(c.device, t));
+  }
+  std::vector<DeviceTensor> outputs;
+  DeviceStream& stream = c.device->defaultStream();
+  SMELT_CHECK_OK(c.resident(onDevice, outputs));
+  SMELT_CHECK_OK(stream.synchronize());
+  // Probe once whether the events can time.
+  SMELT_TRY(std::unique_ptr<DeviceEvent> a, stream.record(true));
+  SMELT_TRY(std::unique_ptr<DeviceEvent> b, stream.record(true));
+  SMELT_CHECK_OK(b->synchronize());
+  const bool events = b->elapsedMsSince(*a).ok();
+  how = events ? "device events" : "wall clock, run + synchronize";
+  return timeMeasuredRuns(
+      [&]() -> Expected<double> {
+        if (!events) {
+          const auto t0 = std::chrono::steady_clock::now();
+          SMELT_CHECK_OK(c.resident(onDevice, outputs));
+          SMELT_CHECK_OK(stream.synchronize());
+          return msSince(t0);
+        }
+        SMELT_TRY(std::unique_ptr<DeviceEvent> start, stream.record(true));
+        SMELT_CHECK_OK(c.resident(onDevice, outputs));
+        SMELT_TRY(std::unique_ptr<DeviceEvent> end, stream.record(true));
+        SMELT_CHECK_OK(end->synchronize());
+        return end->elapsedMsSince(*start);
+      },
+      budget);
+}
+
 }  // namespace
 
 Action addBenchCommand(CLI::App& app) {
@@ -98,6 +144,7 @@ Action addBenchCommand(CLI::App& app) {
     std::string backend = "llvm";
     std::vector<std::string> inputs;
     bool freshOutputs = false;
+    bool deviceTime = false;
     RunBudget budget;
   };
   auto options = std::make_shared<Options>();
@@ -110,6 +157,9 @@ Action addBenchCommand(CLI::App& app) {
   cmd->add_flag("--fresh-outputs", options->freshOutputs,
                "New output tensors on every run (as frameworks returning new tensors do: their first touch is "
                "timed) instead of reusing the last run's");
+  cmd->add_flag("--device-time", options->deviceTime,
+               "Also time runs whose inputs and outputs stay on the device, with the device's timing events "
+               "(device_median_ms; device backends only)");
   cmd->add_option("--runs", options->budget.runs, "Timed runs at most (default 20; 0: compile only)");
   cmd->add_option("--warmup", options->budget.warmup, "Untimed runs first (default 3)");
   cmd->add_option("--min-runs", options->budget.minRuns, "Timed runs at least, whatever --max-seconds (default 3)");
@@ -139,6 +189,14 @@ Action addBenchCommand(CLI::App& app) {
     fmt::print("compile_ms {:.2f} ({} kernels, {} from the cache, {} on the interpreter; autodiff {:.2f} ms)\n",
                compileMs, report.kernels, report.cacheHits, report.interpreted, autodiffMs);
     if (options->budget.runs == 0) return 0;  // compile only
+    if (options->deviceTime) {
+      if (!compiled.resident) return fail(fmt::format("smelt bench: --device-time needs a device backend, not '{}'", options->backend));
+      std::string how;
+      SMELT_TRY_CLI(RunTimes device, timeResidentRuns(compiled, feeds, options->budget, how));
+      fmt::print("device_runs {} ({})\n", device.ms.size(), how);
+      fmt::print("device_min_ms {:.4f}\n", device.minMs());
+      fmt::print("device_median_ms {:.4f}\n", device.medianMs());
+    }
     std::vector<Tensor> outputs;  // reused unless --fresh-outputs: runs after the first allocate nothing
     auto once = [&] {
       if (options->freshOutputs) outputs.clear();  // frees the last run's, like a dropped result

@@ -2,6 +2,7 @@
 // compiled by NVRTC runs and matches the host.
 #include "codegen/cuda/nvrtc_compiler.h"
 #include "runtime/cuda/cuda_driver.h"
+#include "tests/support/gpu_required.h"
 
 #include <doctest/doctest.h>
 
@@ -22,6 +23,7 @@ TEST_CASE("cuda driver: a missing driver or GPU is a clean error, not a crash") 
     return;
   }
   const std::string& message = version.error().message();
+  if (testing::gpuRequired()) FAIL("SMELT_REQUIRE_GPU=1 but no CUDA driver: " << message);
   MESSAGE("no CUDA driver: " << message);
   // No libcuda.so.1 at all (these machines), or a driver whose cuInit fails (no GPU, stub library).
   const bool not_found =
@@ -39,14 +41,9 @@ TEST_CASE("cuda driver: a missing driver or GPU is a clean error, not a crash") 
 TEST_CASE("cuda driver: a vector add compiled by NVRTC runs on the GPU") {
   auto count = deviceCount();
   if (!count.ok() || *count == 0) {
-    MESSAGE("skipped, no CUDA GPU: " << (count.ok() ? std::string("0 devices")
-                                                    : count.error().message()));
-    return;
+    SMELT_SKIP_WITHOUT_GPU("no CUDA GPU: " + (count.ok() ? std::string("0 devices") : count.error().message()));
   }
-  if (!nvrtcAvailable()) {
-    MESSAGE("skipped: " << nvrtcVersion().error().message());
-    return;
-  }
+  if (!nvrtcAvailable()) SMELT_SKIP_WITHOUT_GPU(nvrtcVersion().error().message());
   auto context = Context::open(0);
   REQUIRE_MESSAGE(context.ok(), context.error().message());
   const DeviceInfo& device = context->device();
@@ -64,10 +61,7 @@ TEST_CASE("cuda driver: a vector add compiled by NVRTC runs on the GPU") {
   auto nvrtc_version = nvrtcVersion();
   REQUIRE(nvrtc_version.ok());
   Status compatible = checkPtxCompatible(nvrtc_version->major);
-  if (!compatible.ok()) {
-    MESSAGE("skipped: " << compatible.error().message());
-    return;
-  }
+  if (!compatible.ok()) SMELT_SKIP_WITHOUT_GPU(compatible.error().message());
 
   auto compiled = compileCuda(R"(
 extern "C" __global__ void vadd(const float* a, const float* b, float* c, int n) {

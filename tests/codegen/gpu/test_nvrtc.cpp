@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include "tests/support/gpu_required.h"
+
 #include <algorithm>
 
 using namespace smelt;
@@ -20,8 +22,10 @@ extern "C" __global__ void scale_half(const __half* x, __half* y, float s, int n
 }
 )";
 
+/// Whether NVRTC is missing (said in a message; under SMELT_REQUIRE_GPU=1 a failure).
 bool skipWithoutNvrtc() {
   if (nvrtcAvailable()) return false;
+  if (testing::gpuRequired()) FAIL_CHECK("SMELT_REQUIRE_GPU=1 but no NVRTC: " << nvrtcVersion().error().message());
   MESSAGE("skipped: " << nvrtcVersion().error().message());
   return true;
 }

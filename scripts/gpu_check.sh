@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# smelt's GPU check: one command on a CUDA host that has the driver, nvcc, PyTorch and NVIDIA's pip
+# wheels but no LLVM and no package registry (the device tool's machines). It
+#   1. unpacks the Debian packages carried in .debs/ (scripts/fetch_gpu_debs.sh) into a private prefix,
+#   2. builds the CUDA configuration (-DSMELT_WITH_LLVM=OFF -DSMELT_WITH_ONNX=OFF) with ninja on all cores,
+#   3. runs the CUDA and NVRTC tests and the runtime's with SMELT_REQUIRE_GPU=1 (a missing driver, GPU
+#      or NVRTC fails them instead of passing with a message),
+#   4. times each benchmark workload on the GPU with `smelt bench --backend cuda --device-time`: kernel
+#      time with device-resident inputs between CUDA events, and host-to-host time,
+#   5. times PyTorch eager and torch.compile on the same card (benchmarks/gpu/torch_gpu.py),
+# and prints a summary table last. Full logs go to $SMELT_GPU_LOG_DIR (default build-gpu/logs; give
+# the device tool's $OUT to get them back).
+#   bash scripts/gpu_check.sh              # on the GPU host (device tool: carry [".debs"])
+#   bash scripts/gpu_check.sh --dry-run    # here: everything up to the first call that needs a GPU
+# SMELT_GPU_CHECK_ONLY=ew_chain,softmax_rows limits the workloads; SMELT_GPU_CHECK_SECONDS (default 6)
+# is each measurement's time budget.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+dry_run=0
+[ "${1:-}" = "--dry-run" ] && dry_run=1
+build=${SMELT_GPU_BUILD_DIR:-$root/build-gpu}
+logs=${SMELT_GPU_LOG_DIR:-$build/logs}
+prefix=$build/prefix
+seconds=${SMELT_GPU_CHECK_SECONDS:-6}
+workloads=${SMELT_GPU_CHECK_ONLY:-ew_chain,softmax_rows,layernorm,gemm2048,linear_relu,mlp_train}
+mkdir -p "$logs" "$build"
+summary=$logs/summary.md
+: >"$summary"
+started=$(date +%s)
+step() { echo "== $* (+$(($(date +%s) - started)) s)"; }
+die() { echo "gpu_check: $*" >&2; exit 1; }
+failures=()
+
+step "host"
+{
+  echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)')"
+  echo "cores: $(nproc)"
+  echo "compiler: $(${CXX:-c++} --version 2>/dev/null | head -1)"
+  echo "cmake: $(cmake --version 2>/dev/null | head -1)"
+  echo "nvcc: $(nvcc --version 2>/dev/null | tail -1)"
+  echo "python3: $(python3 --version 2>&1)"
+} | tee "$logs/host.txt"
+command -v cmake >/dev/null || die "no cmake on PATH"
+command -v ninja >/dev/null || die "no ninja on PATH"
+command -v "${CXX:-c++}" >/dev/null || die "no C++ compiler (${CXX:-c++}) on PATH"
+
+# NVIDIA's libraries where pip put them (nvidia-cublas, nvidia-cudnn-cu13, nvidia-nccl-cu13,
+# nvidia-cuda-nvrtc) and under the CUDA toolkit: every folder holding one goes on LD_LIBRARY_PATH,
+# so smelt's dlopen finds NVRTC, cuBLAS, cuDNN and NCCL wherever the host keeps them.
+step "NVIDIA libraries"
+site=$(python3 -c 'import nvidia, os; print(os.path.dirname(list(nvidia.__path__)[0]))' 2>/dev/null || true)
+for pattern in 'libnvrtc.so*' 'libcublas.so*' 'libcublasLt.so*' 'libcudnn.so*' 'libnccl.so*'; do
+  for dir in ${site:+$site/nvidia} /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+    [ -d "$dir" ] || continue
+    while IFS= read -r found; do
+      echo "$pattern: $found"
+    done < <(find -L "$dir" -maxdepth 4 -name "$pattern" 2>/dev/null | head -2)
+  done
+done | tee "$logs/libraries.txt"
+while IFS= read -r line; do
+  d=$(dirname "${line#*: }")
+  case ":${LD_LIBRARY_PATH:-}:" in *":$d:"*) ;; *) LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ;; esac
+done <"$logs/libraries.txt"
+export LD_LIBRARY_PATH
+
+step "Debian packages from .debs into $prefix"
+ls .debs/*.deb >/dev/null 2>&1 || die "no .debs/*.deb: run scripts/fetch_gpu_debs.sh first (and carry .debs)"
+rm -rf "$prefix" && mkdir -p "$prefix"
+for deb in .debs/*.deb; do dpkg -x "$deb" "$prefix" || die "dpkg -x $deb failed"; done
+export LD_LIBRARY_PATH=$prefix/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+step "configure and build the CUDA configuration (no LLVM, no ONNX)"
+# The dry run ignores /usr, where this machine has the same packages installed: the prefix alone must do.
+ignore=()
+[ "$dry_run" = 1 ] && ignore=(-DCMAKE_IGNORE_PREFIX_PATH=/usr)
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSMELT_WITH_LLVM=OFF -DSMELT_WITH_ONNX=OFF \
+  -DSMELT_BUILD_EXAMPLES=ON -DCMAKE_PREFIX_PATH="$prefix/usr" "${ignore[@]}" >"$logs/configure.log" 2>&1 ||
+  { tail -30 "$logs/configure.log"; die "configure failed (log: $logs/configure.log)"; }
+grep "smelt: LLVM" "$logs/configure.log"
+grep -q "CUDA(NVRTC headers)=TRUE" "$logs/configure.log" || die "CMake found no CUDA toolkit (nvcc, cuda.h)"
+targets=(smelt smelt_cuda_backend_tests smelt_gpu_tests smelt_c_renderer_tests)
+cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" >"$logs/build.log" 2>&1 ||
+  { grep -E "error|FAILED" "$logs/build.log" | head -30; die "build failed (log: $logs/build.log)"; }
+smelt=$build/bin/smelt
+
+if [ "$dry_run" = 1 ]; then
+  step "dry run: built; the next step is the first that needs a GPU"
+  "$smelt" devices 2>&1 | tee "$logs/devices.txt"
+  echo "dry run done in $(($(date +%s) - started)) s"
+  exit 0
+fi
+
+# From here on the GPU is used.
+step "GPU"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader | tee "$logs/gpu.txt" ||
+  die "nvidia-smi failed: no GPU or driver"
+gpu=$(head -1 "$logs/gpu.txt")
+"$smelt" devices 2>&1 | tee "$logs/devices.txt"
+
+step "tests (SMELT_REQUIRE_GPU=1)"
+export SMELT_CACHE_DIR=$build/kernel-cache
+(cd "$build" && SMELT_REQUIRE_GPU=1 timeout 240 ctest -j "$(nproc)" --output-on-failure \
+  -R 'codegen/(cuda|nvrtc)|codegen/c-renderers: NVRTC|runtime/') >"$logs/tests.log" 2>&1
+tests_rc=$?
+grep -E "tests passed|tests failed|\*\*\*Failed|Timeout" "$logs/tests.log" | tail -20
+[ $tests_rc = 0 ] || failures+=("tests (log: tests.log)")
+
+step "smelt on the GPU: smelt bench --backend cuda --device-time"
+declare -A grad=([mlp_train]=w1,b1,w2,b2,w3,b3)
+declare -A smelt_compile smelt_device smelt_host
+IFS=, read -r -a names <<<"$workloads"
+for w in "${names[@]}"; do
+  args=(bench "benchmarks/workloads/$w.ir" --backend cuda --device-time --max-seconds "$seconds" --runs 50)
+  [ -n "${grad[$w]:-}" ] && args+=(--grad "${grad[$w]}")
+  if timeout 120 "$smelt" "${args[@]}" >"$logs/smelt_$w.log" 2>&1; then
+    smelt_compile[$w]=$(awk '/^compile_ms/ {print $2}' "$logs/smelt_$w.log")
+    smelt_device[$w]=$(awk '/^device_median_ms/ {print $2}' "$logs/smelt_$w.log")
+    smelt_host[$w]=$(awk '/^median_ms/ {print $2}' "$logs/smelt_$w.log")
+    echo "$w: compile ${smelt_compile[$w]} ms, device ${smelt_device[$w]} ms, host-to-host ${smelt_host[$w]} ms"
+  else
+    echo "$w: FAILED: $(tail -1 "$logs/smelt_$w.log")"
+    failures+=("smelt bench $w")
+  fi
+done
+
+step "PyTorch on the same card: eager, then torch.compile"
+PYTHONUNBUFFERED=1 timeout 150 python3 benchmarks/gpu/torch_gpu.py --mode eager --only "$workloads" \
+  --max-seconds "$seconds" --runs 50 >"$logs/torch_eager.log" 2>&1 || failures+=("torch eager (log: torch_eager.log)")
+PYTHONUNBUFFERED=1 timeout 240 python3 benchmarks/gpu/torch_gpu.py --mode compile --only "$workloads" \
+  --max-seconds "$seconds" --runs 50 >"$logs/torch_compile.log" 2>&1 || failures+=("torch.compile (log: torch_compile.log)")
+figure() { awk -v k="$2" '$1 == k {print $2}' "$logs/$1" 2>/dev/null; }
+
+step "summary"
+{
+  echo "GPU: $gpu; $(sed -n 1p "$logs/host.txt"); $(sed -n 2p "$logs/host.txt")"
+  echo "$(head -1 "$logs/torch_eager.log" 2>/dev/null)"
+  echo
+  echo "| workload | smelt compile ms | smelt device ms | torch eager device ms | torch.compile device ms | smelt host-to-host ms | torch eager host-to-host ms | torch.compile compile ms |"
+  echo "|---|---|---|---|---|---|---|---|"
+  for w in "${names[@]}"; do
+    echo "| $w | ${smelt_compile[$w]:--} | ${smelt_device[$w]:--} | $(figure torch_eager.log "$w:device") | $(figure torch_compile.log "$w:device") | ${smelt_host[$w]:--} | $(figure torch_eager.log "$w:host") | $(figure torch_compile.log "$w:compile") |"
+  done
+  grep -h ":error" "$logs"/torch_*.log 2>/dev/null | sed 's/^/torch: /'
+  echo
+  echo "tests: $(grep -E 'tests passed' "$logs/tests.log" | tail -1)"
+  if [ ${#failures[@]} -gt 0 ]; then echo "FAILED: ${failures[*]}"; else echo "all steps passed"; fi
+  echo "took $(($(date +%s) - started)) s; logs in $logs"
+} | tee "$summary"
+[ ${#failures[@]} = 0 ]
