@@ -19,6 +19,8 @@ add_library(smelt_shared SHARED ${smelt_objects})
 # their members are already present as objects, so the linker takes nothing twice.
 target_link_libraries(smelt_shared PRIVATE ${smelt_core_libraries})
 target_link_libraries(smelt_shared INTERFACE fmt::fmt)
+# The public headers are C++20: a project linking smelt::smelt gets the standard with it.
+target_compile_features(smelt_shared INTERFACE cxx_std_20)
 target_include_directories(smelt_shared INTERFACE $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
                                                   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/smelt>)
 set_target_properties(smelt_shared PROPERTIES OUTPUT_NAME smelt EXPORT_NAME smelt VERSION ${PROJECT_VERSION}
@@ -34,7 +36,9 @@ set(smelt_public_headers
   ir/attribute.h ir/builder.h ir/dtype.h ir/graph.h ir/half.h ir/interpreter.h ir/lowering.h
   ir/op_registry.h ir/parser.h ir/printer.h ir/support/expected.h ir/tensor.h ir/type.h
   passes/pass.h passes/pass_manager.h
-  runtime/backend.h runtime/executable.h)
+  runtime/exec/executable.h runtime/device/device.h runtime/device/device_list.h runtime/device/device_tensor.h
+  runtime/device/memory_pool.h runtime/placement/graph_work.h runtime/placement/placement.h
+  runtime/placement/placement_table.h)
 foreach(header IN LISTS smelt_public_headers)
   get_filename_component(dir ${header} DIRECTORY)
   install(FILES ${PROJECT_SOURCE_DIR}/${header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/smelt/${dir})

@@ -7,7 +7,7 @@
 #include "ir/interpreter.h"
 #include "ir/parser.h"
 #include "runtime/device/device_tensor.h"
-#include "runtime/opencl_executable.h"
+#include "runtime/exec/executable.h"
 
 #include <fmt/format.h>
 
@@ -45,7 +45,7 @@ Tensor randomTensor(TensorType type, std::mt19937& rng) {
 int child(int steps) {
   auto graph = parseGraph(kStep);
   if (!graph) return fmt::print(stderr, "{}\n", graph.error().message()), 1;
-  auto exe = OpenClExecutable::compile(*graph);
+  auto exe = Executable::compile(*graph, {.device = "opencl", .fallback = false});
   if (!exe) return fmt::print(stderr, "{}\n", exe.error().message()), 1;
   std::shared_ptr<Device> device = (*exe)->device();
   std::shared_ptr<MemoryPool> pool = MemoryPool::forDevice(device);

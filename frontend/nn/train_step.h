@@ -11,7 +11,7 @@
 
 #include "frontend/nn/layers.h"
 #include "frontend/nn/optimizers.h"
-#include "runtime/executable.h"
+#include "runtime/exec/executable.h"
 
 #include <functional>
 #include <memory>

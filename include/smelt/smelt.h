@@ -1,5 +1,6 @@
 // smelt's public API in one header: graphs and tensors (ir/), the reference interpreter, gradients
-// (GradientTape), the pass pipeline, compiled executables, model loading (IR text, ONNX, .npy), the
+// (GradientTape), the pass pipeline, compiled executables on any device, devices and device-resident
+// tensors, placement, model loading (IR text, ONNX, .npy), the
 // model API (layers, losses, optimizers, training steps, checkpoints) and IDX data. An installed
 // smelt (`cmake --install`) is used as
 //   find_package(smelt REQUIRED)
@@ -27,5 +28,7 @@
 #include "ir/printer.h"
 #include "ir/tensor.h"
 #include "passes/pass_manager.h"
-#include "runtime/backend.h"
-#include "runtime/executable.h"
+#include "runtime/device/device_list.h"
+#include "runtime/device/device_tensor.h"
+#include "runtime/exec/executable.h"
+#include "runtime/placement/placement.h"

@@ -12,17 +12,34 @@
 namespace smelt {
 
 /// A failure the caller can handle: one human-readable message, already naming what failed.
+/// What kind of failure an Error reports, for the callers that recover from some. Almost every error
+/// is kGeneric; the device runtime classifies drivers' error codes (CUDA_ERROR_OUT_OF_MEMORY,
+/// CUDA_ERROR_ILLEGAL_ADDRESS, CL_DEVICE_NOT_AVAILABLE, ...) into the others.
+enum class ErrorKind : unsigned char {
+  kGeneric,
+  /// A device (or host) allocation failed: freeing cached memory or another device may help.
+  kOutOfMemory,
+  /// The device failed in a way that poisons its context (a sticky CUDA error, a lost device): only
+  /// recreating the context, or another device, helps.
+  kDeviceLost,
+};
+
 class Error {
  public:
-  explicit Error(std::string message) : message_(std::move(message)) {}
+  explicit Error(std::string message, ErrorKind kind = ErrorKind::kGeneric)
+      : message_(std::move(message)), kind_(kind) {}
   const std::string& message() const { return message_; }
-  /// Returns a copy with `context` prepended ("while importing Conv_3: ...").
+  ErrorKind kind() const { return kind_; }
+  /// Returns a copy with `context` prepended ("while importing Conv_3: ..."); the kind is kept.
   Error withContext(std::string_view context) const {
-    return Error(fmt::format("{}: {}", context, message_));
+    return Error(fmt::format("{}: {}", context, message_), kind_);
   }
+  /// Returns a copy of the given kind.
+  Error withKind(ErrorKind kind) const { return Error(message_, kind); }
 
  private:
   std::string message_;
+  ErrorKind kind_ = ErrorKind::kGeneric;
 };
 
 /// Builds an Error from a fmt format string.

@@ -5,6 +5,7 @@
 
 #include "codegen/dynamic_library.h"
 #include "codegen/log.h"
+#include "runtime/device/fault_injection.h"
 
 #include <utility>
 
@@ -31,7 +32,7 @@ namespace {
   X(cuMemHostAlloc) X(cuMemFreeHost) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize)   \
   X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventQuery) X(cuEventDestroy)        \
   X(cuStreamWaitEvent) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync)              \
-  X(cuMemsetD8Async) X(cuMemGetInfo) X(cuEventElapsedTime)
+  X(cuMemsetD8Async) X(cuMemGetInfo) X(cuEventElapsedTime) X(cuDevicePrimaryCtxReset)
 // clang-format on
 #define SMELT_STRINGIZE_INNER(x) #x
 #define SMELT_STRINGIZE(x) SMELT_STRINGIZE_INNER(x)
@@ -44,15 +45,47 @@ struct DriverApi {
   DriverVersion version;
 };
 
-/// "cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory)".
+/// What a CUresult means for recovery. Out of memory; or a sticky error: the context is poisoned
+/// (every later call in it fails the same way) until it is reset, so only a reset or another
+/// device helps. The driver documents these as leaving the process in an inconsistent state.
+ErrorKind kindOf(CUresult rc) {
+  switch (rc) {
+    case CUDA_ERROR_OUT_OF_MEMORY: return ErrorKind::kOutOfMemory;
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_ECC_UNCORRECTABLE:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
+    case CUDA_ERROR_DEVICE_UNAVAILABLE:
+    case CUDA_ERROR_LAUNCH_TIMEOUT: return ErrorKind::kDeviceLost;
+    default: return ErrorKind::kGeneric;
+  }
+}
+
+/// "cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory)", of the kind kindOf says.
 Error cudaError(const DriverApi& api, CUresult rc, std::string_view call) {
   const char* name = nullptr;
   const char* text = nullptr;
   if (api.cuGetErrorName(rc, &name) != CUDA_SUCCESS) name = nullptr;
   if (api.cuGetErrorString(rc, &text) != CUDA_SUCCESS) text = nullptr;
-  return makeError("{} failed: {} ({})", call,
-                   name ? name : fmt::format("CUresult {}", static_cast<int>(rc)),
-                   text ? text : "no description");
+  return Error(fmt::format("{} failed: {} ({})", call, name ? name : fmt::format("CUresult {}", static_cast<int>(rc)),
+                           text ? text : "no description"),
+               kindOf(rc));
+}
+
+/// SMELT_FAULTS at the driver-call layer: an allocation fails as the driver reports out of memory,
+/// and a launch or a wait as it reports a kernel's illegal address, so injected faults take the
+/// same path as real ones.
+CUresult injectedAllocationFault() {
+  return faultInjector().trigger(Fault::kOutOfMemory) ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+}
+CUresult injectedExecutionFault() {
+  return faultInjector().trigger(Fault::kDeviceLost) ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS;
 }
 
 Expected<DriverApi*> loadDriver() {
@@ -286,9 +319,12 @@ Status Context::launch(const Function& kernel, Dim3 grid, Dim3 block, std::span<
   const DriverApi& api = loadedDriver();
   ScopedContext current(api, context_);
   if (!current.ok()) return makeError("cuCtxPushCurrent failed");
-  CUresult rc = api.cuLaunchKernel(static_cast<CUfunction>(kernel.handle()), grid.x, grid.y, grid.z,
-                                   block.x, block.y, block.z, shared_bytes, static_cast<CUstream>(stream),
-                                   const_cast<void**>(params.data()), /*extra=*/nullptr);
+  CUresult rc = injectedExecutionFault();
+  if (rc == CUDA_SUCCESS) {
+    rc = api.cuLaunchKernel(static_cast<CUfunction>(kernel.handle()), grid.x, grid.y, grid.z, block.x, block.y,
+                            block.z, shared_bytes, static_cast<CUstream>(stream), const_cast<void**>(params.data()),
+                            /*extra=*/nullptr);
+  }
   if (rc != CUDA_SUCCESS)
     return cudaError(api, rc,
                      fmt::format("cuLaunchKernel({}, grid {}x{}x{}, block {}x{}x{})", kernel.name(),
@@ -300,8 +336,25 @@ Status Context::synchronize() {
   const DriverApi& api = loadedDriver();
   ScopedContext current(api, context_);
   if (!current.ok()) return makeError("cuCtxPushCurrent failed");
-  if (CUresult rc = api.cuCtxSynchronize(); rc != CUDA_SUCCESS)
-    return cudaError(api, rc, "cuCtxSynchronize");
+  CUresult rc = injectedExecutionFault();
+  if (rc == CUDA_SUCCESS) rc = api.cuCtxSynchronize();
+  if (rc != CUDA_SUCCESS) return cudaError(api, rc, "cuCtxSynchronize");
+  return Status::success();
+}
+
+Status Context::reset() {
+  const DriverApi& api = loadedDriver();
+  // Destroys every allocation, module and stream of the primary context, then takes it again.
+  if (CUresult rc = api.cuDevicePrimaryCtxReset(device_); rc != CUDA_SUCCESS) {
+    return cudaError(api, rc, fmt::format("cuDevicePrimaryCtxReset({})", info_.ordinal));
+  }
+  api.cuDevicePrimaryCtxRelease(device_);
+  CUcontext context = nullptr;
+  if (CUresult rc = api.cuDevicePrimaryCtxRetain(&context, device_); rc != CUDA_SUCCESS) {
+    context_ = nullptr;
+    return cudaError(api, rc, fmt::format("cuDevicePrimaryCtxRetain({})", info_.ordinal));
+  }
+  context_ = context;
   return Status::success();
 }
 
@@ -361,6 +414,9 @@ Status Context::copyToHost(void* dst, const DeviceMemory& src, std::size_t bytes
 
 Expected<std::uint64_t> Context::allocateRaw(std::size_t bytes) {
   CUdeviceptr address = 0;
+  if (CUresult rc = injectedAllocationFault(); rc != CUDA_SUCCESS) {
+    return cudaError(loadedDriver(), rc, fmt::format("cuMemAlloc({} bytes)", bytes));
+  }
   SMELT_CUDA_CALL(cuMemAlloc(&address, bytes ? bytes : 1), fmt::format("cuMemAlloc({} bytes)", bytes));
   return static_cast<std::uint64_t>(address);
 }
@@ -396,6 +452,7 @@ void Context::destroyStream(void* stream) {
 }
 
 Status Context::synchronizeStream(void* stream) {
+  if (CUresult rc = injectedExecutionFault(); rc != CUDA_SUCCESS) return cudaError(loadedDriver(), rc, "cuStreamSynchronize");
   SMELT_CUDA_CALL(cuStreamSynchronize(static_cast<CUstream>(stream)), "cuStreamSynchronize");
   return Status::success();
 }
@@ -524,6 +581,7 @@ Status Context::copyDeviceToDeviceAsync(std::uint64_t, std::uint64_t, std::size_
 Status Context::fillAsync(std::uint64_t, std::uint8_t, std::size_t, void*) { return unavailable(); }
 Expected<std::pair<std::size_t, std::size_t>> Context::memoryInfo() { return unavailable(); }
 Status Context::synchronize() { return unavailable(); }
+Status Context::reset() { return unavailable(); }
 Expected<DeviceMemory> Context::allocate(std::size_t) { return unavailable(); }
 Status Context::copyToDevice(DeviceMemory&, const void*, std::size_t, std::size_t) {
   return unavailable();

@@ -130,6 +130,9 @@ class Context {
 
   /// Blocks until all work in this context finished; reports a kernel's asynchronous failure.
   Status synchronize();
+  /// Resets the device's primary context after a sticky error (ErrorKind::kDeviceLost) and retains
+  /// it again: every allocation, module, stream and event made in it before is gone.
+  Status reset();
 
   /// Allocates `bytes` of device memory.
   Expected<DeviceMemory> allocate(std::size_t bytes);

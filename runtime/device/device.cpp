@@ -37,7 +37,9 @@ class AlignedHostMemory final : public PinnedHostMemory {
 
 Expected<std::unique_ptr<PinnedHostMemory>> Device::allocatePinned(std::size_t bytes) {
   auto memory = std::make_unique<AlignedHostMemory>(bytes);
-  if (!memory->ok()) return makeError("{}: out of memory: {} bytes of host memory", id(), bytes);
+  if (!memory->ok()) {
+    return Error(fmt::format("{}: out of memory: {} bytes of host memory", id(), bytes), ErrorKind::kOutOfMemory);
+  }
   return std::unique_ptr<PinnedHostMemory>(std::move(memory));
 }
 
@@ -86,8 +88,16 @@ std::unique_ptr<PinnedHostMemory> trackPinned(PinnedRanges& ranges, std::unique_
   return std::make_unique<TrackedPinned>(ranges, std::move(memory));
 }
 
-bool isOutOfMemory(const Error& error) { return error.message().find("out of memory") != std::string::npos; }
+bool isOutOfMemory(const Error& error) { return error.kind() == ErrorKind::kOutOfMemory; }
 
-bool isDeviceLost(const Error& error) { return error.message().find("device lost") != std::string::npos; }
+bool isDeviceLost(const Error& error) { return error.kind() == ErrorKind::kDeviceLost; }
+
+Status DeviceKernels::launch(const std::string& symbol, std::span<const KernelBufferArg> buffers, std::int64_t points,
+                             DeviceStream& stream) {
+  SMELT_TRY(std::unique_ptr<PreparedLaunch> prepared, prepare(symbol, buffers, LaunchShape{.points = points}));
+  return prepared->launch(stream);
+}
+
+Status Device::reset() { return makeError("{}: this device cannot be reset", id()); }
 
 }  // namespace smelt

@@ -12,6 +12,7 @@
 
 #include "ir/support/expected.h"
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -116,18 +117,43 @@ struct KernelBufferArg {
   std::int64_t elementBytes = 1;
 };
 
-/// Kernels loaded on a device from one program (OpenCL C source, PTX, an AMD code object).
+/// How a prepared kernel is launched: one work-item / thread per outer point of its domain, and on
+/// the CPU whether the points are split across the thread pool.
+struct LaunchShape {
+  std::int64_t points = 0;
+  bool parallel = true;
+};
+
+/// One kernel launch with its arguments fixed once: what an executable prepares when it compiles and
+/// replays on every run, with no argument repacking. The buffers that change between runs (fed
+/// tensors, outputs) are rebound with setBuffer, which only records the address. Not thread-safe:
+/// one executable owns it.
+class PreparedLaunch {
+ public:
+  virtual ~PreparedLaunch() = default;
+  /// Rebinds buffer `index` (in the kernel's buffer order) for the next launches.
+  virtual void setBuffer(std::size_t index, const KernelBufferArg& arg) = 0;
+  /// Enqueues the kernel on `stream` (the CPU runs it before returning).
+  virtual Status launch(DeviceStream& stream) = 0;
+};
+
+/// Kernels loaded on a device from one program (JIT-compiled CPU code, OpenCL C source, a CUBIN or
+/// PTX module, an AMD code object).
 class DeviceKernels {
  public:
   virtual ~DeviceKernels() = default;
-  /// Launches `symbol` over `points` work-items, one per point, on `stream`.
-  virtual Status launch(const std::string& symbol, std::span<const KernelBufferArg> buffers, std::int64_t points,
-                        DeviceStream& stream) = 0;
+  /// A launch of `symbol` with `buffers` (every buffer of the kernel, in order) over `shape`.
+  virtual Expected<std::unique_ptr<PreparedLaunch>> prepare(const std::string& symbol,
+                                                            std::span<const KernelBufferArg> buffers,
+                                                            const LaunchShape& shape) = 0;
+  /// Prepares and launches once: for tests and one-off kernels, not for loops.
+  Status launch(const std::string& symbol, std::span<const KernelBufferArg> buffers, std::int64_t points,
+                DeviceStream& stream);
 };
 
 /// What DeviceKernels are loaded from.
 struct KernelImage {
-  enum class Format { kOpenClSource, kPtx, kAmdCodeObject } format = Format::kOpenClSource;
+  enum class Format { kOpenClSource, kPtx, kCubin, kAmdCodeObject } format = Format::kOpenClSource;
   std::string data;
   /// Build options (OpenCL).
   std::string options;
@@ -142,9 +168,13 @@ class Device {
   DeviceKind kind() const { return description().kind; }
 
   /// `bytes` of device memory, straight from the driver (MemoryPool caches these). Out of memory is
-  /// an error whose message contains "out of memory".
+  /// an error of kind ErrorKind::kOutOfMemory.
   virtual Expected<DeviceMemory> allocate(std::size_t bytes) = 0;
   virtual void release(DeviceMemory memory) = 0;
+  /// Lets go of memory allocated before a reset: releases what the driver still holds (OpenCL
+  /// objects), nothing where the reset freed it already (CUDA and HIP, where freeing an old address
+  /// could free a new allocation that reuses it).
+  virtual void forget(DeviceMemory memory) { release(memory); }
 
   /// Sets `bytes` of `memory` from `offset` to `value`.
   virtual Status fill(DeviceMemory memory, std::size_t offset, std::size_t bytes, std::uint8_t value,
@@ -168,16 +198,28 @@ class Device {
   /// thing, as on the CPU and PoCL).
   virtual Expected<std::unique_ptr<PinnedHostMemory>> allocatePinned(std::size_t bytes);
 
-  /// Loads kernels (built once per process and image: the kernel cache keeps compiled images).
-  virtual Expected<std::shared_ptr<DeviceKernels>> loadKernels(const KernelImage& image) = 0;
+  /// Loads kernels, once per process and image: `reused`, when given, says whether this process had
+  /// loaded the same image on this device before (then nothing was built or loaded).
+  virtual Expected<std::shared_ptr<DeviceKernels>> loadKernels(const KernelImage& image, bool* reused = nullptr) = 0;
 
   /// Blocks until all work on every stream has finished.
   virtual Status synchronize() = 0;
+
+  /// Recreates the device's context after an error of kind kDeviceLost (a sticky CUDA error, a lost
+  /// OpenCL device): everything made on it before (memory, streams, loaded kernels) is gone, so the
+  /// generation goes up and whoever holds such things makes them again. An error when the device
+  /// cannot be recreated (then only another device helps).
+  virtual Status reset();
+  /// How many times the device was reset: memory, streams and kernels of an older generation are dead.
+  std::uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
+
+ protected:
+  std::atomic<std::uint64_t> generation_{0};
 };
 
-/// Whether `error` says the device ran out of memory.
+/// Whether `error` says the device ran out of memory (ErrorKind::kOutOfMemory).
 bool isOutOfMemory(const Error& error);
-/// Whether `error` says the device was lost or reset.
+/// Whether `error` says the device was lost or its context poisoned (ErrorKind::kDeviceLost).
 bool isDeviceLost(const Error& error);
 
 }  // namespace smelt

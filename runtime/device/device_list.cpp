@@ -1,11 +1,11 @@
 // Probing and opening devices by id.
 #include "runtime/device/device_list.h"
 
-#include "runtime/device/cpu_device.h"
-#include "runtime/device/cuda_device.h"
-#include "runtime/device/hip_device.h"
+#include "runtime/cpu/cpu_device.h"
+#include "runtime/cuda/cuda_device.h"
+#include "runtime/hip/hip_device.h"
 #ifdef SMELT_HAVE_OPENCL
-#include "runtime/device/opencl_device.h"
+#include "runtime/opencl/opencl_device.h"
 #endif
 #include "runtime/cuda/cuda_driver.h"
 

@@ -1,7 +1,10 @@
 // Faults on demand, so tests exercise every recovery path on any machine (PoCL in CI):
 //   SMELT_FAULTS=oom=2            the next 2 device allocations fail as out of memory
-//   SMELT_FAULTS=oom=always       every device allocation fails
-//   SMELT_FAULTS=lost=1           the next device launch or synchronize reports the device lost
+//   SMELT_FAULTS=oom=always       every device allocation fails (never the CPU's: it is the fallback)
+//   SMELT_FAULTS=lost=1           the next device launch or wait fails as a lost device's would
+// The faults are injected where the drivers are called, as the error codes a real fault returns
+// (CL_MEM_OBJECT_ALLOCATION_FAILURE, CUDA_ERROR_ILLEGAL_ADDRESS, ...), so they take the path a real
+// one takes: classified from the code (ErrorKind), then recovered from.
 //   SMELT_FAULTS=unsupported=exp+tanh   devices say they lack these ops (they run on the CPU)
 //   SMELT_FAULTS=unsupported=f64        ... or these dtypes (every kernel touching one runs on the CPU)
 // Entries combine with commas: SMELT_FAULTS=oom=1,lost=1. Tests set the same from code

@@ -1,6 +1,8 @@
 // HostStaging: pinned blocks, their cache, and the transfers through them.
 #include "runtime/device/host_staging.h"
 
+#include "codegen/log.h"
+
 #include <bit>
 #include <cstring>
 #include <unordered_map>
@@ -9,8 +11,15 @@ namespace smelt {
 
 namespace {
 
-/// Blocks come in powers of two from 64 KiB, so a block serves every copy up to its size.
-std::size_t blockSize(std::size_t bytes) { return std::bit_ceil(std::max<std::size_t>(bytes, std::size_t{64} << 10)); }
+constexpr std::size_t kLargeBlock = std::size_t{64} << 20;
+constexpr std::size_t kLargeStep = std::size_t{2} << 20;
+
+/// Blocks come in powers of two from 64 KiB to 64 MiB, so a block serves every copy up to its size;
+/// above that in steps of 2 MiB (a 2.2 GB feed pins 2.2 GB, not 4).
+std::size_t blockSize(std::size_t bytes) {
+  if (bytes > kLargeBlock) return (bytes + kLargeStep - 1) / kLargeStep * kLargeStep;
+  return std::bit_ceil(std::max<std::size_t>(bytes, std::size_t{64} << 10));
+}
 
 }  // namespace
 
@@ -49,12 +58,30 @@ void HostStaging::reclaimLocked() {
   }
 }
 
+void HostStaging::forgetStaleLocked() {
+  const std::uint64_t now = device_->generation();
+  if (now == generation_) return;
+  // The device was reset: its pinned memory and events died with the old context. Freeing them now
+  // could free what a new allocation reuses, so they are let go of, never freed.
+  for (auto& [size, block] : free_) (void)block.release();
+  for (InFlight& f : inFlight_) {
+    (void)f.block.release();
+    new std::shared_ptr<DeviceEvent>(std::move(f.done));  // never destroyed
+  }
+  free_.clear();
+  inFlight_.clear();
+  stats_.cachedBytes = 0;
+  generation_ = now;
+}
+
 Expected<std::unique_ptr<PinnedHostMemory>> HostStaging::rent(std::size_t bytes) {
   const std::size_t size = blockSize(bytes);
   {
     std::lock_guard lock(mutex_);
+    forgetStaleLocked();
     reclaimLocked();
-    if (auto it = free_.find(size); it != free_.end()) {
+    // The smallest free block that fits, wasting at most an eighth of it.
+    if (auto it = free_.lower_bound(size); it != free_.end() && it->first <= size + size / 8) {
       std::unique_ptr<PinnedHostMemory> block = std::move(it->second);
       free_.erase(it);
       stats_.cachedBytes -= block->bytes();
@@ -62,7 +89,18 @@ Expected<std::unique_ptr<PinnedHostMemory>> HostStaging::rent(std::size_t bytes)
     }
     ++stats_.pinnedAllocations;
   }
-  return device_->allocatePinned(size);
+  Expected<std::unique_ptr<PinnedHostMemory>> block = device_->allocatePinned(size);
+  if (!block) {
+    // Page-locked memory is a limited resource (ulimit -l, a container's cap): without it the copy
+    // goes from pageable memory instead, slower but correct. Said once.
+    std::lock_guard lock(mutex_);
+    if (!warnedUnpinned_) {
+      logger().warn("{}: {}; host copies go through pageable memory", device_->id(), block.error().message());
+      warnedUnpinned_ = true;
+    }
+    ++stats_.pageableFallbacks;
+  }
+  return block;
 }
 
 Status HostStaging::copyIn(DeviceMemory dst, std::size_t offset, const void* src, std::size_t bytes,
@@ -75,7 +113,9 @@ Status HostStaging::copyIn(DeviceMemory dst, std::size_t offset, const void* src
     }
     return device_->copyIn(dst, offset, src, bytes, stream);
   }
-  SMELT_TRY(std::unique_ptr<PinnedHostMemory> block, rent(bytes));
+  Expected<std::unique_ptr<PinnedHostMemory>> rented = rent(bytes);
+  if (!rented) return device_->copyIn(dst, offset, src, bytes, stream);  // pageable: done with src on return
+  std::unique_ptr<PinnedHostMemory> block = std::move(*rented);
   std::memcpy(block->data(), src, bytes);
   Expected<std::unique_ptr<DeviceEvent>> done = [&]() -> Expected<std::unique_ptr<DeviceEvent>> {
     SMELT_CHECK_OK(device_->copyIn(dst, offset, block->data(), bytes, stream));
@@ -105,7 +145,13 @@ Status HostStaging::copyOut(std::span<const HostFetch> fetches, DeviceStream& st
       continue;
     }
     Expected<std::unique_ptr<PinnedHostMemory>> block = rent(f.bytes);
-    Status enqueued = block ? device_->copyOut((*block)->data(), f.src, f.offset, f.bytes, stream) : block.error();
+    if (!block) {
+      // Into pageable memory: the copy waits for the stream, so the data is there on return.
+      SMELT_CHECK_OK(device_->copyOut(f.dst, f.src, f.offset, f.bytes, stream));
+      ++direct;
+      continue;
+    }
+    Status enqueued = device_->copyOut((*block)->data(), f.src, f.offset, f.bytes, stream);
     if (!enqueued.ok()) {
       // Transfers enqueued before write into the blocks held here: let them finish first.
       if (!staged.empty()) (void)stream.synchronize();

@@ -5,7 +5,8 @@
 // Fetches go the other way: every transfer into pinned blocks is enqueued, the stream waited on once,
 // and the blocks copied out. A block returns to the cache when an event after its transfer has
 // passed. The CPU device copies directly (its "device" memory is host memory already), as do copies
-// under kDirectCopyBelow bytes, where an event costs more than the copy.
+// under kDirectCopyBelow bytes, where an event costs more than the copy, and copies for which no
+// pinned memory could be had (they go from pageable memory, with one warning).
 //   auto staging = HostStaging::forDevice(device);
 //   SMELT_CHECK_OK(staging->copyIn(memory, 0, batch.raw(), batch.byteSize(), copyStream));
 //   SMELT_CHECK_OK(staging->copyOut({{loss.raw(), memory, 0, 4}}, device->defaultStream()));
@@ -28,6 +29,7 @@ struct StagingStats {
   std::size_t stagedBytes = 0;
   std::size_t pinnedAllocations = 0;  // pinned blocks allocated from the driver
   std::size_t cachedBytes = 0;        // pinned bytes held for reuse now
+  std::size_t pageableFallbacks = 0;  // copies made from pageable memory because pinning failed
 };
 
 /// One device->host transfer of a batch (copyOut).
@@ -68,12 +70,16 @@ class HostStaging {
   Expected<std::unique_ptr<PinnedHostMemory>> rent(std::size_t bytes);
   /// Moves blocks whose transfer has passed from inFlight_ to free_.
   void reclaimLocked();
+  /// Lets go of the blocks and events of a device generation before the current one.
+  void forgetStaleLocked();
 
   std::shared_ptr<Device> device_;
   mutable std::mutex mutex_;
   std::multimap<std::size_t, std::unique_ptr<PinnedHostMemory>> free_;
   std::vector<InFlight> inFlight_;
   StagingStats stats_;
+  std::uint64_t generation_ = 0;
+  bool warnedUnpinned_ = false;
 };
 
 }  // namespace smelt

@@ -40,7 +40,10 @@ PoolOptions PoolOptions::fromEnvironment() {
 // --- PooledBuffer
 
 PooledBuffer::PooledBuffer(PooledBuffer&& other) noexcept
-    : pool_(std::move(other.pool_)), memory_(std::exchange(other.memory_, {})), bytes_(std::exchange(other.bytes_, 0)) {}
+    : pool_(std::move(other.pool_)),
+      memory_(std::exchange(other.memory_, {})),
+      bytes_(std::exchange(other.bytes_, 0)),
+      generation_(other.generation_) {}
 
 PooledBuffer& PooledBuffer::operator=(PooledBuffer&& other) noexcept {
   if (this != &other) {
@@ -48,6 +51,7 @@ PooledBuffer& PooledBuffer::operator=(PooledBuffer&& other) noexcept {
     pool_ = std::move(other.pool_);
     memory_ = std::exchange(other.memory_, {});
     bytes_ = std::exchange(other.bytes_, 0);
+    generation_ = other.generation_;
   }
   return *this;
 }
@@ -55,7 +59,7 @@ PooledBuffer& PooledBuffer::operator=(PooledBuffer&& other) noexcept {
 PooledBuffer::~PooledBuffer() { reset(); }
 
 void PooledBuffer::reset() {
-  if (pool_ && memory_) pool_->giveBack(memory_);
+  if (pool_ && memory_) pool_->giveBack(memory_, generation_);
   pool_.reset();
   memory_ = {};
   bytes_ = 0;
@@ -118,12 +122,24 @@ Expected<PooledBuffer> MemoryPool::rent(std::size_t bytes) { return rentFrom(byt
 
 Expected<PooledBuffer> MemoryPool::rentToOverwrite(std::size_t bytes) { return rentFrom(bytes, bytes); }
 
+void MemoryPool::forgetStaleLocked() {
+  const std::uint64_t now = device_->generation();
+  if (now == generation_) return;
+  // The device was reset: its old memory is gone with its context. Nothing cached may be handed out.
+  for (auto& [size, memory] : cached_) device_->forget(memory);
+  cached_.clear();
+  stats_.cachedBytes = 0;
+  generation_ = now;
+}
+
 Expected<PooledBuffer> MemoryPool::rentFrom(std::size_t bytes, std::size_t zeroFrom) {
   std::size_t rounded = roundSize(bytes);
   PooledBuffer buffer;
   bool recycled = false;
   {
     std::lock_guard lock(mutex_);
+    forgetStaleLocked();
+    buffer.generation_ = generation_;
     ++stats_.rents;
     // The smallest cached block that fits, if it wastes at most a quarter (exact for small classes).
     auto it = options_.caching ? cached_.lower_bound(rounded) : cached_.end();
@@ -149,7 +165,14 @@ Expected<PooledBuffer> MemoryPool::rentFrom(std::size_t bytes, std::size_t zeroF
   return buffer;
 }
 
-void MemoryPool::giveBack(DeviceMemory memory) {
+void MemoryPool::giveBack(DeviceMemory memory, std::uint64_t generation) {
+  if (generation != device_->generation()) {
+    // Rented before a reset: the memory died with the old context.
+    std::lock_guard lock(mutex_);
+    stats_.inUseBytes -= static_cast<std::int64_t>(memory.bytes);
+    device_->forget(memory);
+    return;
+  }
   if (options_.caching && options_.poison) {
     // Best effort: a failed fill (a lost device) must not keep the block from being freed below.
     if (!device_->fill(memory, 0, memory.bytes, kPoison, device_->defaultStream()).ok()) {
@@ -179,6 +202,7 @@ void MemoryPool::trim() {
 }
 
 void MemoryPool::trimLocked() {
+  forgetStaleLocked();
   auto start = std::chrono::steady_clock::now();
   for (auto& [size, memory] : cached_) {
     device_->release(memory);

@@ -6,7 +6,8 @@
 // block and tries once more. A recycled block is zeroed before it is handed out, or, when poisoning
 // (debug builds, SMELT_POOL_POISON=1), filled with 0xFF bytes (NaN in every float type) when returned,
 // so one tensor's data never shows up in another. SMELT_POOL=0 turns caching off (every rent is a
-// driver allocation, every return a free) for comparison.
+// driver allocation, every return a free) for comparison. After the device is reset (Device::reset)
+// the blocks of its old context are dropped, never handed out again.
 //   std::shared_ptr<MemoryPool> pool = MemoryPool::forDevice(device);
 //   SMELT_TRY(PooledBuffer buffer, pool->rent(bytes));   // returned when `buffer` is destroyed
 //   PoolStats s = pool->stats();                          // allocated, cached, peak, hit rate
@@ -68,6 +69,7 @@ class PooledBuffer {
   std::shared_ptr<MemoryPool> pool_;
   DeviceMemory memory_;
   std::size_t bytes_ = 0;
+  std::uint64_t generation_ = 0;  // the device's when rented (see Device::reset)
 };
 
 /// See the file comment. Thread-safe.
@@ -100,7 +102,9 @@ class MemoryPool : public std::enable_shared_from_this<MemoryPool> {
  private:
   friend class PooledBuffer;
   MemoryPool(std::shared_ptr<Device> device, PoolOptions options);
-  void giveBack(DeviceMemory memory);
+  void giveBack(DeviceMemory memory, std::uint64_t generation);
+  /// Drops the cached blocks of a device generation before the current one.
+  void forgetStaleLocked();
   Expected<DeviceMemory> allocateLocked(std::size_t rounded);
   Expected<PooledBuffer> rentFrom(std::size_t bytes, std::size_t zeroFrom);
   void trimLocked();
@@ -110,6 +114,7 @@ class MemoryPool : public std::enable_shared_from_this<MemoryPool> {
   mutable std::mutex mutex_;
   std::multimap<std::size_t, DeviceMemory> cached_;  // by rounded size
   PoolStats stats_;
+  std::uint64_t generation_ = 0;  // the device's generation the cache belongs to
 };
 
 }  // namespace smelt

@@ -35,12 +35,11 @@ const Library& library() {
 }
 
 template <typename T>
-int call(Gemm<T> gemm, const Context& context, const Buffer& buffer, const GemmCall& c) {
+int call(Gemm<T> gemm, cl_command_queue queue, const GemmCall& c) {
   auto u = [](int64_t v) { return static_cast<size_t>(v); };
-  cl_command_queue queue = context.queue();
   return gemm(kRowMajor, c.transA ? kTrans : kNoTrans, c.transB ? kTrans : kNoTrans, u(c.m), u(c.n), u(c.k),
-              static_cast<T>(c.alpha), buffer.get(), u(c.offsetA), u(c.lda), buffer.get(), u(c.offsetB), u(c.ldb),
-              T(0), buffer.get(), u(c.offsetC), u(c.ldc), &queue, nullptr);
+              static_cast<T>(c.alpha), c.a, u(c.offsetA), u(c.lda), c.b, u(c.offsetB), u(c.ldb), T(0), c.c,
+              u(c.offsetC), u(c.ldc), &queue, nullptr);
 }
 
 }  // namespace
@@ -50,7 +49,7 @@ bool clblastAvailable(DType dtype) {
   return (dtype == DType::f32 && lib.sgemm) || (dtype == DType::f64 && lib.dgemm);
 }
 
-Status clblastGemm(const Context& context, const Buffer& buffer, const GemmCall& c) {
+Status clblastGemm(cl_command_queue queue, const GemmCall& c) {
   if (!clblastAvailable(c.dtype)) return makeError("CLBlast has no GEMM for {} here", dtypeName(c.dtype));
   // One call at a time, process-wide. CLBlast 1.5's caches (programs, binaries, tuning database) are
   // not safe to fill from several threads: with 32 threads making their first products at once, one
@@ -59,8 +58,7 @@ Status clblastGemm(const Context& context, const Buffer& buffer, const GemmCall&
   // and enqueues; the product itself runs on the queue after the lock is released.
   static std::mutex serialize;
   std::lock_guard lock(serialize);
-  int status = c.dtype == DType::f32 ? call(library().sgemm, context, buffer, c)
-                                     : call(library().dgemm, context, buffer, c);
+  int status = c.dtype == DType::f32 ? call(library().sgemm, queue, c) : call(library().dgemm, queue, c);
   if (status != 0) {
     return makeError("CLBlast GEMM {}x{}x{} ({}) failed with status {}", c.m, c.n, c.k, dtypeName(c.dtype), status);
   }

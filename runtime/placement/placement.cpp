@@ -66,18 +66,18 @@ PlacementDecision choosePlacement(const Graph& graph) {
 
 void setDefaultDevice(std::string deviceId) {
   std::lock_guard lock(state().mutex);
-  state().defaultDevice = deviceId == "auto" ? "" : std::move(deviceId);
+  state().defaultDevice = std::move(deviceId);
 }
 
 std::string resolveRequestedDevice(const std::string& requested) {
-  if (!requested.empty() && requested != "auto") return requested;
+  if (!requested.empty()) return requested;
   {
     std::lock_guard lock(state().mutex);
     if (!state().defaultDevice.empty()) return state().defaultDevice;
   }
   const char* env = std::getenv("SMELT_DEVICE");
-  if (env && *env && std::string_view(env) != "auto") return env;
-  return "auto";
+  if (env && *env) return env;
+  return "cpu";
 }
 
 std::vector<PlacementTable> placementTables() {

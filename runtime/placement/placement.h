@@ -3,11 +3,13 @@
 // would cost more than the work; large ones go to the GPU.
 //
 // What decides, first match wins:
-//   1. PlacementOptions::device on the executable (placed_executable.h), unless "auto";
-//   2. setDefaultDevice("cuda:0") in the process (the API override), unless "auto";
-//   3. $SMELT_DEVICE, unless "auto";
-//   4. choosePlacement(graph): each device's table (from `smelt tune`, or a GPU's built-in default)
-//      against the graph's work; the device that exceeds its crossover by the widest margin wins.
+//   1. CompileOptions::device on the executable (runtime/exec/executable.h);
+//   2. setDefaultDevice("cuda:0") in the process (the API override);
+//   3. $SMELT_DEVICE;
+//   4. the CPU.
+// Any of them may say "auto": choosePlacement(graph) then compares each device's table (from
+// `smelt tune`, or a GPU's built-in default) with the graph's work; the device that exceeds its
+// crossover by the widest margin wins.
 //   PlacementDecision d = choosePlacement(graph);   // {"opencl:0", "matmul 2.1e9 flops >= 1.3e8"}
 #pragma once
 
@@ -32,11 +34,11 @@ PlacementDecision choosePlacement(const Graph& graph);
 /// The same choice against explicit tables (one per candidate device): what choosePlacement uses.
 PlacementDecision choosePlacement(const GraphWork& work, const std::vector<PlacementTable>& tables);
 
-/// The process-wide device for executables that do not name one: overrides $SMELT_DEVICE and the
-/// automatic choice. "auto" or empty restores them.
+/// The process-wide device for executables that do not name one ("auto" for measured placement):
+/// overrides $SMELT_DEVICE. Empty restores it.
 void setDefaultDevice(std::string deviceId);
-/// The device an executable with `requested` ("" or "auto" when it names none) should open: an id, or
-/// "auto" for choosePlacement.
+/// The device an executable with `requested` ("" when it names none) should open: an id, or "auto"
+/// for choosePlacement.
 std::string resolveRequestedDevice(const std::string& requested);
 
 /// The tables choosePlacement uses, one per non-CPU device that has one (measured or default). Read

@@ -2,8 +2,8 @@
 #include "runtime/placement/tuner.h"
 
 #include "ir/parser.h"
-#include "runtime/device_runner.h"
-#include "runtime/run_timing.h"
+#include "runtime/exec/executable.h"
+#include "runtime/exec/run_timing.h"
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
@@ -74,11 +74,11 @@ TensorMap randomFeeds(const Graph& graph, uint64_t seed) {
   return feeds;
 }
 
-/// Median seconds per run of `runner` on `feeds`, after one untimed run.
-Expected<double> medianSeconds(DeviceRunner& runner, const TensorMap& feeds, int repeats) {
+/// Median seconds per run of `exe` on `feeds` (host in, host out), after one untimed run.
+Expected<double> medianSeconds(Executable& exe, const TensorMap& feeds, int repeats) {
   std::vector<Tensor> outputs;
   const int runs = std::max(repeats, 1);
-  SMELT_TRY(RunTimes times, timeRuns([&] { return runner.run(feeds, outputs); },
+  SMELT_TRY(RunTimes times, timeRuns([&] { return exe.run(feeds, outputs); },
                                      RunBudget{.warmup = 1, .runs = runs, .minRuns = runs}));
   return times.medianMs() / 1e3;
 }
@@ -135,8 +135,9 @@ Expected<PlacementTable> tunePlacement(const std::shared_ptr<Device>& device, co
       if (tg.amount < 0) return makeError("tune: a {} graph does not parse:\n{}", workKindName(kind), tg.text);
       const Graph& graph = tg.graph;
       const TensorMap feeds = randomFeeds(graph, ++seed);
-      SMELT_TRY(std::unique_ptr<DeviceRunner> cpu, compileForCpu(graph));
-      SMELT_TRY(std::unique_ptr<DeviceRunner> onDevice, compileForDevice(graph, device));
+      SMELT_TRY(std::unique_ptr<Executable> cpu, Executable::compile(graph, {.device = "cpu"}));
+      // No fallback: a device that fails is measured as failing, not as the CPU.
+      SMELT_TRY(std::unique_ptr<Executable> onDevice, Executable::compile(graph, {.device = device->id(), .fallback = false}));
       CrossoverPoint point{tg.amount, 0, 0};
       SMELT_TRY(point.cpuSeconds, medianSeconds(*cpu, feeds, options.repeats));
       SMELT_TRY(point.deviceSeconds, medianSeconds(*onDevice, feeds, options.repeats));

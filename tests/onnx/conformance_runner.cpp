@@ -8,9 +8,10 @@
 //   smelt_onnx_conformance DIR/node [--known FILE] [--filter SUBSTRING] [--verbose]
 #include "frontend/onnx/onnx_import.h"
 #include "ir/interpreter.h"
-#include "runtime/backend.h"
+#include "runtime/exec/executable.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -92,7 +93,8 @@ Tensor asDeclared(Tensor t, const std::optional<DType>& declared) {
 }
 
 // Runs one test folder; empty on success, else the first error or mismatch.
-std::string runTest(const fs::path& dir, const OnnxModelInfo& info, const std::string& modelBytes, Backend& backend) {
+std::string runTest(const fs::path& dir, const OnnxModelInfo& info, const std::string& modelBytes,
+                    const std::string& backend) {
   auto dataSets = sortedDirs(dir, "test_data_set_");
   if (dataSets.empty()) return "no test_data_set_* folders";
   for (const fs::path& ds : dataSets) {
@@ -112,7 +114,7 @@ std::string runTest(const fs::path& dir, const OnnxModelInfo& info, const std::s
     }
     auto graph = importOnnxBytes(modelBytes, dir.string(), (dir / "model.onnx").string(), options);
     if (!graph.ok()) return graph.error().message();
-    auto outputs = backend.run(*graph, feeds);
+    auto outputs = runOnce(*graph, feeds, backend);
     if (!outputs.ok()) return outputs.error().message();
     for (size_t i = 0; i < graph->outputs().size(); ++i) {
       fs::path file = ds / fmt::format("output_{}.pb", i);
@@ -150,9 +152,9 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "usage: smelt_onnx_conformance DIR/node [--backend NAME] [--known FILE] [--filter SUBSTRING] [--verbose]\n");
     return 2;
   }
-  auto backend = makeBackend(backendName);
-  if (!backend.ok()) {
-    fmt::print(stderr, "{}\n", backend.error().message());
+  if (std::vector<std::string> names = backendNames();
+      std::find(names.begin(), names.end(), backendName) == names.end()) {
+    fmt::print(stderr, "unknown backend '{}' (known: {})\n", backendName, fmt::join(names, ", "));
     return 2;
   }
   std::map<std::string, std::string> known;
@@ -195,7 +197,7 @@ int main(int argc, char** argv) {
     }
     std::string error;
     try {
-      error = runTest(dir, *info, bytes, **backend);
+      error = runTest(dir, *info, bytes, backendName);
     } catch (const std::exception& e) {
       error = fmt::format("exception: {}", e.what());
     }

@@ -1,6 +1,6 @@
 // Every device through the Device interface: memory, copies, fills, streams, events, pinned memory,
 // kernel launches. The CPU and PoCL run for real; CUDA and HIP must say why they are absent.
-#include "runtime/device/cpu_device.h"
+#include "runtime/cpu/cpu_device.h"
 #include "runtime/device/device_list.h"
 #include "tests/support/gpu_required.h"
 #include "tests/support/random_tensors.h"

@@ -4,7 +4,7 @@
 #include "ir/interpreter.h"
 #include "ir/parser.h"
 #include "runtime/device/device_list.h"
-#include "runtime/placed_executable.h"
+#include "runtime/exec/executable.h"
 #include "runtime/placement/placement.h"
 #include "runtime/placement/tuner.h"
 #include "tests/support/random_tensors.h"
@@ -76,7 +76,7 @@ std::shared_ptr<Device> openClOrSkip() {
   return device ? *device : nullptr;
 }
 
-void checkAgainstReference(PlacedExecutable& exe, const Graph& graph, uint64_t seed) {
+void checkAgainstReference(Executable& exe, const Graph& graph, uint64_t seed) {
   TensorMap feeds = testing::randomFeeds(graph, seed);
   Expected<std::vector<Tensor>> got = exe.run(feeds);
   REQUIRE_MESSAGE(got.ok(), (got.ok() ? "" : got.error().message()));
@@ -197,30 +197,38 @@ TEST_CASE("placement: small graphs run on the CPU and large ones on the device, 
   uint64_t seed = testing::testSeed();
 
   Graph small = parsed(chain(1000)), large = parsed(chain(40000));
-  auto exe = PlacedExecutable::compile(small);
+  auto exe = Executable::compile(small, {.device = "auto"});
   REQUIRE(exe.ok());
   CHECK((*exe)->deviceId() == "cpu");
   checkAgainstReference(**exe, small, seed);
-  exe = PlacedExecutable::compile(large);
+  exe = Executable::compile(large, {.device = "auto"});
   REQUIRE(exe.ok());
   CHECK((*exe)->deviceId() == opencl->id());
   checkAgainstReference(**exe, large, seed + 1);
 
-  // The overrides: the executable's own option, the process-wide default, the environment.
-  exe = PlacedExecutable::compile(small, {.device = "opencl"});
+  // The overrides: the executable's own option, the process-wide default, the environment; without
+  // any, the CPU.
+  exe = Executable::compile(small, {.device = "opencl"});
+  REQUIRE(exe.ok());
+  CHECK((*exe)->deviceId() == opencl->id());
+  setDefaultDevice("auto");
+  exe = Executable::compile(large);
   REQUIRE(exe.ok());
   CHECK((*exe)->deviceId() == opencl->id());
   setDefaultDevice("cpu");
-  exe = PlacedExecutable::compile(large);
+  exe = Executable::compile(large);
   REQUIRE(exe.ok());
   CHECK((*exe)->deviceId() == "cpu");
-  setDefaultDevice("auto");
-  setenv("SMELT_DEVICE", "cpu", 1);
-  exe = PlacedExecutable::compile(large);
+  setDefaultDevice("");
+  setenv("SMELT_DEVICE", "auto", 1);
+  exe = Executable::compile(large);
   unsetenv("SMELT_DEVICE");
   REQUIRE(exe.ok());
+  CHECK((*exe)->deviceId() == opencl->id());
+  exe = Executable::compile(large);
+  REQUIRE(exe.ok());
   CHECK((*exe)->deviceId() == "cpu");
-  CHECK(resolveRequestedDevice("") == "auto");
+  CHECK(resolveRequestedDevice("") == "cpu");
 }
 
 TEST_CASE("placement: the tuner's graphs parse and grow, and it measures PoCL against the CPU") {

@@ -7,8 +7,8 @@
 #include "runtime/device/device_list.h"
 #include "runtime/device/fault_injection.h"
 #include "runtime/device/memory_pool.h"
-#include "runtime/opencl_executable.h"
-#include "runtime/placed_executable.h"
+#include "runtime/exec/executable.h"
+#include "runtime/exec/executable.h"
 #include "tests/support/random_tensors.h"
 
 #include <doctest/doctest.h>
@@ -72,7 +72,7 @@ TEST_CASE("recovery: out of memory on the device, the pool's cache is freed and 
   { auto warm = pool->rent(1 << 20); REQUIRE(warm.ok()); }  // something cached to give back
   int64_t retries = pool->stats().outOfMemoryRetries;
   FaultScope faults("oom=1");
-  auto exe = PlacedExecutable::compile(g, {.device = "opencl"});
+  auto exe = Executable::compile(g, {.device = "opencl"});
   REQUIRE(exe.ok());
   CHECK((*exe)->deviceId() == "opencl:0");
   CHECK(pool->stats().outOfMemoryRetries == retries + 1);
@@ -87,7 +87,7 @@ TEST_CASE("recovery: out of memory even after freeing the pool falls back to the
   TensorMap feeds = randomFeeds(testing::testSeed() + 10);
   MemoryPool::forDevice(*openDevice("opencl"))->trim();  // else a cached block serves the arena
   FaultScope faults("oom=always");
-  auto exe = PlacedExecutable::compile(g, {.device = "opencl"});
+  auto exe = Executable::compile(g, {.device = "opencl"});
   REQUIRE(exe.ok());
   CHECK((*exe)->deviceId() == "cpu");
   CHECK((*exe)->fallbacks() == 1);
@@ -103,7 +103,7 @@ TEST_CASE("recovery: a lost device is reinitialized and the run repeated on it")
   if (!haveOpenCl()) return;
   Graph g = testing::parseOrFail(kStep);
   TensorMap feeds = randomFeeds(testing::testSeed() + 20);
-  auto exe = PlacedExecutable::compile(g, {.device = "opencl"});
+  auto exe = Executable::compile(g, {.device = "opencl"});
   REQUIRE(exe.ok());
   {
     FaultScope faults("lost=1");
@@ -121,7 +121,7 @@ TEST_CASE("recovery: a device that stays lost hands the executable to the CPU") 
   if (!haveOpenCl()) return;
   Graph g = testing::parseOrFail(kStep);
   TensorMap feeds = randomFeeds(testing::testSeed() + 30);
-  auto exe = PlacedExecutable::compile(g, {.device = "opencl"});
+  auto exe = Executable::compile(g, {.device = "opencl"});
   REQUIRE(exe.ok());
   FaultScope faults("lost=always");
   auto out = (*exe)->run(feeds);
@@ -136,10 +136,8 @@ TEST_CASE("recovery: an op the device lacks runs on the CPU inside the device ex
   if (!haveOpenCl()) return;
   Graph g = testing::parseOrFail(kStep);
   TensorMap feeds = randomFeeds(testing::testSeed() + 40);
-  OpenClCompileOptions options;
-  options.pipeline = "";  // unfused, so tanh is a node of its own
   FaultScope faults("unsupported=tanh");
-  auto exe = OpenClExecutable::compile(g, options);
+  auto exe = Executable::compile(g, {.pipeline = "", .device = "opencl"});  // unfused: tanh is a node of its own
   REQUIRE(exe.ok());
   CHECK((*exe)->report().interpreted == 1);
   auto out = (*exe)->run(feeds);
@@ -161,10 +159,8 @@ TEST_CASE("recovery: a dtype the device lacks runs those kernels on the CPU insi
 }
 )");
   TensorMap feeds = {{"x", testing::randomTensor(TensorType{DType::f32, {16, 8}}, testing::testSeed() + 45)}};
-  OpenClCompileOptions options;
-  options.pipeline = "";
   FaultScope faults("unsupported=f64");
-  auto exe = OpenClExecutable::compile(g, options);
+  auto exe = Executable::compile(g, {.pipeline = "", .device = "opencl"});
   REQUIRE(exe.ok());
   CHECK((*exe)->report().interpreted == 3);  // the two casts and exp in f64
   auto out = (*exe)->run(feeds);
@@ -176,7 +172,7 @@ TEST_CASE("device-resident runs: state stays on the device across steps, no allo
   if (!haveOpenCl()) return;
   Graph g = testing::parseOrFail(kStep);
   TensorMap feeds = randomFeeds(testing::testSeed() + 50);
-  auto exe = OpenClExecutable::compile(g);
+  auto exe = Executable::compile(g, {.device = "opencl"});
   REQUIRE(exe.ok());
   std::shared_ptr<Device> device = (*exe)->device();
   DeviceTensorMap onDevice;

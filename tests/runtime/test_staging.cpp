@@ -6,7 +6,7 @@
 #include "runtime/device/device_list.h"
 #include "runtime/device/device_tensor.h"
 #include "runtime/device/host_staging.h"
-#include "runtime/opencl_executable.h"
+#include "runtime/exec/executable.h"
 #include "tests/support/random_tensors.h"
 
 #include <doctest/doctest.h>
@@ -128,7 +128,7 @@ TEST_CASE("staging: blocks are reused, never shared by two transfers in flight")
 TEST_CASE("staging: the next batch uploads on a second stream while the step runs, as the reference computes") {
   if (!openClOrSkip()) return;
   Graph g = testing::parseOrFail(kStep);
-  auto exe = OpenClExecutable::compile(g);
+  auto exe = Executable::compile(g, {.device = "opencl"});
   REQUIRE(exe.ok());
   std::shared_ptr<Device> device = (*exe)->device();
   Expected<std::unique_ptr<DeviceStream>> copyStream = device->createStream();

@@ -5,7 +5,7 @@
 #include "ir/interpreter.h"
 #include "ir/parser.h"
 #include "runtime/device/device_list.h"
-#include "runtime/placed_executable.h"
+#include "runtime/exec/executable.h"
 #include "tests/support/random_tensors.h"
 
 #include <doctest/doctest.h>
@@ -58,7 +58,7 @@ TEST_CASE("threads: 64 threads compile and run executables at once, on the CPU a
       auto graph = parseGraph(graphText(t % 4));
       if (!graph) return fail(graph.error().message());
       const char* device = (t % 2 == 1 && opencl) ? "opencl" : "cpu";
-      auto exe = PlacedExecutable::compile(*graph, {.device = device});
+      auto exe = Executable::compile(*graph, {.device = device});
       if (!exe) return fail(fmt::format("thread {}: {}", t, exe.error().message()));
       if ((*exe)->deviceId().rfind("opencl", 0) == 0) ++onOpenCl;
       for (int run = 0; run < 3; ++run) {

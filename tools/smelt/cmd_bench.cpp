@@ -7,15 +7,9 @@
 // time from the loaded graph to a ready executable: autodiff (with --grad), the pass pipeline, kernel
 // compilation or cache loads, the arena.
 #include "frontend/model_loader.h"
-#include "runtime/executable.h"
-#ifdef SMELT_HAVE_OPENCL
-#include "runtime/opencl_executable.h"
-#endif
-#ifdef SMELT_HAVE_CUDA
-#include "runtime/cuda_executable.h"
-#endif
+#include "runtime/exec/executable.h"
 #include "runtime/device/device_tensor.h"
-#include "runtime/run_timing.h"
+#include "runtime/exec/run_timing.h"
 #include "tools/smelt/commands.h"
 #include "tools/smelt/tensor_summary.h"
 
@@ -41,58 +35,18 @@ Tensor randomInput(const TensorType& type, std::mt19937_64& rng) {
   return t;
 }
 
-constexpr std::string_view kBackends = "llvm"
-#ifdef SMELT_HAVE_OPENCL
-                                        ", opencl"
-#endif
-#ifdef SMELT_HAVE_CUDA
-                                        ", cuda"
-#endif
-    ;
-
-// A compiled graph behind one signature, whichever backend compiled it.
+/// The graph compiled where --backend says, with both ways to run it.
 struct Compiled {
-  std::function<Status(const TensorMap&, std::vector<Tensor>&)> run;
-  /// Device-resident runs and their device (device backends only).
-  std::function<Status(const DeviceTensorMap&, std::vector<DeviceTensor>&)> resident;
-  std::shared_ptr<Device> device;
-  CompileReport report;
-  std::unique_ptr<Executable> cpu;
-#ifdef SMELT_HAVE_OPENCL
-  std::unique_ptr<OpenClExecutable> cl;
-#endif
-#ifdef SMELT_HAVE_CUDA
-  std::unique_ptr<CudaExecutable> cu;
-#endif
+  std::unique_ptr<Executable> exe;
+  Status run(const TensorMap& feeds, std::vector<Tensor>& outputs) { return exe->run(feeds, outputs); }
+  Status resident(const DeviceTensorMap& feeds, std::vector<DeviceTensor>& outputs) { return exe->run(feeds, outputs); }
 };
 
 Expected<Compiled> compileFor(const Graph& graph, const std::string& backend) {
-  Compiled c;
-#ifdef SMELT_HAVE_OPENCL
-  if (backend == "opencl") {
-    SMELT_TRY(c.cl, OpenClExecutable::compile(graph));
-    c.run = [exe = c.cl.get()](const TensorMap& f, std::vector<Tensor>& o) { return exe->run(f, o); };
-    c.resident = [exe = c.cl.get()](const DeviceTensorMap& f, std::vector<DeviceTensor>& o) { return exe->run(f, o); };
-    c.device = c.cl->device();
-    c.report = c.cl->report();
-    return c;
-  }
-#endif
-#ifdef SMELT_HAVE_CUDA
-  if (backend == "cuda") {
-    SMELT_TRY(c.cu, CudaExecutable::compile(graph));
-    c.run = [exe = c.cu.get()](const TensorMap& f, std::vector<Tensor>& o) { return exe->run(f, o); };
-    c.resident = [exe = c.cu.get()](const DeviceTensorMap& f, std::vector<DeviceTensor>& o) { return exe->run(f, o); };
-    c.device = c.cu->device();
-    c.report = c.cu->report();
-    return c;
-  }
-#endif
-  if (backend != "llvm") return makeError("smelt bench: backend '{}' is not available ({})", backend, kBackends);
-  SMELT_TRY(c.cpu, Executable::compile(graph));
-  c.run = [exe = c.cpu.get()](const TensorMap& f, std::vector<Tensor>& o) { return exe->run(f, o); };
-  c.report = c.cpu->report();
-  return c;
+  if (backend == "reference") return makeError("smelt bench: the reference interpreter compiles nothing to time");
+  // No fallback: a bench on a device that fails must say so, not time the CPU.
+  SMELT_TRY(std::unique_ptr<Executable> exe, Executable::compile(graph, {.device = backend, .fallback = false}));
+  return Compiled{std::move(exe)};
 }
 
 double msSince(std::chrono::steady_clock::time_point t) {
@@ -104,12 +58,13 @@ double msSince(std::chrono::steady_clock::time_point t) {
 /// device whose events carry no timestamps (OpenCL) is timed on the wall clock around run + wait.
 /// `how` says which.
 Expected<RunTimes> timeResidentRuns(Compiled& c, const TensorMap& feeds, const RunBudget& budget, std::string& how) {
+  const std::shared_ptr<Device>& device = c.exe->device();
   DeviceTensorMap onDevice;
   for (const auto& [name, t] : feeds) {
-    SMELT_TRY(onDevice[name], DeviceTensor::fromHost(c.device, t));
+    SMELT_TRY(onDevice[name], DeviceTensor::fromHost(device, t));
   }
   std::vector<DeviceTensor> outputs;
-  DeviceStream& stream = c.device->defaultStream();
+  DeviceStream& stream = device->defaultStream();
   SMELT_CHECK_OK(c.resident(onDevice, outputs));
   SMELT_CHECK_OK(stream.synchronize());
   // Probe once whether the events can time.
@@ -141,7 +96,7 @@ Action addBenchCommand(CLI::App& app) {
   struct Options {
     std::string file;
     std::string grad;
-    std::string backend = "llvm";
+    std::string backend;
     std::vector<std::string> inputs;
     bool freshOutputs = false;
     bool deviceTime = false;
@@ -152,14 +107,15 @@ Action addBenchCommand(CLI::App& app) {
   cmd->add_option("file", options->file, "Model file (.onnx or IR text; - for stdin)")->required();
   cmd->add_option("--grad", options->grad,
                   "NAME[,NAME...]: also compute the gradients of the outputs' sum w.r.t. these inputs or parameters");
-  cmd->add_option("--backend", options->backend, std::string("Backend (") + std::string(kBackends) + ")");
+  cmd->add_option("--backend", options->backend,
+                  "Where to run: llvm (the CPU), opencl, cuda, hip, a device id, auto; default: $SMELT_DEVICE, else the CPU");
   cmd->add_option("--input", options->inputs, "NAME=PATH.npy; inputs not given are random");
   cmd->add_flag("--fresh-outputs", options->freshOutputs,
                "New output tensors on every run (as frameworks returning new tensors do: their first touch is "
                "timed) instead of reusing the last run's");
   cmd->add_flag("--device-time", options->deviceTime,
                "Also time runs whose inputs and outputs stay on the device, with the device's timing events "
-               "(device_median_ms; device backends only)");
+               "(device_median_ms)");
   cmd->add_option("--runs", options->budget.runs, "Timed runs at most (default 20; 0: compile only)");
   cmd->add_option("--warmup", options->budget.warmup, "Untimed runs first (default 3)");
   cmd->add_option("--min-runs", options->budget.minRuns, "Timed runs at least, whatever --max-seconds (default 3)");
@@ -185,12 +141,11 @@ Action addBenchCommand(CLI::App& app) {
     }
     SMELT_TRY_CLI(Compiled compiled, compileFor(graph, options->backend));
     const double compileMs = msSince(start);
-    const CompileReport& report = compiled.report;
-    fmt::print("compile_ms {:.2f} ({} kernels, {} from the cache, {} on the interpreter; autodiff {:.2f} ms)\n",
-               compileMs, report.kernels, report.cacheHits, report.interpreted, autodiffMs);
+    const CompileReport& report = compiled.exe->report();
+    fmt::print("compile_ms {:.2f} ({} kernels, {} from the cache, {} on the interpreter; autodiff {:.2f} ms; on {})\n",
+               compileMs, report.kernels, report.cacheHits, report.interpreted, autodiffMs, report.device);
     if (options->budget.runs == 0) return 0;  // compile only
     if (options->deviceTime) {
-      if (!compiled.resident) return fail(fmt::format("smelt bench: --device-time needs a device backend, not '{}'", options->backend));
       std::string how;
       SMELT_TRY_CLI(RunTimes device, timeResidentRuns(compiled, feeds, options->budget, how));
       fmt::print("device_runs {} ({})\n", device.ms.size(), how);

@@ -5,7 +5,7 @@
 #include "frontend/model_loader.h"
 #include "frontend/npy.h"
 #include "passes/pass_manager.h"
-#include "runtime/backend.h"
+#include "runtime/exec/executable.h"
 #include "tools/smelt/commands.h"
 #include "tools/smelt/tensor_summary.h"
 
@@ -66,7 +66,8 @@ Action addGradCommand(CLI::App& app) {
   cmd->add_option("file", options->file, "Model file (.onnx or IR text; - for stdin)")->required();
   cmd->add_option("--wrt", options->wrt, "NAME[,NAME...]: graph inputs or parameters")->required();
   cmd->add_option("--input", options->inputs, "NAME=PATH.npy for each graph input");
-  cmd->add_option("--backend", options->backend, "Backend (default: the fastest available)");
+  cmd->add_option("--backend", options->backend, "Where to run: llvm (the CPU), opencl, cuda, hip, a device id (cuda:1), auto (measured placement) or reference "
+                  "(the interpreter); default: $SMELT_DEVICE, else the CPU");
   cmd->add_option("--output-dir", options->outputDir, "Folder for NAME.grad.npy files (default: .)");
   return [options]() {
     auto graph = loadModel(options->file);
@@ -75,9 +76,7 @@ Action addGradCommand(CLI::App& app) {
     SMELT_TRY_CLI(std::vector<std::string> names, splitNames(options->wrt));
     Status added = addGradientOutputs(*graph, names, false);
     if (!added) return fail(added.error().message());
-    auto backend = makeBackend(options->backend.empty() ? defaultBackendName() : options->backend);
-    if (!backend) return fail(backend.error().message());
-    auto grads = (*backend)->run(*graph, feeds);
+    auto grads = runOnce(*graph, feeds, options->backend);
     if (!grads) return fail(grads.error().message());
     std::error_code ec;
     std::filesystem::create_directories(options->outputDir, ec);

@@ -1,6 +1,6 @@
 // `smelt ops`: every registered op with the dtypes and backends it supports.
 #include "ir/op_registry.h"
-#include "runtime/backend.h"
+#include "runtime/exec/executable.h"
 #include "tools/smelt/commands.h"
 
 #include <fmt/ranges.h>
@@ -12,12 +12,16 @@ Action addOpsCommand(CLI::App& app) {
   return [cmd]() {
     (void)cmd;
     for (const OpDef* op : OpRegistry::global().all()) {
-      // Every op runs on the reference backend; compiled backends add themselves in the codegen issue.
+      // The interpreter runs every op with a reference; the compiled backends every op with a kernel
+      // lowering, or whose decomposition they compile (elsewhere the node runs on the interpreter).
       std::vector<std::string> backends;
-      for (const std::string& b : availableBackends()) {
-        if (b == "reference" && op->reference) backends.push_back(b);
+      if (op->reference) backends.push_back("reference");
+      if (op->lower || op->decompose) {
+        for (const std::string& b : backendNames()) {
+          if (b != "reference" && b != "auto") backends.push_back(b);
+        }
       }
-      fmt::print("{:<20} dtypes={:<48} backends={:<10} differentiable={}\n", op->name, op->dtypes.toString(),
+      fmt::print("{:<20} dtypes={:<48} backends={:<32} differentiable={}\n", op->name, op->dtypes.toString(),
                  fmt::join(backends, ","), op->differentiable() ? "yes" : "no");
     }
     return 0;

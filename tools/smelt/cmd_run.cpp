@@ -2,7 +2,7 @@
 // writes each output as DIR/OUTPUTNAME.npy, printing a short summary of each.
 #include "frontend/model_loader.h"
 #include "frontend/npy.h"
-#include "runtime/backend.h"
+#include "runtime/exec/executable.h"
 #include "tools/smelt/commands.h"
 #include "tools/smelt/tensor_summary.h"
 
@@ -22,17 +22,15 @@ Action addRunCommand(CLI::App& app) {
   auto options = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("run", "Run a model and write its outputs as .npy files");
   cmd->add_option("file", options->file, "Model file (.onnx or IR text; - for stdin)")->required();
-  cmd->add_option("--backend", options->backend, "Backend (default: the fastest available)");
+  cmd->add_option("--backend", options->backend, "Where to run: llvm (the CPU), opencl, cuda, hip, a device id (cuda:1), auto (measured placement) or reference "
+                  "(the interpreter); default: $SMELT_DEVICE, else the CPU");
   cmd->add_option("--input", options->inputs, "NAME=PATH.npy for each graph input");
   cmd->add_option("--output-dir", options->outputDir, "Folder for OUTPUTNAME.npy files (default: .)");
   return [options]() {
     auto graph = loadModel(options->file);
     if (!graph) return fail(graph.error().message());
     SMELT_TRY_CLI(TensorMap feeds, readFeeds(*graph, options->inputs));
-    std::string backendName = options->backend.empty() ? defaultBackendName() : options->backend;
-    auto backend = makeBackend(backendName);
-    if (!backend) return fail(backend.error().message());
-    auto outputs = (*backend)->run(*graph, feeds);
+    auto outputs = runOnce(*graph, feeds, options->backend);
     if (!outputs) return fail(outputs.error().message());
     std::error_code ec;
     std::filesystem::create_directories(options->outputDir, ec);

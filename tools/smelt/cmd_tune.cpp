@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+
 namespace smelt::cli {
 
 namespace {
@@ -59,13 +61,16 @@ int tune(const TuneCommandOptions& o) {
     for (WorkKind kind : kWorkKinds) {
       fmt::print("{:<12} {:.3g} {}\n", workKindName(kind), static_cast<double>(work.of(kind)), workUnit(kind));
     }
-    std::string requested = resolveRequestedDevice("");
-    if (requested != "auto") {
-      fmt::print("runs on {} (set by SMELT_DEVICE)\n", requested);
+    // SMELT_DEVICE naming a device decides; otherwise this is where "auto" (--backend auto,
+    // SMELT_DEVICE=auto, CompileOptions::device = "auto") puts the graph.
+    const char* env = std::getenv("SMELT_DEVICE");
+    if (env && *env && std::string_view(env) != "auto") {
+      fmt::print("runs on {} (set by SMELT_DEVICE)\n", env);
       return 0;
     }
     PlacementDecision decision = choosePlacement(*graph);
     fmt::print("runs on {}: {}\n", decision.deviceId, decision.reason);
+    fmt::print("(where placement is automatic: --backend auto, SMELT_DEVICE=auto or device \"auto\" in the API)\n");
     return 0;
   }
   if (o.show) {

@@ -1,12 +1,11 @@
 // The OpenCL backend on PoCL against the reference interpreter: every op's IR example, in every dtype
-// the op accepts, compiled into an OpenClExecutable (default pipeline, kernels rendered to OpenCL C,
+// the op accepts, compiled into an Executable on the OpenCL device (default pipeline, kernels rendered to OpenCL C,
 // one program per graph, one device arena) and run on fresh random inputs. The oracle and tolerances
 // are the LLVM test's (tests/codegen/llvm): the reference on the graph as compiled.
 #include "ir/op_registry.h"
 #include "ir/printer.h"
 #include "runtime/opencl/opencl_runtime.h"
-#include "runtime/backend.h"
-#include "runtime/opencl_executable.h"
+#include "runtime/exec/executable.h"
 #include "tests/support/random_tensors.h"
 
 #include <doctest/doctest.h>
@@ -57,16 +56,16 @@ void checkExamples(size_t shard, size_t shards) {
     CAPTURE(op->name);
     if (std::getenv("SMELT_TEST_TRACE")) fmt::print(stderr, "{}\n", op->name);
     auto t0 = std::chrono::steady_clock::now();
-    auto exes = OpenClExecutable::compileAll(graphs);
+    auto exes = Executable::compileAll(graphs, {.device = "opencl"});
     REQUIRE_MESSAGE(exes.ok(), op->name, ": ", (exes.ok() ? "" : exes.error().message()));
     compileSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     for (size_t g = 0; g < graphs.size(); ++g) {
       const std::string& what = names[g];
       CAPTURE(what);
-      OpenClExecutable& exe = *(*exes)[g];
+      Executable& exe = *(*exes)[g];
       TensorMap feeds = testing::randomFeeds(graphs[g], seed);
       if (exe.report().interpreted > 0) interpreted.push_back(what);
-      kernels += static_cast<int>(exe.report().kernels - exe.report().interpreted);
+      kernels += static_cast<int>(exe.report().kernels);
       auto expected = interpret(exe.graph(), feeds);
       REQUIRE_MESSAGE(expected.ok(), what, ": ", (expected.ok() ? "" : expected.error().message()));
       t0 = std::chrono::steady_clock::now();
@@ -114,7 +113,7 @@ TEST_CASE("c-renderers: opencl backend, an executable runs many times, parameter
   return y = %2, z = %3, v = %5, x = %x, w = %w
 })");
   TensorMap feeds = testing::randomFeeds(graph, testing::testSeed());
-  auto exe = OpenClExecutable::compile(graph);
+  auto exe = Executable::compile(graph, {.device = "opencl"});
   REQUIRE_MESSAGE(exe.ok(), (exe.ok() ? "" : exe.error().message()));
   auto expected = interpret(graph, feeds);
   REQUIRE(expected.ok());
@@ -142,12 +141,10 @@ TEST_CASE("c-renderers: opencl backend, an executable runs many times, parameter
   REQUIRE_FALSE(error.ok());
   CHECK(error.error().message().find("'x'") != std::string::npos);
   // A second compile of the same graph reuses the program; the backend runs it by name.
-  auto second = OpenClExecutable::compile(graph);
+  auto second = Executable::compile(graph, {.device = "opencl"});
   REQUIRE(second.ok());
   CHECK((*second)->report().cacheHits == (*second)->report().kernels);
-  auto backend = makeBackend("opencl");
-  REQUIRE(backend.ok());
-  auto viaBackend = (*backend)->run(graph, feeds);
+  auto viaBackend = runOnce(graph, feeds, "opencl");
   REQUIRE(viaBackend.ok());
   CHECK(testing::compareTensors((*viaBackend)[0], (*expected)[0], 2e-5).empty());
 }

@@ -4,7 +4,7 @@
 #include "ir/printer.h"
 #include "runtime/opencl/clblast.h"
 #include "runtime/opencl/opencl_runtime.h"
-#include "runtime/opencl_executable.h"
+#include "runtime/exec/executable.h"
 #include "tests/support/random_tensors.h"
 
 #include <doctest/doctest.h>
@@ -29,9 +29,7 @@ int64_t checkBothWays(const std::string& text) {
     auto expected = interpret(graph, feeds);
     REQUIRE(expected.ok());
     for (bool blas : {true, false}) {
-      OpenClCompileOptions options;
-      options.blas = blas;
-      auto exe = OpenClExecutable::compile(graph, options);
+      auto exe = Executable::compile(graph, {.device = "opencl", .blas = blas});
       REQUIRE_MESSAGE(exe.ok(), (exe.ok() ? "" : exe.error().message()));
       if (blas && dtype == DType::f32) calls = (*exe)->report().blas;
       if (!blas) CHECK((*exe)->report().blas == 0);

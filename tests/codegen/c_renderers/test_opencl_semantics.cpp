@@ -4,7 +4,7 @@
 // rounding and specials), and loops whose carried values swap. All kernels are one program.
 #include "codegen/opencl/opencl_renderer.h"
 #include "runtime/opencl/opencl_runtime.h"
-#include "runtime/opencl_executable.h"
+#include "runtime/opencl/opencl_backend.h"
 #include "tests/codegen/c_renderers/render_test_util.h"
 
 #include <doctest/doctest.h>

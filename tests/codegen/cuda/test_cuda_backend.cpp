@@ -12,9 +12,10 @@
 #include "ir/op_registry.h"
 #include "ir/printer.h"
 #include "passes/pass_manager.h"
-#include "runtime/backend.h"
+#include "runtime/exec/executable.h"
+#include "runtime/cuda/cuda_backend.h"
 #include "runtime/cuda/cuda_driver.h"
-#include "runtime/cuda_executable.h"
+#include "runtime/exec/executable.h"
 #include "tests/codegen/c_renderers/render_test_util.h"
 #include "tests/support/gpu_required.h"
 #include "tests/support/random_tensors.h"
@@ -84,18 +85,18 @@ void checkExamples(size_t shard, size_t shards) {
     if (std::getenv("SMELT_TEST_TRACE")) fmt::print(stderr, "{}\n", op->name);
     auto t0 = std::chrono::steady_clock::now();
     // CHECK and go on, never REQUIRE: a first run on a new GPU should show every failing op at once.
-    auto exes = CudaExecutable::compileAll(graphs);
+    auto exes = Executable::compileAll(graphs, {.device = "cuda", .fallback = false});
     CHECK_MESSAGE(exes.ok(), op->name, ": ", (exes.ok() ? "" : exes.error().message()));
     if (!exes.ok()) continue;
     compileSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     for (size_t g = 0; g < graphs.size(); ++g) {
       const std::string& what = names[g];
       CAPTURE(what);
-      CudaExecutable& exe = *(*exes)[g];
-      device = exe.deviceName();
+      Executable& exe = *(*exes)[g];
+      device = exe.device()->description().name;
       TensorMap feeds = testing::randomFeeds(graphs[g], seed);
       if (exe.report().interpreted > 0) interpreted.push_back(what);
-      kernels += static_cast<int>(exe.report().kernels - exe.report().interpreted);
+      kernels += static_cast<int>(exe.report().kernels);
       auto expected = interpret(exe.graph(), feeds);
       CHECK_MESSAGE(expected.ok(), what, ": ", (expected.ok() ? "" : expected.error().message()));
       auto actual = exe.run(feeds);
@@ -127,18 +128,19 @@ TEST_CASE("cuda backend: without a driver or GPU, compiling is a clear error and
   }
   // On a GPU host this test's premise is false; say so rather than check errors there.
   if (testing::gpuRequired()) FAIL("SMELT_REQUIRE_GPU=1 but no GPU: ", count.ok() ? "0 devices" : count.error().message());
-  auto exe = CudaExecutable::compile(graph);
+  auto exe = Executable::compile(graph, {.device = "cuda", .fallback = false});
   REQUIRE_FALSE(exe.ok());
   const std::string& message = exe.error().message();
   MESSAGE(message);
-  CHECK(message.starts_with("cuda backend: "));
+  // The device named, the devices there are, and the driver's own reason, whole: on these machines
+  // "CUDA driver not found: libcuda.so.1: cannot open shared object file: No such file or directory";
+  // with a driver but no GPU, cuInit's.
+  CHECK(message.starts_with("device 'cuda' (devices here: cpu"));
   if (!count.ok()) {
-    // The driver's own reason, whole: on these machines "CUDA driver not found: libcuda.so.1: cannot
-    // open shared object file: No such file or directory"; with a driver but no GPU, cuInit's.
-    CHECK(message == "cuda backend: " + count.error().message());
-    const bool notFound = message.starts_with("cuda backend: CUDA driver not found: libcuda.so.1: ");
-    const bool notUsable = message.starts_with("cuda backend: CUDA driver found but not usable: ");
-    const bool notBuilt = message.starts_with("cuda backend: CUDA driver support not built");
+    CHECK(message.ends_with(": " + count.error().message()));
+    const bool notFound = message.find(": CUDA driver not found: libcuda.so.1: ") != std::string::npos;
+    const bool notUsable = message.find(": CUDA driver found but not usable: ") != std::string::npos;
+    const bool notBuilt = message.find(": CUDA driver support not built") != std::string::npos;
     CHECK((notFound || notUsable || notBuilt));
   }
   // Every way in says the same, again and again (the failed driver load is remembered, not retried
@@ -147,21 +149,18 @@ TEST_CASE("cuda backend: without a driver or GPU, compiling is a clear error and
   graphs.push_back(graph.clone());
   graphs.push_back(testing::parseOrFail(testing::substituteDType(
       "graph @h(%a: $T[8]) {\n  %0 = neg(%a) : $T[8]\n  return y = %0\n}", "f64")));
-  auto all = CudaExecutable::compileAll(graphs);
+  auto all = Executable::compileAll(graphs, {.device = "cuda", .fallback = false});
   REQUIRE_FALSE(all.ok());
   CHECK(all.error().message() == message);
-  auto again = CudaExecutable::compile(graph);
+  auto again = Executable::compile(graph, {.device = "cuda", .fallback = false});
   REQUIRE_FALSE(again.ok());
   CHECK(again.error().message() == message);
-  // The backend is listed (it is built) but never the default without a GPU, and by name it fails
-  // with the same message, as `smelt run --backend cuda` prints it.
-  std::vector<std::string> names = availableBackends();
+  // The backend is listed (it is built), and by name it fails with the same message, as
+  // `smelt run --backend cuda` prints it; with fallback on, a failed device open is still an error
+  // (falling back is for devices that fail while in use, not for ones that are not there).
+  std::vector<std::string> names = backendNames();
   CHECK(std::find(names.begin(), names.end(), "cuda") != names.end());
-  CHECK(defaultBackendName() != "cuda");
-  auto backend = makeBackend("cuda");
-  REQUIRE(backend.ok());
-  CHECK((*backend)->name() == "cuda");
-  auto ran = (*backend)->run(graph, testing::randomFeeds(graph, 1));
+  auto ran = runOnce(graph, testing::randomFeeds(graph, 1), "cuda");
   REQUIRE_FALSE(ran.ok());
   CHECK(ran.error().message() == message);
 }
@@ -292,10 +291,12 @@ TEST_CASE("cuda backend: an executable runs many times with the same results, pa
   SKIP_WITHOUT_GPU();
   Graph graph = testing::parseOrFail(kGraph);
   TensorMap feeds = testing::randomFeeds(graph, testing::testSeed());
-  auto exe = CudaExecutable::compile(graph);
+  auto exe = Executable::compile(graph, {.device = "cuda", .fallback = false});
   REQUIRE_MESSAGE(exe.ok(), (exe.ok() ? "" : exe.error().message()));
-  MESSAGE("device '", (*exe)->deviceName(), "', ", (*exe)->arch(), ", ", (*exe)->report().kernels, " kernels");
-  CHECK((*exe)->ptx().find(".target sm_") != std::string::npos);
+  MESSAGE("device '", (*exe)->device()->description().name, "', ", (*exe)->target(), ", ", (*exe)->report().kernels,
+          " kernels");
+  // A CUBIN for the GPU's own arch where NVRTC knows it, else PTX for the newest below.
+  CHECK(((*exe)->target().starts_with("sm_") || (*exe)->target().starts_with("compute_")));
   auto expected = interpret(graph, feeds);
   REQUIRE(expected.ok());
   std::vector<Tensor> outputs, first;
@@ -325,9 +326,7 @@ TEST_CASE("cuda backend: an executable runs many times with the same results, pa
   REQUIRE_FALSE(error.ok());
   CHECK(error.error().message().find("'x'") != std::string::npos);
   // The backend runs it by name.
-  auto backend = makeBackend("cuda");
-  REQUIRE(backend.ok());
-  auto viaBackend = (*backend)->run(graph, feeds);
+  auto viaBackend = runOnce(graph, feeds, "cuda");
   REQUIRE_MESSAGE(viaBackend.ok(), (viaBackend.ok() ? "" : viaBackend.error().message()));
   CHECK(testing::compareTensors((*viaBackend)[0], (*expected)[0], 2e-5).empty());
 }
@@ -343,20 +342,20 @@ TEST_CASE("cuda backend: a second compile of a graph is answered by the kernel c
 })");
   KernelCache& cache = KernelCache::global();
   CacheStats before = cache.stats();
-  auto first = CudaExecutable::compile(graph);
+  auto first = Executable::compile(graph, {.device = "cuda", .fallback = false});
   REQUIRE_MESSAGE(first.ok(), (first.ok() ? "" : first.error().message()));
   CacheStats between = cache.stats();
   // The first compile stored its PTX, or found it on disk from an earlier run of this test.
   CHECK(between.stores + between.diskHits > before.stores + before.diskHits);
-  auto second = CudaExecutable::compile(graph);
+  auto second = Executable::compile(graph, {.device = "cuda", .fallback = false});
   REQUIRE(second.ok());
   CacheStats after = cache.stats();
   CHECK(after.memoryHits == between.memoryHits + 1);
   CHECK(after.stores == between.stores);
   const CompileReport& report = (*second)->report();
   CHECK(report.kernels > 0);
-  CHECK(report.cacheHits == report.kernels - report.interpreted);
-  CHECK((*second)->ptx() == (*first)->ptx());
+  CHECK(report.cacheHits == report.kernels);
+  CHECK((*second)->target() == (*first)->target());
   // Both run, to the same bits.
   TensorMap feeds = testing::randomFeeds(graph, testing::testSeed());
   auto a = (*first)->run(feeds);
@@ -370,7 +369,7 @@ TEST_CASE("cuda backend: SMELT_CHECK_KERNELS compares each kernel with the refer
   SKIP_WITHOUT_GPU();
   Graph graph = testing::parseOrFail(kGraph);
   setenv("SMELT_CHECK_KERNELS", "1", 1);
-  auto exe = CudaExecutable::compile(graph);
+  auto exe = Executable::compile(graph, {.device = "cuda", .fallback = false});
   unsetenv("SMELT_CHECK_KERNELS");
   REQUIRE_MESSAGE(exe.ok(), (exe.ok() ? "" : exe.error().message()));
   TensorMap feeds = testing::randomFeeds(graph, testing::testSeed());

@@ -2,8 +2,8 @@
 // maps onto GEMM calls, and every place its result can land, against the reference interpreter on
 // fresh random inputs, and the same graphs with SMELT_BLAS's switch off (generated kernels only).
 #include "ir/printer.h"
-#include "runtime/blas.h"
-#include "runtime/executable.h"
+#include "runtime/cpu/blas.h"
+#include "runtime/exec/executable.h"
 #include "tests/support/random_tensors.h"
 
 #include <doctest/doctest.h>

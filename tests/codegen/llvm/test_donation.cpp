@@ -2,8 +2,8 @@
 // the output's kernel is the parameter's last reader and reads it only at the index it writes; computed
 // into the output otherwise. Either way the values are the reference interpreter's.
 #include "ir/interpreter.h"
-#include "runtime/blas.h"
-#include "runtime/executable.h"
+#include "runtime/cpu/blas.h"
+#include "runtime/exec/executable.h"
 #include "tests/support/random_tensors.h"
 
 #include <doctest/doctest.h>

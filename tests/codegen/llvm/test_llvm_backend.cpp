@@ -5,7 +5,7 @@
 #include "codegen/lower_kernel.h"
 #include "ir/op_registry.h"
 #include "ir/printer.h"
-#include "runtime/executable.h"
+#include "runtime/exec/executable.h"
 #include "tests/support/random_tensors.h"
 
 #include <doctest/doctest.h>

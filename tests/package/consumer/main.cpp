@@ -25,6 +25,18 @@ int main() {
   if (!exe.ok()) return 1;
   auto out = (*exe)->run({{"a", Tensor::of<float>({2}, {3, 4})}});
   if (!out.ok() || (*out)[0].getDouble(1) != 16) return 1;
-  std::printf("consumer: loss %.4f -> %.4f, a*a = [%g, %g]\n", first, last, (*out)[0].getDouble(0), (*out)[0].getDouble(1));
+  // The device runtime: the devices there are, a device-resident run, and placement.
+  std::vector<DeviceDescription> devices = listDevices();
+  auto cpu = openDevice("cpu");
+  if (!cpu.ok() || devices.empty()) return std::printf("devices: none\n"), 1;
+  auto a = DeviceTensor::fromHost(*cpu, Tensor::of<float>({2}, {5, 6}));
+  if (!a.ok()) return 1;
+  std::vector<DeviceTensor> resident;
+  if (!(*exe)->run(DeviceTensorMap{{"a", *a}}, resident).ok()) return std::printf("resident run failed\n"), 1;
+  auto back = resident[0].toHost();
+  if (!back.ok() || back->getDouble(1) != 36) return 1;
+  PlacementDecision where = choosePlacement(*graph);
+  std::printf("consumer: loss %.4f -> %.4f, a*a = [%g, %g], %zu devices, placed on %s\n", first, last,
+              (*out)[0].getDouble(0), (*out)[0].getDouble(1), devices.size(), where.deviceId.c_str());
   return last < first ? 0 : 1;
 }

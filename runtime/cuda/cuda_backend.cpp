@@ -1,0 +1,89 @@
+// CudaBackend (see cuda_backend.h).
+#include "runtime/cuda/cuda_backend.h"
+
+#include "codegen/cache/kernel_cache.h"
+#include "codegen/cuda/cuda_renderer.h"
+#include "codegen/cuda/nvrtc_compiler.h"
+#include "codegen/log.h"
+#include "runtime/cuda/cuda_driver.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+namespace smelt {
+
+std::vector<std::string> cudaNvrtcFlags() {
+  // NVRTC's other defaults already match the reference: IEEE division and sqrt (-prec-div,
+  // -prec-sqrt), no flush to zero. Never --use_fast_math: the NaN tests are x != x.
+  return {"--fmad=false"};
+}
+
+Expected<KernelImage> cudaKernelImage(std::span<const codegen::Kernel* const> kernels,
+                                      std::span<const std::string> symbols, int ccMajor, int ccMinor,
+                                      KernelLoadInfo& info) {
+  SMELT_TRY(cuda::NvrtcVersion nvrtc, cuda::nvrtcVersion());
+  SMELT_TRY(std::vector<int> archs, cuda::nvrtcSupportedArchs());
+  const int cc = ccMajor * 10 + ccMinor;
+  // A CUBIN for exactly this GPU where NVRTC knows it: nothing for the driver to JIT, and no PTX
+  // version for an older driver to refuse. Else PTX for the newest virtual arch the GPU runs.
+  const bool exact = std::find(archs.begin(), archs.end(), cc) != archs.end();
+  int best = 0;
+  for (int a : archs) {
+    if (a <= cc) best = std::max(best, a);
+  }
+  if (best == 0) {
+    return makeError("NVRTC {}.{} supports no arch at or below the GPU's sm_{} (supported: {})", nvrtc.major,
+                     nvrtc.minor, cc, fmt::join(archs, " "));
+  }
+  const std::string arch = cuda::archForComputeCapability(best / 10, best % 10, exact);
+  codegen::CudaRenderer renderer;
+  SMELT_TRY(std::string source, renderer.renderSource(kernels, symbols));
+  std::vector<std::string> flags = cudaNvrtcFlags();
+  CacheKey key;
+  for (size_t k = 0; k < kernels.size(); ++k) key.kernel += fmt::format("kernel {}\n{}", symbols[k], printKernel(*kernels[k]));
+  key.backend = "cuda";
+  key.target = arch;
+  // The C renderers carry no version number: the rendered source's digest stands in for one (the
+  // LLVM backend puts its renderer version in the same field), so a renderer change never loads a
+  // stale image.
+  key.compilerVersion = fmt::format("NVRTC {}.{} cuda-c {}", nvrtc.major, nvrtc.minor, cacheDigest(source));
+  key.options = fmt::format("{}", fmt::join(flags, " "));
+  KernelImage image{.format = exact ? KernelImage::Format::kCubin : KernelImage::Format::kPtx};
+  KernelCache& cache = KernelCache::global();
+  if (std::optional<std::vector<std::byte>> cached = cache.lookup(key)) {
+    image.data.assign(reinterpret_cast<const char*>(cached->data()), cached->size());
+    info.cached.assign(kernels.size(), true);
+  } else {
+    SMELT_TRY(cuda::NvrtcOutput out,
+              cuda::compileCuda(source, {.arch = arch, .flags = flags, .program_name = "smelt_graph.cu"}));
+    if (!out.log.empty()) logger().debug("cuda: NVRTC log:\n{}", out.log);
+    image.data = exact ? std::move(out.cubin) : out.ptx;
+    info.assembly = std::move(out.ptx);
+    cache.store(key, std::as_bytes(std::span(image.data.data(), image.data.size())));
+    info.cached.assign(kernels.size(), false);
+    logger().debug("cuda: {} kernels compiled for {} ({}) in {:.1f} ms", kernels.size(), arch, key.digest(),
+                   out.compile_ms);
+  }
+  if (!exact && info.assembly.empty()) info.assembly = image.data;
+  info.source = std::move(source);
+  info.target = arch;
+  return image;
+}
+
+Expected<std::shared_ptr<DeviceKernels>> CudaBackend::loadKernels(std::span<const codegen::Kernel* const> kernels,
+                                                                 std::span<const std::string> symbols,
+                                                                 KernelLoadInfo& info) const {
+  SMELT_TRY(cuda::DeviceInfo gpu, cuda::deviceInfo(device_->description().ordinal));
+  SMELT_TRY(cuda::NvrtcVersion nvrtc, cuda::nvrtcVersion());
+  // An image of a newer CUDA than the driver would fail in cuModuleLoadDataEx: say why up front.
+  SMELT_CHECK_OK(cuda::checkPtxCompatible(nvrtc.major));
+  SMELT_TRY(KernelImage image, cudaKernelImage(kernels, symbols, gpu.cc_major, gpu.cc_minor, info));
+  bool reused = false;
+  SMELT_TRY(std::shared_ptr<DeviceKernels> loaded, device_->loadKernels(image, &reused));
+  if (reused) info.cached.assign(kernels.size(), true);
+  return loaded;
+}
+
+}  // namespace smelt

@@ -1,0 +1,34 @@
+// A CUDA GPU as a backend of the one executable (runtime/exec): every kernel rendered to CUDA C
+// (codegen/cuda) in one source per compile, compiled by NVRTC into a CUBIN for the GPU's exact
+// architecture (no driver JIT) or, for a GPU newer than NVRTC knows, PTX for the newest virtual
+// architecture below it; kept in the kernel cache and loaded once per process and device. Each
+// executable runs on a stream of its own, so waiting for a run waits for it alone.
+#pragma once
+
+#include "runtime/exec/device_backend.h"
+
+#include <vector>
+
+namespace smelt {
+
+/// The NVRTC options every CUDA source is compiled with (besides the arch): IEEE semantics as the
+/// reference computes them, so no FMA contraction (NVRTC's default contracts a*b+c).
+std::vector<std::string> cudaNvrtcFlags();
+
+/// The image for `kernels` on a GPU of compute capability major.minor, through the kernel cache:
+/// what the backend loads. Needs NVRTC but no driver or GPU (the tests build it here).
+Expected<KernelImage> cudaKernelImage(std::span<const codegen::Kernel* const> kernels,
+                                      std::span<const std::string> symbols, int ccMajor, int ccMinor,
+                                      KernelLoadInfo& info);
+
+class CudaBackend final : public DeviceBackend {
+ public:
+  using DeviceBackend::DeviceBackend;
+  bool ownStream() const override { return true; }
+  std::string whyNotKernel(const Node& node) const override { return whyNotCommon(node); }
+  Expected<std::shared_ptr<DeviceKernels>> loadKernels(std::span<const codegen::Kernel* const> kernels,
+                                                       std::span<const std::string> symbols,
+                                                       KernelLoadInfo& info) const override;
+};
+
+}  // namespace smelt

@@ -1,0 +1,45 @@
+// Where an executable's buffers live: one arena per compiled graph, holding the memory plan's buffers
+// first; then, on devices whose memory the host cannot address, a slot per input, parameter,
+// constant and computed graph output (host tensors are copied into them); then one scratch region
+// every vendor product shares (steps run one after another), each kArenaAlignment-aligned. Values a
+// kernel reads or writes are bound to the arena or, by position, to what a run is fed and returns.
+//   ArenaLayout arena = layoutArena(graph, plan, /*slots=*/true, scratchBytes);
+//   int64_t at = arena.inputSlots[0];
+#pragma once
+
+#include "ir/graph.h"
+#include "passes/plan_memory.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace smelt {
+
+/// Where one of a kernel's buffers lives when it runs.
+struct Binding {
+  enum Kind : unsigned char { kArena, kInput, kParameter, kConstant, kOutput };
+  Kind kind = kArena;
+  /// The arena byte offset (kArena), or the input's, parameter's, constant's or output's position.
+  int64_t index = 0;
+  /// Whether a run decides where it is (what it was fed, what it returns into).
+  bool dynamic() const { return kind == kInput || kind == kParameter || kind == kOutput; }
+  bool operator==(const Binding&) const = default;
+};
+
+struct ArenaLayout {
+  /// Byte offsets of the slots (empty without slots; -1 for an output no kernel computes).
+  std::vector<int64_t> inputSlots, parameterSlots, constantSlots, outputSlots;
+  /// Where the products' shared scratch region starts.
+  int64_t scratchOffset = 0;
+  int64_t bytes = 0;
+};
+
+/// The layout for `graph` after `plan`: with `slots` for devices the host does not address directly;
+/// `constants` lists the graph's constant values in the order bindings number them.
+ArenaLayout layoutArena(const Graph& graph, const MemoryPlan& plan, bool slots,
+                        const std::vector<const Value*>& constants, int64_t scratchBytes);
+
+/// x rounded up to a multiple of a.
+inline int64_t alignUp(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
+}  // namespace smelt

@@ -1,0 +1,397 @@
+// CompiledGraph, compiling: pipeline + memory plan + one step per node (kernel, vendor product and its
+// epilogue, host code, or the interpreter) + one image of every kernel + one arena (see
+// compiled_graph.h). Running is compiled_graph_run.cpp.
+#include "runtime/exec/compiled_graph_impl.h"
+
+#include "codegen/c_renderer.h"
+#include "codegen/log.h"
+#include "codegen/lower_kernel.h"
+#include "passes/pass_manager.h"
+#include "passes/plan_memory.h"
+#include "runtime/exec/run_support.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace smelt {
+
+namespace {
+
+/// Marks each of the kernel's buffers bound to the same memory as an earlier one (an in-place result,
+/// a product computed in its output): see KBuffer::sameAs. A kArena binding with a negative offset
+/// is memory of its own.
+void markSharedBuffers(codegen::Kernel& kernel, const std::vector<Binding>& bindings) {
+  for (size_t i = 0; i < kernel.buffers.size() && i < bindings.size(); ++i) {
+    if (bindings[i].kind == Binding::kArena && bindings[i].index < 0) continue;
+    for (size_t j = 0; j < i; ++j) {
+      const codegen::KBuffer &a = kernel.buffers[j], &b = kernel.buffers[i];
+      if (bindings[j] == bindings[i] && a.dtype == b.dtype && a.numel == b.numel) {
+        kernel.buffers[i].sameAs = static_cast<int32_t>(j);
+        break;
+      }
+    }
+  }
+}
+
+/// Whether two bindings of `xBytes` and `yBytes` may share memory: the same position (a donated
+/// output is its parameter), or overlapping ranges of the arena.
+bool overlaps(const Binding& x, int64_t xBytes, const Binding& y, int64_t yBytes) {
+  if (x.kind != y.kind) return false;
+  if (x.kind != Binding::kArena) return x.index == y.index;
+  return x.index >= 0 && y.index >= 0 && x.index < y.index + yBytes && y.index < x.index + xBytes;
+}
+
+int64_t elementBytesOf(const Value* v) { return static_cast<int64_t>(dtypeSize(v->type().dtype)); }
+
+/// The node's host implementation (OpDef::host) when its op has one for these types and no result
+/// shares memory with an operand (a scatter reads its operands while it writes): `shares(r, o)` says
+/// whether buffer r (a result) may share memory with buffer o (an operand).
+template <typename Shares>
+HostKernel planHostStep(const Graph& graph, const Node& node, Shares shares) {
+  for (size_t r = node.numOperands(); r < node.numOperands() + node.results().size(); ++r) {
+    for (size_t o = 0; o < node.numOperands(); ++o) {
+      if (shares(r, o)) return {};
+    }
+  }
+  std::vector<TensorType> operandTypes, resultTypes;
+  for (const Value* v : node.operands()) operandTypes.push_back(v->type());
+  for (const Value* v : node.results()) resultTypes.push_back(v->type());
+  OpCall call(node.op(), graph.labelOf(node), operandTypes, node.attrs(), resultTypes);
+  return node.op().host(call);
+}
+
+constexpr int64_t kNoOffset = -1;  // a product's own buffer, placed in the scratch region later
+
+}  // namespace
+
+CompiledGraph::Impl::~Impl() {
+  if (!profiling) return;
+  std::vector<std::string> labels, kinds;
+  for (const Step& s : steps) {
+    labels.push_back(s.label + " = " + s.node->opName() + describeShape(s.node));
+    std::string kind = s.kind == Step::Kind::kHost          ? "host"
+                       : s.kind == Step::Kind::kInterpreted ? "interpreted"
+                       : s.kind == Step::Kind::kProduct     ? (s.launch ? "BLAS+epilogue" : "BLAS")
+                                                            : "kernel";
+    kinds.push_back(kind + (s.launch && s.shape.parallel && hostMemory ? ", parallel" : ""));
+  }
+  // Printed, not logged: asking for a profile is asking to see it, whatever SMELT_LOG says.
+  if (std::string t = profile.table(labels, kinds); !t.empty()) fmt::print(stderr, "{}", t);
+}
+
+Binding CompiledGraph::Impl::bind(const Value* v, const MemoryPlan& plan) const {
+  if (v->kind() == ValueKind::Input) {
+    const auto& ins = graph.inputs();
+    return {Binding::kInput, std::find(ins.begin(), ins.end(), v) - ins.begin()};
+  }
+  if (v->kind() == ValueKind::Parameter) {
+    const auto& ps = graph.parameters();
+    return {Binding::kParameter, std::find(ps.begin(), ps.end(), v) - ps.begin()};
+  }
+  if (v->producer()->opName() == "constant") {
+    return {Binding::kConstant, std::find(constants.begin(), constants.end(), v) - constants.begin()};
+  }
+  // Graph outputs are written straight into what a run returns (no copy out of the arena: the plan
+  // keeps them apart from every other buffer until the end anyway), or over the parameter they were
+  // donated to.
+  if (auto it = donatedTo.find(v); it != donatedTo.end()) return {Binding::kParameter, it->second};
+  if (auto it = outputIndex.find(v); it != outputIndex.end()) return {Binding::kOutput, it->second};
+  const BufferAssignment* a = plan.find(v);
+  return {Binding::kArena, a ? a->offset : 0};
+}
+
+/// Which donations hold: the output's producer is the parameter's last reader and reads it only at
+/// the index it writes, and the two have one type. The others are computed into the output tensor.
+Status CompiledGraph::Impl::planDonations() {
+  donatedOutputs.assign(graph.outputs().size(), false);
+  donatedParameter.assign(graph.outputs().size(), -1);
+  std::unordered_map<const Value*, size_t> lastUse;
+  for (size_t i = 0; i < graph.numNodes(); ++i) {
+    for (const Value* o : graph.nodes()[i]->operands()) lastUse[o] = i;
+  }
+  for (const auto& [parameterName, outputName] : options.donate) {
+    const auto& params = graph.parameters();
+    auto p = std::find_if(params.begin(), params.end(), [&](const Value* v) { return v->name() == parameterName; });
+    if (p == params.end()) return makeError("donate: no parameter '{}'", parameterName);
+    const auto& outs = graph.outputs();
+    auto o = std::find_if(outs.begin(), outs.end(), [&](const GraphOutput& g) { return g.name == outputName; });
+    if (o == outs.end()) return makeError("donate: no output '{}'", outputName);
+    const Value* value = o->value;
+    const Node* producer = value->kind() == ValueKind::Result ? value->producer() : nullptr;
+    auto last = lastUse.find(*p);
+    bool holds = producer && producer->opName() != "constant" && value->type() == (*p)->type() &&
+                 !donatedTo.count(value) && last != lastUse.end() && graph.nodes()[last->second].get() == producer &&
+                 readsOnlyAtWrittenIndex(*producer, *p);
+    // A value returned under a second name is copied from the first, which must stay the donated one.
+    size_t index = static_cast<size_t>(o - outs.begin());
+    if (holds && outputIndex.count(value) && outputIndex.at(value) != static_cast<int64_t>(index)) holds = false;
+    if (!holds) {
+      logger().debug("donate {} -> {}: not in place (the output's kernel is not the parameter's last, "
+                     "elementwise reader)", parameterName, outputName);
+      continue;
+    }
+    donatedTo[value] = p - params.begin();
+    donatedOutputs[index] = true;
+    donatedParameter[index] = p - params.begin();
+  }
+  return Status::success();
+}
+
+/// A vendor product for the step's node when the backend has one: where the product lands (the
+/// result it becomes, else a buffer of its own in the scratch region, which the epilogue then reads
+/// as one more buffer).
+Status CompiledGraph::Impl::planProduct(Step& step) {
+  const Node& node = *step.node;
+  std::optional<GemmPlan> plan = backend->planProduct(node, options);
+  if (!plan) return Status::success();
+  int64_t productBytes = plan->anchor->result(0)->type().byteSize();
+  if (plan->result >= 0) {
+    const Binding& into = step.buffers[node.numOperands() + static_cast<size_t>(plan->result)];
+    for (size_t i = 0; i < node.numOperands(); ++i) {
+      if (overlaps(into, productBytes, step.buffers[i], node.operand(i)->type().byteSize())) plan->result = -1;
+    }
+  }
+  if (plan->result < 0) {
+    plan->epilogue = true;
+    step.productBytes = productBytes;
+  }
+  step.scratchBytes = plan->columnElements * static_cast<int64_t>(dtypeSize(plan->dtype));
+  step.kind = Step::Kind::kProduct;
+  if (plan->epilogue) {
+    step.buffers.push_back(plan->result >= 0 ? step.buffers[node.numOperands() + static_cast<size_t>(plan->result)]
+                                             : Binding{Binding::kArena, kNoOffset});
+  }
+  step.product = std::move(plan);
+  return Status::success();
+}
+
+Status CompiledGraph::Impl::prepare(const Graph& source, const std::string& symbolPrefix) {
+  start = std::chrono::steady_clock::now();
+  graph = source.clone();
+  SMELT_TRY(PassManager pm, PassManager::fromPipeline(options.pipeline, PassManagerOptions::fromEnvironment()));
+  SMELT_TRY(bool changed, pm.run(graph));
+  (void)changed;
+  hostMemory = backend->hostMemory();
+  checkKernels = std::getenv("SMELT_CHECK_KERNELS") != nullptr;
+  profiling = StepProfile::enabled();
+  MemoryPlan plan = planMemory(graph);
+  for (const auto& node : graph.nodes()) {
+    if (node->opName() == "constant") {
+      constants.push_back(node->result(0));
+      constantValues.push_back(std::get<Tensor>(node->attrs().at("value")));
+    }
+  }
+  for (size_t i = 0; i < graph.outputs().size(); ++i) {
+    const Value* v = graph.outputs()[i].value;
+    if (v->kind() == ValueKind::Result && v->producer()->opName() != "constant") {
+      outputIndex.emplace(v, static_cast<int64_t>(i));
+    }
+  }
+  SMELT_CHECK_OK(planDonations());
+  for (const auto& node : graph.nodes()) {
+    if (node->opName() == "constant") continue;
+    Step step;
+    step.node = node.get();
+    step.label = graph.labelOf(*node);
+    for (const Value* o : node->operands()) step.buffers.push_back(bind(o, plan));
+    for (const Value* r : node->results()) step.buffers.push_back(bind(r, plan));
+    if (hostMemory && options.host && node->op().host) {
+      step.host = planHostStep(graph, *node, [&](size_t r, size_t o) {
+        return overlaps(step.buffers[r], node->result(r - node->numOperands())->type().byteSize(), step.buffers[o],
+                        node->operand(o)->type().byteSize());
+      });
+    }
+    const std::string why = step.host ? "" : backend->whyNotKernel(*node);
+    if (step.host) {
+      step.kind = Step::Kind::kHost;
+      step.shape.parallel = options.parallel;
+      ++report.host;
+      logger().debug("{}: the op's host implementation", step.label);
+    } else if (why.empty() && options.blas) {
+      SMELT_CHECK_OK(planProduct(step));
+    }
+    if (step.kind == Step::Kind::kProduct) {
+      ++report.blas;
+      logger().debug("{}: vendor product {}x{}x{} (batch {}){}", step.label, step.product->m, step.product->n,
+                     step.product->k, step.product->batch, step.product->epilogue ? " and an epilogue kernel" : "");
+    }
+    bool wantsKernel = step.kind == Step::Kind::kInterpreted || (step.product && step.product->epilogue);
+    if (wantsKernel && why.empty()) {
+      SMELT_TRY(codegen::Kernel kernel, step.product ? codegen::lowerEpilogue(graph, *node, *step.product->anchor)
+                                                     : codegen::lowerToKernel(graph, *node));
+      if (kernel.buffers.size() != step.buffers.size()) {
+        return makeError("{}: its kernel has {} buffers, the node {} operands and results", step.label,
+                         kernel.buffers.size(), step.buffers.size());
+      }
+      backend->adapt(kernel);
+      markSharedBuffers(kernel, step.buffers);
+      step.shape = backend->shapeOf(kernel, options);
+      if (step.kind == Step::Kind::kInterpreted) step.kind = Step::Kind::kKernel;
+      step.kernel = static_cast<int64_t>(pendingKernels.size());
+      step.symbol = symbolPrefix + codegen::CRenderer::symbolFor(kernel, pendingKernels.size());
+      pendingKernels.push_back(std::move(kernel));
+      ++report.kernels;
+    } else if (step.kind == Step::Kind::kInterpreted) {
+      // An op without a kernel lowering, or one the device lacks (an op or dtype), still runs, on the
+      // reference interpreter (on the host), with one warning.
+      logger().warn("{}: {} on {}; it runs on the reference interpreter", step.label, why, device->id());
+      ++report.interpreted;
+    }
+    logger().debug("{}: {} points{}", step.label, step.shape.points, step.shape.parallel ? ", parallel" : "");
+    steps.push_back(std::move(step));
+  }
+  outputSource.clear();
+  for (size_t i = 0; i < graph.outputs().size(); ++i) {
+    const Value* v = graph.outputs()[i].value;
+    Binding b = bind(v, plan);
+    // A donated output's value ends up in its parameter's tensor.
+    outputSource.push_back(b);
+  }
+  int64_t scratchBytes = 0;
+  for (const Step& s : steps) {
+    scratchBytes = std::max(scratchBytes, alignUp(s.productBytes, kArenaAlignment) + s.scratchBytes);
+  }
+  layout = layoutArena(graph, plan, !hostMemory, constants, scratchBytes);
+  for (Step& s : steps) {
+    for (Binding& b : s.buffers) {
+      if (b.kind == Binding::kArena && b.index == kNoOffset) b.index = layout.scratchOffset;
+    }
+  }
+  report.arenaBytes = layout.bytes;
+  logger().debug("{} steps on {}: arena {} bytes (plan {}, products and scratch {}), {} outputs donated to parameters",
+                 steps.size(), device->id(), layout.bytes, plan.peakBytes, scratchBytes, donatedTo.size());
+  return Status::success();
+}
+
+KernelBufferArg CompiledGraph::Impl::resolve(const Binding& b, int64_t elementBytes) const {
+  KernelBufferArg arg;
+  switch (b.kind) {
+    case Binding::kArena: arg = slotArg(b.index); break;
+    case Binding::kInput: arg = inputArgs[static_cast<size_t>(b.index)]; break;
+    case Binding::kParameter: arg = parameterArgs[static_cast<size_t>(b.index)]; break;
+    case Binding::kConstant: arg = constantArgs[static_cast<size_t>(b.index)]; break;
+    case Binding::kOutput: arg = outputArgs[static_cast<size_t>(b.index)]; break;
+  }
+  arg.elementBytes = elementBytes;
+  return arg;
+}
+
+Status CompiledGraph::Impl::finish(std::shared_ptr<DeviceKernels> loaded, const KernelLoadInfo& info) {
+  kernels = std::move(loaded);
+  loadInfo = info;
+  generation = device->generation();
+  if (backend->ownStream()) {
+    SMELT_TRY(ownStream, device->createStream());
+    stream = ownStream.get();
+  } else {
+    stream = &device->defaultStream();
+  }
+  staging = HostStaging::forDevice(device);
+  // Some drivers refuse empty allocations: a graph whose tensors are all empty gets a small arena.
+  SMELT_TRY(arena, MemoryPool::forDevice(device)->rent(static_cast<size_t>(std::max<int64_t>(layout.bytes, kArenaAlignment))));
+  // Constants: in place on the CPU, uploaded once into their slots elsewhere (as are the parameters'
+  // initial values).
+  for (size_t i = 0; i < constants.size(); ++i) {
+    const Tensor& value = constantValues[i];
+    if (hostMemory) {
+      constantArgs.push_back({DeviceMemory{const_cast<std::byte*>(value.raw()), value.byteSize()}, 0, 1});
+    } else {
+      constantArgs.push_back(slotArg(layout.constantSlots[i]));
+      SMELT_CHECK_OK(device->copyIn(arena.memory(), static_cast<size_t>(layout.constantSlots[i]), value.raw(),
+                                    value.byteSize(), *stream));
+    }
+  }
+  const auto& params = graph.parameters();
+  inputArgs.assign(graph.inputs().size(), {});
+  parameterArgs.assign(params.size(), {});
+  outputArgs.assign(graph.outputs().size(), {});
+  parameterDirty.assign(params.size(), false);
+  donatedNow.assign(graph.outputs().size(), false);
+  for (size_t i = 0; !hostMemory && i < params.size(); ++i) {
+    if (!params[i]->hasInitialValue()) continue;  // fed on every run
+    const Tensor& value = params[i]->initialValue();
+    SMELT_CHECK_OK(device->copyIn(arena.memory(), static_cast<size_t>(layout.parameterSlots[i]), value.raw(),
+                                  value.byteSize(), *stream));
+  }
+  // Every step's fixed arguments now; dynamic ones get a placeholder (the arena) until a run binds them.
+  for (Step& s : steps) {
+    const Node& node = *s.node;
+    for (size_t b = 0; b < s.buffers.size(); ++b) {
+      int64_t element = b < node.numOperands()                     ? elementBytesOf(node.operand(b))
+                        : b < node.numOperands() + node.results().size() ? elementBytesOf(node.result(b - node.numOperands()))
+                                                                           : static_cast<int64_t>(dtypeSize(s.product->dtype));
+      if (s.buffers[b].dynamic()) {
+        s.dynamicBuffers.push_back(static_cast<uint32_t>(b));
+        s.args.push_back(slotArg(0, element));
+      } else {
+        s.args.push_back(resolve(s.buffers[b], element));
+      }
+    }
+    s.pointers.resize(s.args.size());
+    if (s.kernel >= 0) {
+      SMELT_TRY(s.launch, kernels->prepare(s.symbol, s.args, s.shape));
+    }
+  }
+  SMELT_CHECK_OK(stream->synchronize());
+  report.device = device->id();
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  logger().debug("{}: compiled @{} ({} kernels, {} products, {} host, {} interpreted, {} from caches) in {:.1f} ms",
+                 device->id(), graph.name(), report.kernels, report.blas, report.host, report.interpreted,
+                 report.cacheHits, report.seconds * 1e3);
+  pendingKernels.clear();
+  pendingKernels.shrink_to_fit();
+  return Status::success();
+}
+
+CompiledGraph::CompiledGraph() : impl_(std::make_unique<Impl>()) {}
+CompiledGraph::~CompiledGraph() = default;
+const Graph& CompiledGraph::graph() const { return impl_->graph; }
+const CompileReport& CompiledGraph::report() const { return impl_->report; }
+const std::shared_ptr<Device>& CompiledGraph::device() const { return impl_->device; }
+const KernelLoadInfo& CompiledGraph::loadInfo() const { return impl_->loadInfo; }
+std::uint64_t CompiledGraph::generation() const { return impl_->generation; }
+void CompiledGraph::releaseParameterValues() { impl_->graph.releaseParameterValues(); }
+bool CompiledGraph::donated(size_t output) const {
+  return output < impl_->donatedOutputs.size() && impl_->donatedOutputs[output];
+}
+
+Expected<std::vector<std::unique_ptr<CompiledGraph>>> CompiledGraph::compileAll(
+    std::span<const Graph> graphs, const std::shared_ptr<Device>& device, const CompileOptions& options) {
+  std::vector<std::unique_ptr<CompiledGraph>> compiled;
+  std::vector<const codegen::Kernel*> kernels;
+  std::vector<std::string> symbols;
+  for (size_t g = 0; g < graphs.size(); ++g) {
+    std::unique_ptr<CompiledGraph> one(new CompiledGraph());
+    Impl& x = *one->impl_;
+    x.options = options;
+    x.device = device;
+    SMELT_TRY(x.backend, backendFor(device));
+    // Kernel names are unique within a graph; a prefix keeps them unique across the batch.
+    SMELT_CHECK_OK(x.prepare(graphs[g], graphs.size() > 1 ? fmt::format("g{}_", g) : ""));
+    for (Step& s : x.steps) {
+      if (s.kernel < 0) continue;
+      kernels.push_back(&x.pendingKernels[static_cast<size_t>(s.kernel)]);
+      symbols.push_back(s.symbol);
+    }
+    compiled.push_back(std::move(one));
+  }
+  if (compiled.empty()) return compiled;
+  KernelLoadInfo info;
+  std::shared_ptr<DeviceKernels> loaded;
+  if (!kernels.empty()) {
+    SMELT_TRY(loaded, compiled.front()->impl_->backend->loadKernels(kernels, symbols, info));
+  }
+  size_t first = 0;
+  for (auto& one : compiled) {
+    // Each graph counts its own kernels' cache hits.
+    size_t count = one->impl_->pendingKernels.size();
+    for (size_t k = first; k < first + count && k < info.cached.size(); ++k) one->impl_->report.cacheHits += info.cached[k];
+    first += count;
+    SMELT_CHECK_OK(one->impl_->finish(loaded, info));
+  }
+  return compiled;
+}
+
+}  // namespace smelt

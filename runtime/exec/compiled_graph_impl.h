@@ -1,0 +1,124 @@
+// CompiledGraph's state, shared by its two halves: compiling (compiled_graph.cpp) and running
+// (compiled_graph_run.cpp). Private to runtime/exec.
+#pragma once
+
+#include "ir/op_registry.h"
+#include "runtime/device/host_staging.h"
+#include "runtime/device/memory_pool.h"
+#include "runtime/exec/arena_layout.h"
+#include "runtime/exec/compiled_graph.h"
+#include "runtime/exec/step_profile.h"
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace smelt {
+
+/// One node's work in a compiled graph.
+struct Step {
+  enum class Kind { kKernel, kProduct, kHost, kInterpreted };
+  Kind kind = Kind::kInterpreted;
+  const Node* node = nullptr;
+  std::string label;
+  /// Where the node's operands, then its results (then, for a product with an epilogue, the
+  /// product) live.
+  std::vector<Binding> buffers;
+  /// The buffers as a run binds them: fixed ones set when compiling, dynamic ones (their positions
+  /// in dynamicBuffers) on every run.
+  std::vector<KernelBufferArg> args;
+  std::vector<uint32_t> dynamicBuffers;
+  /// The kernel, or the product's epilogue, prepared with its arguments (null for none).
+  std::unique_ptr<PreparedLaunch> launch;
+  LaunchShape shape;
+  /// A vendor product: its plan, and the bytes of its own product buffer (when no result of the
+  /// node can hold it) and of its scratch, both in the arena's shared scratch region.
+  std::optional<GemmPlan> product;
+  int64_t productBytes = 0;
+  int64_t scratchBytes = 0;
+  /// The op's host implementation (Kind::kHost).
+  HostKernel host;
+  /// Its kernel among those being compiled (-1: none) and that kernel's symbol.
+  int64_t kernel = -1;
+  std::string symbol;
+  /// Where the buffers are, per run, as host pointers (host steps, the CPU's products).
+  std::vector<char*> pointers;
+};
+
+struct CompiledGraph::Impl {
+  Graph graph;
+  CompileOptions options;
+  std::unique_ptr<DeviceBackend> backend;
+  std::shared_ptr<Device> device;
+  std::uint64_t generation = 0;
+  /// Whether the host addresses the device's memory (the CPU): host tensors bound in place.
+  bool hostMemory = false;
+  /// The stream steps run on: the device's default, or one of the executable's own.
+  std::unique_ptr<DeviceStream> ownStream;
+  DeviceStream* stream = nullptr;
+
+  std::vector<Step> steps;
+  /// The graph's constants by Binding::kConstant index, and their values.
+  std::vector<const Value*> constants;
+  std::vector<Tensor> constantValues;
+  ArenaLayout layout;
+  PooledBuffer arena;
+  std::shared_ptr<DeviceKernels> kernels;
+  KernelLoadInfo loadInfo;
+  CompileReport report;
+
+  /// Outputs a kernel computes (first name of each) and donated ones (value -> parameter).
+  std::unordered_map<const Value*, int64_t> outputIndex;
+  std::unordered_map<const Value*, int64_t> donatedTo;
+  /// Per output: the parameter it is donated to, or -1.
+  std::vector<int64_t> donatedParameter;
+  std::vector<bool> donatedOutputs;
+  /// Per output: where its value is once the steps ran (kOutput i for those a kernel writes).
+  std::vector<Binding> outputSource;
+
+  /// This run's bindings by position.
+  std::vector<KernelBufferArg> inputArgs, parameterArgs, outputArgs, constantArgs;
+  /// Per parameter: whether its slot holds a value other than its initial one (devices).
+  std::vector<bool> parameterDirty;
+  /// Per output: whether this run writes it over its fed parameter.
+  std::vector<bool> donatedNow;
+  std::shared_ptr<HostStaging> staging;
+  std::vector<HostFetch> fetches;
+
+  bool checkKernels = false;
+  bool profiling = false;
+  StepProfile profile;
+
+  // Between prepare() and finish().
+  std::chrono::steady_clock::time_point start;
+  std::vector<codegen::Kernel> pendingKernels;
+
+  ~Impl();
+  /// Phase one: pipeline, plan, steps, kernels lowered (not compiled), arena laid out.
+  Status prepare(const Graph& source, const std::string& symbolPrefix);
+  /// Phase two, once `loaded` holds every kernel: arena, constants, launches.
+  Status finish(std::shared_ptr<DeviceKernels> loaded, const KernelLoadInfo& info);
+
+  Binding bind(const Value* v, const MemoryPlan& plan) const;
+  Status planDonations();
+  Status planProduct(Step& step);
+  /// The arena, a constant or this run's binding, as a kernel argument.
+  KernelBufferArg resolve(const Binding& b, int64_t elementBytes) const;
+  KernelBufferArg slotArg(int64_t offset, int64_t elementBytes = 1) const {
+    return KernelBufferArg{arena.memory(), offset, elementBytes};
+  }
+
+  /// Rebinds every step's dynamic buffers to this run's feeds and outputs, then runs the steps.
+  Status execute();
+  Status runStep(Step& step);
+  Status interpretStep(const Step& step);
+  /// Copies of a step's operands (or results) to the host, waiting for them.
+  Expected<std::vector<Tensor>> download(const Step& step, bool results);
+  /// Joins the default stream (at a run's start) and lets it follow this run (at its end).
+  Status joinDefaultStream();
+  Status rejoinDefaultStream();
+};
+
+}  // namespace smelt

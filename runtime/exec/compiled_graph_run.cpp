@@ -1,0 +1,279 @@
+// CompiledGraph, running: bind what a run is fed and what it returns (in place on the CPU, through
+// arena slots and pinned staging for a host run elsewhere, where they are for a device-resident run),
+// then replay the steps on the stream (see compiled_graph.h).
+#include "runtime/exec/compiled_graph_impl.h"
+
+#include "codegen/log.h"
+#include "ir/interpreter.h"
+#include "runtime/cpu/thread_pool.h"
+#include "runtime/exec/run_support.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace smelt {
+
+namespace {
+
+KernelBufferArg hostArg(const Tensor& t) {
+  return {DeviceMemory{const_cast<std::byte*>(t.raw()), t.byteSize()}, 0, 1};
+}
+
+KernelBufferArg deviceArg(const DeviceTensor& t) { return {t.memory(), 0, 1}; }
+
+char* pointerOf(const KernelBufferArg& arg) { return static_cast<char*>(arg.memory.handle) + arg.byteOffset; }
+
+}  // namespace
+
+Status CompiledGraph::Impl::joinDefaultStream() {
+  if (!ownStream) return Status::success();
+  // Pool fills and uploads enqueued on the default stream come first.
+  SMELT_TRY(std::unique_ptr<DeviceEvent> before, device->defaultStream().record());
+  return stream->wait(*before);
+}
+
+Status CompiledGraph::Impl::rejoinDefaultStream() {
+  if (!ownStream) return Status::success();
+  // Whoever uses the outputs next on the default stream waits for this run, on the device.
+  SMELT_TRY(std::unique_ptr<DeviceEvent> after, stream->record());
+  return device->defaultStream().wait(*after);
+}
+
+Expected<std::vector<Tensor>> CompiledGraph::Impl::download(const Step& step, bool results) {
+  std::vector<Tensor> tensors;
+  const Node& node = *step.node;
+  size_t first = results ? node.numOperands() : 0;
+  size_t count = results ? node.results().size() : node.numOperands();
+  for (size_t i = 0; i < count; ++i) {
+    Tensor t(results ? node.result(i)->type() : node.operand(i)->type());
+    const KernelBufferArg& arg = step.args[first + i];
+    // Into pageable memory the copy waits for the work before it on the stream.
+    SMELT_CHECK_OK(device->copyOut(t.raw(), arg.memory, static_cast<size_t>(arg.byteOffset), t.byteSize(), *stream));
+    tensors.push_back(std::move(t));
+  }
+  return tensors;
+}
+
+/// A node without a kernel: its operands come to the host, the reference interpreter computes it,
+/// and its results go back.
+Status CompiledGraph::Impl::interpretStep(const Step& step) {
+  const Node& node = *step.node;
+  SMELT_TRY(std::vector<Tensor> operands, download(step, false));
+  SMELT_TRY(std::vector<Tensor> results, evaluateNode(graph, node, operands));
+  for (size_t r = 0; r < results.size(); ++r) {
+    const KernelBufferArg& arg = step.args[node.numOperands() + r];
+    SMELT_CHECK_OK(device->copyIn(arg.memory, static_cast<size_t>(arg.byteOffset), results[r].raw(),
+                                  results[r].byteSize(), *stream));
+  }
+  return Status::success();
+}
+
+Status CompiledGraph::Impl::runStep(Step& step) {
+  switch (step.kind) {
+    case Step::Kind::kKernel:
+      if (step.shape.points == 0) return Status::success();
+      return step.launch->launch(*stream);
+    case Step::Kind::kProduct: {
+      // The product first, then the epilogue reading it from one more buffer after the results.
+      const GemmPlan& plan = *step.product;
+      size_t operands = step.node->numOperands();
+      KernelBufferArg product = plan.result >= 0 ? step.args[operands + static_cast<size_t>(plan.result)]
+                                                 : slotArg(layout.scratchOffset);
+      KernelBufferArg scratch = slotArg(layout.scratchOffset + alignUp(step.productBytes, kArenaAlignment));
+      ProductBuffers buffers{std::span(step.args).first(operands), product, scratch};
+      SMELT_CHECK_OK(backend->runProduct(plan, buffers, *stream));
+      if (step.launch && step.shape.points > 0) return step.launch->launch(*stream);
+      return Status::success();
+    }
+    case Step::Kind::kHost: {
+      for (size_t b = 0; b < step.args.size(); ++b) step.pointers[b] = pointerOf(step.args[b]);
+      ThreadPool& pool = ThreadPool::global();
+      step.host(step.pointers.data(), [&](int64_t count, const std::function<void(int64_t, int64_t)>& body) {
+        pool.parallelFor(count, body, step.shape.parallel);
+      });
+      return Status::success();
+    }
+    case Step::Kind::kInterpreted: return interpretStep(step);
+  }
+  return Status::success();
+}
+
+Status CompiledGraph::Impl::execute() {
+  // This run's feeds and outputs into every step that reads or writes them.
+  for (Step& step : steps) {
+    for (uint32_t b : step.dynamicBuffers) {
+      step.args[b] = resolve(step.buffers[b], step.args[b].elementBytes);
+      if (step.launch) step.launch->setBuffer(b, step.args[b]);
+    }
+  }
+  if (profiling && profile.empty()) profile.resize(steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    Step& step = steps[i];
+    StepProfile::Clock::time_point started;
+    if (profiling) started = StepProfile::now();
+    // SMELT_CHECK_KERNELS=1: the node's operands are copied before it runs (an in-place result may
+    // overwrite one), and its results are checked against the reference interpreter.
+    std::vector<Tensor> before;
+    const bool check = checkKernels && step.kind != Step::Kind::kInterpreted;
+    if (check) {
+      SMELT_TRY(before, download(step, false));
+    }
+    if (Status ran = runStep(step); !ran.ok()) return ran.error().withContext(step.label);
+    if (check) {
+      SMELT_TRY(std::vector<Tensor> after, download(step, true));
+      SMELT_CHECK_OK(checkAgainstReference(graph, *step.node, step.label, before, after));
+    }
+    if (profiling && profile.counting()) {
+      if (!hostMemory) SMELT_CHECK_OK(stream->synchronize());  // time the step, not its enqueueing
+      profile.add(i, started);
+    }
+  }
+  if (profiling) profile.finishRun();
+  return Status::success();
+}
+
+Status CompiledGraph::run(std::span<const Tensor* const> inputs, std::span<const Tensor* const> parameters,
+                          std::vector<Tensor>& outputs) {
+  Impl& x = *impl_;
+  const Graph& g = x.graph;
+  SMELT_CHECK_OK(checkPositionalFeeds(g, inputs, parameters));
+  const auto& params = g.parameters();
+  for (size_t o = 0; o < x.donatedOutputs.size(); ++o) {
+    x.donatedNow[o] = x.donatedOutputs[o] && parameters[static_cast<size_t>(x.donatedParameter[o])] != nullptr;
+  }
+  // Output tensors of the right types, kept across runs when the caller passes the same vector; the
+  // ones donated this run land in their parameters' tensors instead.
+  prepareOutputs(g, outputs, &x.donatedNow);
+  if (x.hostMemory) {
+    for (size_t i = 0; i < inputs.size(); ++i) x.inputArgs[i] = hostArg(*inputs[i]);
+    for (size_t i = 0; i < params.size(); ++i) {
+      x.parameterArgs[i] = hostArg(parameters[i] ? *parameters[i] : params[i]->initialValue());
+    }
+    for (size_t i = 0; i < outputs.size(); ++i) x.outputArgs[i] = hostArg(outputs[i]);
+  } else {
+    SMELT_CHECK_OK(x.joinDefaultStream());
+    // Feeds go through pinned staging into their slots, each upload enqueued as soon as its staging
+    // copy is done.
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      x.inputArgs[i] = x.slotArg(x.layout.inputSlots[i]);
+      SMELT_CHECK_OK(x.staging->copyIn(x.arena.memory(), static_cast<size_t>(x.layout.inputSlots[i]),
+                                       inputs[i]->raw(), inputs[i]->byteSize(), *x.stream));
+    }
+    for (size_t i = 0; i < params.size(); ++i) {
+      x.parameterArgs[i] = x.slotArg(x.layout.parameterSlots[i]);
+      const Tensor* given = parameters[i];
+      if (!given && !x.parameterDirty[i]) continue;  // the slot holds the initial value
+      const Tensor& value = given ? *given : params[i]->initialValue();
+      SMELT_CHECK_OK(x.staging->copyIn(x.arena.memory(), static_cast<size_t>(x.layout.parameterSlots[i]), value.raw(),
+                                       value.byteSize(), *x.stream));
+      x.parameterDirty[i] = given != nullptr;
+    }
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      if (x.layout.outputSlots[i] >= 0) x.outputArgs[i] = x.slotArg(x.layout.outputSlots[i]);
+    }
+  }
+  if (Status done = x.execute(); !done.ok()) return done.error().withContext(fmt::format("running @{}", g.name()));
+  // Outputs no kernel wrote in place: inputs, parameters and constants returned as they are, values
+  // returned under a second name, and donated ones whose parameter was not fed.
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    int64_t p = x.donatedParameter[i];
+    if (p >= 0) x.parameterDirty[static_cast<size_t>(p)] = true;
+    if (x.donatedNow[i]) continue;
+    const Binding& source = x.outputSource[i];
+    if (x.hostMemory) {
+      if (source == Binding{Binding::kOutput, static_cast<int64_t>(i)} || outputs[i].byteSize() == 0) continue;
+      std::memcpy(outputs[i].raw(), pointerOf(x.resolve(source, 1)), outputs[i].byteSize());
+    }
+  }
+  if (x.hostMemory) return Status::success();
+  // Everything back through pinned staging with one wait: the outputs, and the donated parameters
+  // into the caller's tensors.
+  x.fetches.clear();
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (x.donatedNow[i]) {
+      auto p = static_cast<size_t>(x.donatedParameter[i]);
+      Tensor& into = const_cast<Tensor&>(*parameters[p]);
+      x.fetches.push_back({into.raw(), x.arena.memory(), static_cast<size_t>(x.layout.parameterSlots[p]), into.byteSize()});
+      continue;
+    }
+    KernelBufferArg from = x.resolve(x.outputSource[i], 1);
+    x.fetches.push_back({outputs[i].raw(), from.memory, static_cast<size_t>(from.byteOffset), outputs[i].byteSize()});
+  }
+  if (Status fetched = x.staging->copyOut(x.fetches, *x.stream); !fetched.ok()) {
+    return fetched.error().withContext(fmt::format("{}: running @{}", x.device->id(), g.name()));
+  }
+  return x.rejoinDefaultStream();
+}
+
+Status CompiledGraph::run(std::span<const DeviceTensor* const> inputs, std::span<const DeviceTensor* const> parameters,
+                          std::vector<DeviceTensor>& outputs) {
+  Impl& x = *impl_;
+  const Graph& g = x.graph;
+  SMELT_CHECK_OK(checkPositionalFeeds(g, inputs, parameters));
+  const auto& params = g.parameters();
+  auto here = [&](const DeviceTensor& t, const Value* v) -> Status {
+    if (t.devicePtr() != x.device) {
+      return makeError("feed '{}' lives on {}, this executable on {}", v->name(), t.device().id(), x.device->id());
+    }
+    return Status::success();
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    SMELT_CHECK_OK(here(*inputs[i], g.inputs()[i]));
+    x.inputArgs[i] = deviceArg(*inputs[i]);
+  }
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (parameters[i]) {
+      SMELT_CHECK_OK(here(*parameters[i], params[i]));
+      x.parameterArgs[i] = deviceArg(*parameters[i]);
+    } else if (x.hostMemory) {
+      x.parameterArgs[i] = hostArg(params[i]->initialValue());
+    } else {
+      x.parameterArgs[i] = x.slotArg(x.layout.parameterSlots[i]);
+      if (x.parameterDirty[i]) {
+        const Tensor& value = params[i]->initialValue();
+        SMELT_CHECK_OK(x.device->copyIn(x.arena.memory(), static_cast<size_t>(x.layout.parameterSlots[i]), value.raw(),
+                                        value.byteSize(), x.device->defaultStream()));
+        x.parameterDirty[i] = false;
+      }
+    }
+  }
+  // Outputs: the caller's tensors where nothing else shares them, else fresh ones from the pool; a
+  // donated output is its fed parameter's tensor, which the run overwrites.
+  outputs.resize(g.outputs().size());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    int64_t p = x.donatedParameter[i];
+    x.donatedNow[i] = p >= 0 && parameters[static_cast<size_t>(p)] != nullptr;
+    if (x.donatedNow[i]) {
+      outputs[i] = *parameters[static_cast<size_t>(p)];
+      continue;
+    }
+    const TensorType& type = g.outputs()[i].value->type();
+    if (!outputs[i].defined() || !(outputs[i].type() == type) || outputs[i].devicePtr() != x.device || !outputs[i].unique()) {
+      SMELT_TRY(outputs[i], DeviceTensor::toOverwrite(x.device, type));
+    }
+    x.outputArgs[i] = deviceArg(outputs[i]);
+  }
+  // After the pool's fills above (on the default stream), and after uploads on other streams.
+  SMELT_CHECK_OK(x.joinDefaultStream());
+  for (const DeviceTensor* t : inputs) SMELT_CHECK_OK(t->waitUntilReady(*x.stream));
+  for (const DeviceTensor* t : parameters) {
+    if (t) SMELT_CHECK_OK(t->waitUntilReady(*x.stream));
+  }
+  if (Status done = x.execute(); !done.ok()) return done.error().withContext(fmt::format("running @{}", g.name()));
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    int64_t p = x.donatedParameter[i];
+    if (p >= 0 && !x.hostMemory && !parameters[static_cast<size_t>(p)]) x.parameterDirty[static_cast<size_t>(p)] = true;
+    if (x.donatedNow[i]) continue;
+    const Binding& source = x.outputSource[i];
+    if (source == Binding{Binding::kOutput, static_cast<int64_t>(i)}) continue;
+    KernelBufferArg from = x.resolve(source, 1);
+    SMELT_CHECK_OK(x.device->copy(outputs[i].memory(), 0, from.memory, static_cast<size_t>(from.byteOffset),
+                                  outputs[i].byteSize(), *x.stream));
+  }
+  // The kernels may still be running: the default stream follows this run, so the outputs' next
+  // users (toHost(), other executables) wait for it on the device.
+  return x.rejoinDefaultStream();
+}
+
+}  // namespace smelt

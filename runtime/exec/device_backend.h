@@ -1,0 +1,95 @@
+// What one kind of device adds to the one executable (executable.h): how its kernels are adapted,
+// compiled into an image and loaded, how a product is handed to its vendor library, and what it
+// cannot run. Everything else (the pipeline, the memory plan, the arena, feeds and outputs, host and
+// device-resident runs, fallbacks, profiles) is the same code for every device. A new backend is a
+// Device (runtime/device/device.h) plus a subclass of this, returned by backendFor();
+// docs/adding_a_backend.md lists the few other places it touches.
+//   SMELT_TRY(std::unique_ptr<DeviceBackend> backend, backendFor(device));
+//   SMELT_TRY(std::shared_ptr<DeviceKernels> kernels, backend->loadKernels(kernels, symbols, info));
+#pragma once
+
+#include "codegen/kernel.h"
+#include "ir/graph.h"
+#include "runtime/device/device.h"
+#include "runtime/exec/gemm_plan.h"
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace smelt {
+
+struct CompileOptions;
+
+/// What loading a set of kernels did, for the compile report and `smelt kernels`.
+struct KernelLoadInfo {
+  /// Per kernel, in the order given: whether its compiled code came from a cache (the kernel cache on
+  /// disk or in memory, or an image this process had loaded already) instead of a compiler.
+  std::vector<bool> cached;
+  /// The program as rendered (OpenCL C, CUDA C, HIP); empty on the CPU, whose kernels go to LLVM.
+  std::string source;
+  /// What the device loaded, in text where it is text (PTX); empty otherwise.
+  std::string assembly;
+  /// What it was compiled for: "sm_90", "compute_90", "gfx90a", "cpu=... features=...".
+  std::string target;
+};
+
+/// The buffers of a vendor product (GemmPlan): the node's operands, where the product goes, and a
+/// scratch buffer of plan.columnElements elements.
+struct ProductBuffers {
+  std::span<const KernelBufferArg> operands;
+  KernelBufferArg product;
+  KernelBufferArg scratch;
+};
+
+/// See the file comment. One per compiled graph; not shared between threads.
+class DeviceBackend {
+ public:
+  explicit DeviceBackend(std::shared_ptr<Device> device) : device_(std::move(device)) {}
+  virtual ~DeviceBackend() = default;
+  const std::shared_ptr<Device>& device() const { return device_; }
+
+  /// Whether the host reads and writes the device's memory in place (the CPU): host tensors are then
+  /// bound directly instead of copied into the arena, and ops' host implementations may run.
+  virtual bool hostMemory() const { return false; }
+  /// Whether an executable runs on a stream of its own (joined to the default stream at its start
+  /// and end), so that waiting for a run waits for it alone and reports its own faults (CUDA, HIP).
+  virtual bool ownStream() const { return false; }
+
+  /// Why `node` cannot run as a kernel here ("" when it can): no kernel lowering, no compiler in this
+  /// build, a dtype the device lacks, an op or dtype SMELT_FAULTS marks unsupported. Such nodes run on
+  /// the reference interpreter, their operands brought to the host and their results sent back.
+  virtual std::string whyNotKernel(const Node& node) const;
+
+  /// The vendor library's plan for product `node` (the CPU's BLAS, CLBlast, ...), or nothing: then a
+  /// generated kernel computes it.
+  virtual std::optional<GemmPlan> planProduct(const Node& node, const CompileOptions& options) const;
+  /// Runs a plan planProduct made, writing the product into buffers.product.
+  virtual Status runProduct(const GemmPlan& plan, const ProductBuffers& buffers, DeviceStream& stream) const;
+
+  /// Rewrites a lowered kernel for this device before it is compiled (the CPU tiles column loops).
+  virtual void adapt(codegen::Kernel& kernel) const {}
+  /// How `kernel` is launched (the CPU splits points across threads above a size).
+  virtual LaunchShape shapeOf(const codegen::Kernel& kernel, const CompileOptions& options) const;
+
+  /// Compiles `kernels` (kernels[i] named symbols[i]) into one image, through the kernel cache, and
+  /// loads it on the device.
+  virtual Expected<std::shared_ptr<DeviceKernels>> loadKernels(std::span<const codegen::Kernel* const> kernels,
+                                                               std::span<const std::string> symbols,
+                                                               KernelLoadInfo& info) const = 0;
+
+ protected:
+  /// The parts of whyNotKernel every device shares: a lowering, and SMELT_FAULTS' unsupported ops
+  /// and dtypes (and `lacks`, a dtype the device cannot compute in, when given).
+  std::string whyNotCommon(const Node& node, bool (*lacks)(DType, const Device&) = nullptr) const;
+
+  std::shared_ptr<Device> device_;
+};
+
+/// The backend for `device`'s kind: the one place that maps a device kind to its hooks. A kind this
+/// build has none for is an error saying so.
+Expected<std::unique_ptr<DeviceBackend>> backendFor(const std::shared_ptr<Device>& device);
+
+}  // namespace smelt

@@ -1,0 +1,211 @@
+// Executable: the device it runs on (by name, the process default, $SMELT_DEVICE or measured
+// placement), and the recovery around one CompiledGraph when that device fails.
+#include "runtime/exec/executable.h"
+
+#include "codegen/log.h"
+#include "runtime/cpu/cpu_device.h"
+#include "runtime/device/device_list.h"
+#include "runtime/device/memory_pool.h"
+#include "runtime/exec/compiled_graph.h"
+#include "runtime/exec/run_support.h"
+#include "passes/pass_manager.h"
+#include "runtime/placement/placement.h"
+
+#include <cstdlib>
+
+namespace smelt {
+
+// SMELT_PIPELINE overrides the default pipeline (bisecting a miscompile: "canonicalize,cse,dce" ...).
+std::string pipelineFromEnvironment() {
+  const char* env = std::getenv("SMELT_PIPELINE");
+  return env ? std::string(env) : std::string(kDefaultPipeline);
+}
+
+// SMELT_BLAS=0 keeps every product on generated kernels.
+bool blasFromEnvironment() {
+  const char* useBlas = std::getenv("SMELT_BLAS");
+  return !(useBlas && std::string_view(useBlas) == "0");
+}
+
+struct Executable::Impl {
+  CompileOptions options;
+  std::unique_ptr<CompiledGraph> compiled;
+  /// The graph as given, kept for compiling again (after a reset, or on the CPU) where the device
+  /// may fail; empty on the CPU, which has nothing to recover from.
+  std::optional<Graph> source;
+  std::shared_ptr<Device> device;
+  std::string deviceId;
+  int fallbacks = 0;
+  int reinitializations = 0;
+  bool released = false;
+
+  Status compileOn(const std::shared_ptr<Device>& on) {
+    SMELT_TRY(std::vector<std::unique_ptr<CompiledGraph>> one, CompiledGraph::compileAll({&*source, 1}, on, options));
+    compiled = std::move(one.front());
+    device = on;
+    deviceId = on->id();
+    if (released) compiled->releaseParameterValues();
+    return Status::success();
+  }
+
+  /// Moves this executable to the CPU after `why`, with one warning.
+  Status fallBackToCpu(const Error& why) {
+    logger().warn("@{}: {}; this executable falls back to the CPU", source->name(), why.message());
+    compiled.reset();
+    ++fallbacks;
+    return compileOn(cpuDevice());
+  }
+
+  /// After a failed host run: a lost device is reset, the graph compiled on it again and the run
+  /// repeated; out of memory, or a device that stays lost, moves the executable to the CPU.
+  template <typename Run>
+  Status recover(Status status, const Run& again) {
+    if (status.ok() || !options.fallback || !source || device->kind() == DeviceKind::kCpu) return status;
+    if (isDeviceLost(status.error())) {
+      logger().warn("@{}: {}; resetting {}", source->name(), status.error().message(), deviceId);
+      ++reinitializations;
+      compiled.reset();
+      // Another executable may have reset the device since this one was compiled: then it is fresh.
+      Status reset = device->reset();
+      if (reset.ok()) reset = compileOn(device);
+      status = reset.ok() ? again() : reset;
+      if (status.ok()) return status;
+    }
+    if (isOutOfMemory(status.error()) || isDeviceLost(status.error()) || !compiled) {
+      SMELT_CHECK_OK(fallBackToCpu(status.error()));
+      return again();
+    }
+    return status;
+  }
+};
+
+Executable::Executable() : impl_(std::make_unique<Impl>()) {}
+Executable::~Executable() = default;
+
+namespace {
+
+/// The device `requested` names ("llvm" is the CPU's), or the process default, $SMELT_DEVICE, or the
+/// measured placement of `graph` ("auto").
+Expected<std::shared_ptr<Device>> chooseDevice(const Graph& graph, const std::string& requested) {
+  std::string wanted = requested == "llvm" ? "cpu" : requested;
+  if (wanted.empty()) wanted = resolveRequestedDevice("");
+  if (wanted == "llvm") wanted = "cpu";
+  if (wanted == "auto") {
+    PlacementDecision decision = choosePlacement(graph);
+    logger().debug("@{}: placed on {}: {}", graph.name(), decision.deviceId, decision.reason);
+    wanted = decision.deviceId;
+  }
+  return openDevice(wanted);
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Executable>> Executable::compile(const Graph& graph, const CompileOptions& options) {
+  SMELT_TRY(std::vector<std::unique_ptr<Executable>> one, compileAll({&graph, 1}, options));
+  return std::move(one.front());
+}
+
+Expected<std::vector<std::unique_ptr<Executable>>> Executable::compileAll(std::span<const Graph> graphs,
+                                                                          const CompileOptions& options) {
+  std::vector<std::unique_ptr<Executable>> exes;
+  if (graphs.empty()) return exes;
+  SMELT_TRY(std::shared_ptr<Device> device, chooseDevice(graphs.front(), options.device));
+  Expected<std::vector<std::unique_ptr<CompiledGraph>>> compiled = CompiledGraph::compileAll(graphs, device, options);
+  const bool onCpu = device->kind() == DeviceKind::kCpu;
+  if (!compiled && !onCpu && options.fallback && isOutOfMemory(compiled.error())) {
+    // Out of memory even after the pool freed its cache: each graph on the CPU instead.
+    for (const Graph& graph : graphs) {
+      std::unique_ptr<Executable> exe(new Executable());
+      exe->impl_->options = options;
+      exe->impl_->source = graph.clone();
+      SMELT_CHECK_OK(exe->impl_->fallBackToCpu(compiled.error()));
+      exes.push_back(std::move(exe));
+    }
+    return exes;
+  }
+  if (!compiled) return compiled.error();
+  for (size_t g = 0; g < graphs.size(); ++g) {
+    std::unique_ptr<Executable> exe(new Executable());
+    Impl& x = *exe->impl_;
+    x.options = options;
+    x.compiled = std::move((*compiled)[g]);
+    x.device = device;
+    x.deviceId = device->id();
+    if (!onCpu && options.fallback) x.source = graphs[g].clone();
+    exes.push_back(std::move(exe));
+  }
+  return exes;
+}
+
+Expected<std::vector<Tensor>> Executable::run(const TensorMap& feeds) {
+  std::vector<Tensor> outputs;
+  SMELT_CHECK_OK(run(feeds, outputs));
+  return outputs;
+}
+
+Status Executable::run(const TensorMap& feeds, std::vector<Tensor>& outputs) {
+  SMELT_TRY(BoundFeeds fed, bindFeeds(graph(), feeds));
+  return run(fed.inputs, fed.parameters, outputs);
+}
+
+Status Executable::run(std::span<const Tensor* const> inputs, std::span<const Tensor* const> parameters,
+                       std::vector<Tensor>& outputs) {
+  Impl& x = *impl_;
+  if (!x.compiled) return makeError("@{}: no executable left after a failed recovery (see the warnings above)", x.source->name());
+  // A device another executable reset since: compile again before running on dead memory.
+  if (x.compiled->generation() != x.device->generation() && x.source) {
+    ++x.reinitializations;
+    x.compiled.reset();
+    SMELT_CHECK_OK(x.compileOn(x.device));
+  }
+  auto again = [&] { return x.compiled->run(inputs, parameters, outputs); };
+  return x.recover(again(), again);
+}
+
+Status Executable::run(const DeviceTensorMap& feeds, std::vector<DeviceTensor>& outputs) {
+  SMELT_TRY(BoundFeedsOf<DeviceTensor> fed, bindFeeds(graph(), feeds));
+  return run(fed.inputs, fed.parameters, outputs);
+}
+
+Status Executable::run(std::span<const DeviceTensor* const> inputs, std::span<const DeviceTensor* const> parameters,
+                       std::vector<DeviceTensor>& outputs) {
+  Impl& x = *impl_;
+  if (!x.compiled) return makeError("@{}: no executable left after a failed recovery (see the warnings above)", x.source->name());
+  // Device tensors cannot follow the executable to another device: a failure here is the caller's
+  // to handle (their memory died with the device's context).
+  return x.compiled->run(inputs, parameters, outputs);
+}
+
+void Executable::releaseParameterValues() {
+  impl_->released = true;
+  if (impl_->compiled) impl_->compiled->releaseParameterValues();
+  if (impl_->source) impl_->source->releaseParameterValues();
+}
+bool Executable::donated(size_t output) const { return impl_->compiled && impl_->compiled->donated(output); }
+const Graph& Executable::graph() const { return impl_->compiled->graph(); }
+const CompileReport& Executable::report() const { return impl_->compiled->report(); }
+const std::shared_ptr<Device>& Executable::device() const { return impl_->device; }
+const std::string& Executable::deviceId() const { return impl_->deviceId; }
+int Executable::fallbacks() const { return impl_->fallbacks; }
+int Executable::reinitializations() const { return impl_->reinitializations; }
+const std::string& Executable::source() const { return impl_->compiled->loadInfo().source; }
+const std::string& Executable::assembly() const { return impl_->compiled->loadInfo().assembly; }
+const std::string& Executable::target() const { return impl_->compiled->loadInfo().target; }
+
+std::vector<std::string> backendNames() {
+  std::vector<std::string> names = {"llvm"};
+#ifdef SMELT_HAVE_OPENCL
+  names.push_back("opencl");
+#endif
+  names.insert(names.end(), {"cuda", "hip", "auto", "reference"});
+  return names;
+}
+
+Expected<std::vector<Tensor>> runOnce(const Graph& graph, const TensorMap& feeds, const std::string& backend) {
+  if (backend == "reference") return interpret(graph, feeds);
+  auto exe = Executable::compile(graph, {.device = backend});
+  if (!exe) return exe.error();
+  return (*exe)->run(feeds);
+}
+
+}  // namespace smelt
