@@ -20,7 +20,8 @@ bash scripts/build.sh build
 registered=$(cd build && ctest -N)
 for required in onnx/conformance onnx/conformance_llvm onnx/conformance_opencl models/pytorch_exports \
     models/pytorch_exports_llvm models/pytorch_exports_opencl models/pytorch_gradients models/pytorch_gradients_llvm \
-    models/pytorch_gradients_opencl models/memory_plan cli/smelt examples/train_digits package/find_package; do
+    models/pytorch_gradients_opencl models/memory_plan cli/smelt examples/train_digits examples/train_digits_opencl \
+    package/find_package; do
   grep -q ": $required\$" <<<"$registered" || { echo "test $required is not registered"; exit 1; }
 done
 (cd build && ctest --output-on-failure -j "$jobs")

@@ -107,6 +107,7 @@ int run(int argc, char** argv) {
   int64_t epochs = 30, batch = 32;
   double lr = 2e-3;
   uint64_t seed = 1;
+  std::string backend = "llvm";
   app.add_option("--data", dataDir, "Folder with the IDX files (default: the bundled UCI digits)");
   app.add_option("--mnist", mnistDir, "Folder with real MNIST IDX files (train-images-idx3-ubyte, ...)");
   app.add_option("--epochs", epochs, "Passes over the training set")->check(CLI::PositiveNumber);
@@ -114,6 +115,9 @@ int run(int argc, char** argv) {
   app.add_option("--lr", lr, "Adam's peak learning rate (cosine schedule)")->check(CLI::PositiveNumber);
   app.add_option("--seed", seed, "Seed of the initial weights and the shuffling");
   app.add_option("--checkpoint", checkpoint, "Where to save the trained parameters (safetensors)");
+  app.add_option("--backend", backend,
+                 "Where to train and evaluate: llvm (the CPU, default), opencl, cuda, hip, a device id (cuda:1), or auto "
+                 "(measured placement)");
   CLI11_PARSE(app, argc, argv);
   if (!mnistDir.empty()) dataDir = mnistDir;
 
@@ -136,16 +140,19 @@ int run(int argc, char** argv) {
   TensorType inputType{DType::f32, {batch, 1, height, width}};
   TensorType labelType{DType::i64, {batch}};
   nn::TrainStepOptions options;
+  options.device = backend;
   options.schedule = nn::cosineSchedule(lr, epochs * stepsPerEpoch, lr / 20);
   auto step = nn::TrainStep::create(model, nn::crossEntropy, nn::adam({.lr = lr}), inputType, labelType, options);
   if (!step.ok()) return fail(step.error());
   int64_t evalBatch = std::min<int64_t>(test->images.shape()[0], 500);
-  auto predict = nn::Predictor::create(model, TensorType{DType::f32, {evalBatch, 1, height, width}});
+  auto predict = nn::Predictor::create(model, TensorType{DType::f32, {evalBatch, 1, height, width}},
+                                       {.device = (*step)->deviceId()});
   if (!predict.ok()) return fail(predict.error());
   double compileSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   fmt::print("model: {}\n", model.net->describe());
-  fmt::print("{} parameters; training step compiled in {:.2f} s ({} kernels, {} on the BLAS)\n",
-             model.parameterCount(), compileSeconds, (*step)->report().kernels, (*step)->report().blas);
+  fmt::print("{} parameters; training step compiled for {} in {:.2f} s ({} kernels, {} vendor products)\n",
+             model.parameterCount(), (*step)->deviceId(), compileSeconds, (*step)->report().kernels,
+             (*step)->report().blas);
 
   examples::Progress progress(epochs, stepsPerEpoch);
   std::mt19937_64 rng(seed);
@@ -182,7 +189,9 @@ int run(int argc, char** argv) {
                       rate, measured);
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  Status saved = nn::saveSafetensors(checkpoint, model.state, {{"model", model.net->describe()}, {"data", dataDir}});
+  auto state = model.syncedHostState();  // back from the device it trained on
+  if (!state.ok()) return fail(state.error());
+  Status saved = nn::saveSafetensors(checkpoint, **state, {{"model", model.net->describe()}, {"data", dataDir}});
   if (!saved.ok()) return fail(saved.error());
   fmt::print("trained in {:.1f} s ({} steps); checkpoint (parameters and Adam state, safetensors): {}\n", seconds,
              (*step)->steps(), checkpoint);

@@ -1,16 +1,21 @@
 // A model's training step compiled once: the forward pass, the loss, its gradients (GradientTape, as
 // more IR in the same graph) and the optimizer's updates, in one graph and one executable, then run
-// per batch. Parameters and optimizer state stay in the model's StateDict between steps: they are
-// fed to the executable by moving map entries (no copies), and each step's new values land in spare
-// tensors that are then swapped in, so a step allocates and copies nothing but the batch itself.
+// per batch, on any device. Parameters and optimizer state stay where the step runs between steps:
+// on the CPU in the model's StateDict (fed to the executable in place; each step's new values land in
+// spare tensors that are then swapped in, or are written over the old ones), on a GPU or OpenCL device
+// as device tensors updated in place there, so a step moves the batch in and the loss out and nothing
+// else.
 //   nn::Model model(net, /*seed=*/1);
-//   SMELT_TRY(auto step, nn::TrainStep::create(model, nn::crossEntropy, nn::adam({}), inputType, labelType));
+//   SMELT_TRY(auto step, nn::TrainStep::create(model, nn::crossEntropy, nn::adam({}), inputType, labelType,
+//                                              {.device = "cuda"}));
 //   SMELT_TRY(double loss, step->run(images, labels));
-//   SMELT_TRY(auto predict, nn::Predictor::create(model, testInputType));
+//   SMELT_TRY(auto predict, nn::Predictor::create(model, testInputType, {.device = "cuda"}));
+//   SMELT_CHECK_OK(nn::saveSafetensors(path, model.hostState()));   // the state back on the host
 #pragma once
 
 #include "frontend/nn/layers.h"
 #include "frontend/nn/optimizers.h"
+#include "runtime/device/device_tensor.h"
 #include "runtime/exec/executable.h"
 
 #include <functional>
@@ -19,6 +24,10 @@
 namespace smelt::nn {
 
 /// A network and its state (parameters, buffers, optimizer state), made on first use from `seed`.
+/// The state lives on the host (`state`) and, once a step or predictor runs on a device, on that
+/// device too; each copy knows whether it is current. Training on a device leaves `state` behind
+/// until hostState() (or a CPU step or predictor) copies it back; a caller that writes `state` itself
+/// (a loaded checkpoint) calls stateChanged() so a device copy is made again.
 struct Model {
   explicit Model(ModulePtr network, uint64_t seed = 0) : net(std::move(network)), seed(seed) {}
   ModulePtr net;
@@ -26,11 +35,32 @@ struct Model {
   uint64_t seed;
   /// Parameters only (no optimizer state): their count of elements.
   int64_t parameterCount() const;
+
+  /// The state on the host, copied back from the device first if training there changed it.
+  Expected<const StateDict*> syncedHostState();
+  /// The same for callers that cannot fail gracefully; an error leaves `state` as it was, logged.
+  const StateDict& hostState();
+  /// The state on `device` (every entry of `state`), uploaded first where the device's copy is not
+  /// current. The entries are shared: a step on the device updates them in place.
+  Expected<DeviceTensorMap*> stateOn(const std::shared_ptr<Device>& device);
+  /// Says that `state` was written on the host: a device copy is made again before its next use.
+  void stateChanged();
+  /// Says that the device copy was written (by a step there): `state` is stale until synced.
+  void deviceStateChanged() { hostCurrent_ = false; }
+
+ private:
+  std::shared_ptr<Device> stateDevice_;
+  DeviceTensorMap deviceState_;
+  bool hostCurrent_ = true;
+  bool deviceCurrent_ = false;
 };
 
 using LossFn = std::function<Value*(GraphContext& ctx, Value* output, Value* target)>;
 
 struct TrainStepOptions {
+  /// Where the step runs: "cpu" (or "llvm"), "opencl", "cuda[:N]", "hip[:N]", "auto" (measured
+  /// placement); empty: compile.device, else setDefaultDevice()'s, else $SMELT_DEVICE, else the CPU.
+  std::string device;
   /// Gradients scaled to this global L2 norm at most (0: no clipping).
   double clipNorm = 0;
   /// Learning rate by step; empty: the optimizer's own, constant.
@@ -51,9 +81,13 @@ class TrainStep {
   double learningRate() const;
   const Graph& graph() const { return exe_->graph(); }
   const CompileReport& report() const { return exe_->report(); }
+  /// The device it runs on ("cpu", "cuda:0").
+  const std::string& deviceId() const { return exe_->deviceId(); }
 
  private:
   TrainStep() = default;
+  Expected<double> runOnHost(const Tensor& input, const Tensor& target, Tensor* output);
+  Expected<double> runOnDevice(const Tensor& input, const Tensor& target, Tensor* output);
   Model* model_ = nullptr;
   OptimizerPtr optimizer_;
   Schedule schedule_;
@@ -62,23 +96,31 @@ class TrainStep {
   TensorMap scalars_;                    // the per-step scalar inputs (learning rate, step, ...)
   std::vector<const Tensor*> inputs_;    // the executable's inputs by position (batch ones set per run)
   std::vector<Tensor> outputs_;
+  // On a device: the batch and the scalars uploaded into the same tensors every step, by position.
+  std::vector<DeviceTensor> deviceInputs_;
+  std::vector<DeviceTensor> deviceOutputs_;
   int64_t steps_ = 0;
 };
 
 /// The model's forward pass for evaluation (batch norm on running statistics, no dropout).
 class Predictor {
  public:
+  /// On options.device, as for TrainStep (a model trained on a device predicts from its state there).
   static Expected<std::unique_ptr<Predictor>> create(Model& model, const TensorType& input,
                                                      const CompileOptions& options = {});
   Expected<Tensor> run(const Tensor& input);
   /// The same into `output` (reused when its type matches: no allocation, no copy).
   Status run(const Tensor& input, Tensor& output);
+  /// The device it runs on.
+  const std::string& deviceId() const { return exe_->deviceId(); }
 
  private:
   Predictor() = default;
   Model* model_ = nullptr;
   std::unique_ptr<Executable> exe_;
   std::vector<Tensor> outputs_;
+  DeviceTensor deviceInput_;
+  std::vector<DeviceTensor> deviceOutputs_;
 };
 
 }  // namespace smelt::nn

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The main job end to end: train_digits with its defaults must end with `test accuracy: X`, X >= 0.97,
-# and leave a loadable checkpoint where it says it saved one.
+# The main job end to end: train_digits with its defaults (and any further arguments, such as
+# `--backend opencl`) must end with `test accuracy: X`, X >= 0.97, and leave a loadable checkpoint
+# where it says it saved one.
 set -euo pipefail
 exe=$1
+shift
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-"$exe" --checkpoint "$dir/digits.safetensors" > "$dir/out.txt"
+"$exe" --checkpoint "$dir/digits.safetensors" "$@" > "$dir/out.txt"
 cat "$dir/out.txt"
 last=$(tail -n 1 "$dir/out.txt")
 [[ $last =~ ^test\ accuracy:\ ([0-9.]+)$ ]] || { echo "FAIL: last line is not 'test accuracy: X': $last"; exit 1; }

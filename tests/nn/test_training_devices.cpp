@@ -1,0 +1,111 @@
+// The model API on every device there is (PoCL here, a GPU where present): a TrainStep on the device
+// gives the CPU's losses and state step after step (parameters and Adam's moments stay on the device,
+// updated in place), a Predictor on the device predicts from that state, the host state comes back
+// when asked, and a model trained on the device goes on training on the CPU from where it was.
+#include "frontend/nn/losses.h"
+#include "frontend/nn/train_step.h"
+#include "runtime/device/device_list.h"
+#include "runtime/device/memory_pool.h"
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <random>
+
+using namespace smelt;
+
+namespace {
+
+void makeBatch(std::mt19937_64& rng, Tensor& x, Tensor& y) {
+  std::normal_distribution<double> normal(0.0, 1.0);
+  for (int64_t i = 0; i < x.numel(); ++i) x.setDouble(i, normal(rng));
+  for (int64_t i = 0; i < y.numel(); ++i) y.setInt(i, static_cast<int64_t>(rng() % 3));
+}
+
+nn::ModulePtr net() {
+  return nn::sequential({nn::linear(6, 24), nn::tanh(), nn::linear(24, 24), nn::relu(), nn::linear(24, 3)});
+}
+
+/// The largest difference between two tensors relative to the larger's largest magnitude.
+double relativeDifference(const Tensor& a, const Tensor& b) {
+  double scale = 1e-12, worst = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) scale = std::max({scale, std::abs(a.getDouble(i)), std::abs(b.getDouble(i))});
+  for (int64_t i = 0; i < a.numel(); ++i) worst = std::max(worst, std::abs(a.getDouble(i) - b.getDouble(i)));
+  return worst / scale;
+}
+
+/// Every device but the CPU that opens here.
+std::vector<std::string> devices() {
+  std::vector<std::string> ids;
+  for (const DeviceDescription& d : listDevices()) {
+    if (d.kind != DeviceKind::kCpu) ids.push_back(d.id);
+  }
+  return ids;
+}
+
+}  // namespace
+
+TEST_CASE("training on devices: the device's losses and state are the CPU's, step after step") {
+  std::vector<std::string> ids = devices();
+  if (ids.empty()) MESSAGE("no device besides the CPU: nothing to compare");
+  for (const std::string& id : ids) {
+    CAPTURE(id);
+    TensorType xType{DType::f32, {32, 6}}, yType{DType::i64, {32}};
+    nn::Model onCpu(net(), 3), onDevice(net(), 3);
+    nn::TrainStepOptions cpuOptions{.device = "cpu", .clipNorm = 1.0};
+    nn::TrainStepOptions deviceOptions{.device = id, .clipNorm = 1.0};
+    auto cpuStep = nn::TrainStep::create(onCpu, nn::crossEntropy, nn::adam({.lr = 0.01}), xType, yType, cpuOptions);
+    auto deviceStep = nn::TrainStep::create(onDevice, nn::crossEntropy, nn::adam({.lr = 0.01}), xType, yType, deviceOptions);
+    REQUIRE_MESSAGE(cpuStep.ok(), (cpuStep.ok() ? "" : cpuStep.error().message()));
+    REQUIRE_MESSAGE(deviceStep.ok(), (deviceStep.ok() ? "" : deviceStep.error().message()));
+    CHECK((*deviceStep)->deviceId() == id);
+    std::mt19937_64 rng(21);
+    Tensor x(xType), y(yType), cpuLogits, deviceLogits;
+    std::shared_ptr<MemoryPool> pool = MemoryPool::forDevice(*openDevice(id));
+    int64_t allocationsWarm = 0;
+    for (int s = 0; s < 12; ++s) {
+      makeBatch(rng, x, y);
+      auto a = (*cpuStep)->run(x, y, &cpuLogits);
+      auto b = (*deviceStep)->run(x, y, &deviceLogits);
+      REQUIRE(a.ok());
+      REQUIRE_MESSAGE(b.ok(), (b.ok() ? "" : b.error().message()));
+      CHECK_MESSAGE(std::abs(*a - *b) <= 1e-4 * (1 + std::abs(*a)), "step ", s, ": ", *a, " vs ", *b);
+      CHECK(relativeDifference(cpuLogits, deviceLogits) < 1e-4);
+      // Once warm, a step on the device allocates nothing from the driver (the pool recycles).
+      if (s == 2) allocationsWarm = pool->stats().deviceAllocations;
+    }
+    CHECK(pool->stats().deviceAllocations == allocationsWarm);
+    // The state comes back to the host when asked: parameters and Adam's moments, as the CPU's.
+    auto state = onDevice.syncedHostState();
+    REQUIRE(state.ok());
+    REQUIRE((*state)->size() == onCpu.state.size());
+    for (const auto& [name, t] : onCpu.state) {
+      CAPTURE(name);
+      REQUIRE((*state)->count(name));
+      CHECK(relativeDifference(t, (*state)->at(name)) < 1e-4);
+    }
+    // A predictor on the device predicts from the device's state, as the CPU's does from its own.
+    auto devicePredict = nn::Predictor::create(onDevice, xType, {.device = id});
+    auto cpuPredict = nn::Predictor::create(onCpu, xType, {.device = "cpu"});
+    REQUIRE(devicePredict.ok());
+    REQUIRE(cpuPredict.ok());
+    CHECK((*devicePredict)->deviceId() == id);
+    makeBatch(rng, x, y);
+    auto p = (*devicePredict)->run(x);
+    auto q = (*cpuPredict)->run(x);
+    REQUIRE(p.ok());
+    REQUIRE(q.ok());
+    CHECK(relativeDifference(*p, *q) < 1e-4);
+    // The model trained on the device goes on training on the CPU from where it was.
+    auto thenCpu = nn::TrainStep::create(onDevice, nn::crossEntropy, nn::adam({.lr = 0.01}), xType, yType, cpuOptions);
+    REQUIRE(thenCpu.ok());
+    makeBatch(rng, x, y);
+    auto c = (*cpuStep)->run(x, y);
+    auto d = (*thenCpu)->run(x, y);
+    REQUIRE(c.ok());
+    REQUIRE(d.ok());
+    // (Adam's step count starts again in the new step: compare the loss, which comes before the update.)
+    CHECK(std::abs(*c - *d) <= 1e-4 * (1 + std::abs(*c)));
+  }
+}
