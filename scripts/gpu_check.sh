@@ -3,17 +3,21 @@
 # wheels but no LLVM and no package registry (the device tool's machines). It
 #   1. unpacks the Debian packages carried in .debs/ (scripts/fetch_gpu_debs.sh) into a private prefix,
 #   2. builds the CUDA configuration (-DSMELT_WITH_LLVM=OFF -DSMELT_WITH_ONNX=OFF) with ninja on all cores,
-#   3. runs the CUDA and NVRTC tests and the runtime's with SMELT_REQUIRE_GPU=1 (a missing driver, GPU
-#      or NVRTC fails them instead of passing with a message),
+#   3. runs the CUDA and NVRTC tests, the runtime's (every device) and the model API's (training on
+#      every device against the CPU) with SMELT_REQUIRE_GPU=1 (a missing driver, GPU or NVRTC fails
+#      them instead of passing with a message), and train_digits --backend cuda (>= 97%),
 #   4. times each benchmark workload on the GPU with `smelt bench --backend cuda --device-time`: kernel
-#      time with device-resident inputs between CUDA events, and host-to-host time,
+#      time with device-resident inputs between CUDA events, and host-to-host time; and the model
+#      API's training steps and small-layer latency (smelt_train_steps --device cuda),
 #   5. times PyTorch eager and torch.compile on the same card (benchmarks/gpu/torch_gpu.py),
 # and prints a summary table last. Full logs go to $SMELT_GPU_LOG_DIR (default build-gpu/logs; give
 # the device tool's $OUT to get them back).
 #   bash scripts/gpu_check.sh              # on the GPU host (device tool: carry [".debs"])
 #   bash scripts/gpu_check.sh --dry-run    # here: everything up to the first call that needs a GPU
-# SMELT_GPU_CHECK_ONLY=ew_chain,softmax_rows limits the workloads; SMELT_GPU_CHECK_SECONDS (default 6)
-# is each measurement's time budget.
+# SMELT_GPU_CHECK_ONLY=ew_chain,softmax_rows limits the workloads; SMELT_GPU_CHECK_SECONDS (default 3)
+# is each measurement's time budget; SMELT_GPU_CHECK_DEADLINE (default 480 s) bounds the whole run:
+# each step gets at most what is left (a step cut short is reported as such), so the summary always
+# prints inside the device tool's 10 minutes.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -22,13 +26,20 @@ dry_run=0
 build=${SMELT_GPU_BUILD_DIR:-$root/build-gpu}
 logs=${SMELT_GPU_LOG_DIR:-$build/logs}
 prefix=$build/prefix
-seconds=${SMELT_GPU_CHECK_SECONDS:-6}
+seconds=${SMELT_GPU_CHECK_SECONDS:-3}
+deadline=${SMELT_GPU_CHECK_DEADLINE:-480}
 workloads=${SMELT_GPU_CHECK_ONLY:-ew_chain,softmax_rows,layernorm,gemm2048,linear_relu,mlp_train}
 mkdir -p "$logs" "$build"
 summary=$logs/summary.md
 : >"$summary"
 started=$(date +%s)
 step() { echo "== $* (+$(($(date +%s) - started)) s)"; }
+# A step's time limit: `want` seconds, or what is left before the deadline (20 s kept for the summary).
+limit() {
+  local left=$((deadline - 20 - ($(date +%s) - started)))
+  [ "$left" -lt 5 ] && left=5
+  [ "$1" -lt "$left" ] && echo "$1" || echo "$left"
+}
 die() { echo "gpu_check: $*" >&2; exit 1; }
 failures=()
 
@@ -80,7 +91,8 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSMELT_WITH_LLVM=OFF
   { tail -30 "$logs/configure.log"; die "configure failed (log: $logs/configure.log)"; }
 grep "smelt: LLVM" "$logs/configure.log"
 grep -q "CUDA(NVRTC headers)=TRUE" "$logs/configure.log" || die "CMake found no CUDA toolkit (nvcc, cuda.h)"
-targets=(smelt smelt_cuda_backend_tests smelt_gpu_tests smelt_c_renderer_tests)
+targets=(smelt smelt_cuda_backend_tests smelt_gpu_tests smelt_c_renderer_tests smelt_runtime_tests smelt_nn_tests
+         train_digits smelt_train_steps)
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" >"$logs/build.log" 2>&1 ||
   { grep -E "error|FAILED" "$logs/build.log" | head -30; die "build failed (log: $logs/build.log)"; }
 smelt=$build/bin/smelt
@@ -101,11 +113,17 @@ gpu=$(head -1 "$logs/gpu.txt")
 
 step "tests (SMELT_REQUIRE_GPU=1)"
 export SMELT_CACHE_DIR=$build/kernel-cache
-(cd "$build" && SMELT_REQUIRE_GPU=1 timeout 240 ctest -j "$(nproc)" --output-on-failure \
-  -R 'codegen/(cuda|nvrtc)|codegen/c-renderers: NVRTC|runtime/') >"$logs/tests.log" 2>&1
+(cd "$build" && SMELT_REQUIRE_GPU=1 timeout "$(limit 240)" ctest -j "$(nproc)" --output-on-failure \
+  -R 'codegen/(cuda|nvrtc)|codegen/c-renderers: NVRTC|runtime/|nn/') >"$logs/tests.log" 2>&1
 tests_rc=$?
 grep -E "tests passed|tests failed|\*\*\*Failed|Timeout" "$logs/tests.log" | tail -20
 [ $tests_rc = 0 ] || failures+=("tests (log: tests.log)")
+
+step "the main job on the GPU: train_digits --backend cuda"
+timeout "$(limit 120)" "$build/bin/train_digits" --backend cuda --checkpoint "$build/digits.safetensors" >"$logs/train_digits.log" 2>&1
+digits=$(awk '/^test accuracy:/ {print $3}' "$logs/train_digits.log")
+tail -3 "$logs/train_digits.log"
+awk -v a="${digits:-0}" 'BEGIN { exit !(a >= 0.97) }' || failures+=("train_digits --backend cuda: ${digits:-no result}")
 
 step "smelt on the GPU: smelt bench --backend cuda --device-time"
 declare -A grad=([mlp_train]=w1,b1,w2,b2,w3,b3)
@@ -114,7 +132,7 @@ IFS=, read -r -a names <<<"$workloads"
 for w in "${names[@]}"; do
   args=(bench "benchmarks/workloads/$w.ir" --backend cuda --device-time --max-seconds "$seconds" --runs 50)
   [ -n "${grad[$w]:-}" ] && args+=(--grad "${grad[$w]}")
-  if timeout 120 "$smelt" "${args[@]}" >"$logs/smelt_$w.log" 2>&1; then
+  if timeout "$(limit 90)" "$smelt" "${args[@]}" >"$logs/smelt_$w.log" 2>&1; then
     smelt_compile[$w]=$(awk '/^compile_ms/ {print $2}' "$logs/smelt_$w.log")
     smelt_device[$w]=$(awk '/^device_median_ms/ {print $2}' "$logs/smelt_$w.log")
     smelt_host[$w]=$(awk '/^median_ms/ {print $2}' "$logs/smelt_$w.log")
@@ -125,10 +143,28 @@ for w in "${names[@]}"; do
   fi
 done
 
+step "the model API on the GPU: smelt_train_steps --device cuda"
+declare -A smelt_model
+if timeout "$(limit 150)" "$build/bin/smelt_train_steps" --device cuda --seconds "$seconds" >"$logs/smelt_model.log" 2>&1; then
+  while read -r key value; do
+    [ "$key" = workload ] && current=$value
+    [ "$key" = median_ms ] && smelt_model[$current]=$value
+  done <"$logs/smelt_model.log"
+  for w in "${!smelt_model[@]}"; do echo "$w: ${smelt_model[$w]} ms"; done
+else
+  echo "FAILED: $(tail -1 "$logs/smelt_model.log")"
+  failures+=("smelt_train_steps --device cuda")
+fi
+
 step "PyTorch on the same card: eager, then torch.compile"
-PYTHONUNBUFFERED=1 timeout 150 python3 benchmarks/gpu/torch_gpu.py --mode eager --only "$workloads" \
+models=mlp_train_step,resnet18_train_step,tiny_latency
+PYTHONUNBUFFERED=1 timeout "$(limit 150)" python3 benchmarks/gpu/torch_gpu.py --mode eager --only "$workloads,$models" \
   --max-seconds "$seconds" --runs 50 >"$logs/torch_eager.log" 2>&1 || failures+=("torch eager (log: torch_eager.log)")
-PYTHONUNBUFFERED=1 timeout 240 python3 benchmarks/gpu/torch_gpu.py --mode compile --only "$workloads" \
+# torch.compile of ResNet-18's training step takes a minute or more on its own: left out unless asked
+# for (SMELT_GPU_CHECK_COMPILE_RESNET=1).
+compiled_models=mlp_train_step,tiny_latency
+[ "${SMELT_GPU_CHECK_COMPILE_RESNET:-0}" = 1 ] && compiled_models=$models
+PYTHONUNBUFFERED=1 timeout "$(limit 240)" python3 benchmarks/gpu/torch_gpu.py --mode compile --only "$workloads,$compiled_models" \
   --max-seconds "$seconds" --runs 50 >"$logs/torch_compile.log" 2>&1 || failures+=("torch.compile (log: torch_compile.log)")
 figure() { awk -v k="$2" '$1 == k {print $2}' "$logs/$1" 2>/dev/null; }
 
@@ -142,8 +178,15 @@ step "summary"
   for w in "${names[@]}"; do
     echo "| $w | ${smelt_compile[$w]:--} | ${smelt_device[$w]:--} | $(figure torch_eager.log "$w:device") | $(figure torch_compile.log "$w:device") | ${smelt_host[$w]:--} | $(figure torch_eager.log "$w:host") | $(figure torch_compile.log "$w:compile") |"
   done
+  echo
+  echo "| model API workload | smelt ms | torch eager ms | torch.compile ms | torch.compile compile ms |"
+  echo "|---|---|---|---|---|"
+  for w in mlp_train_step resnet18_train_step tiny_latency; do
+    echo "| $w | ${smelt_model[$w]:--} | $(figure torch_eager.log "$w:host") | $(figure torch_compile.log "$w:host") | $(figure torch_compile.log "$w:compile") |"
+  done
   grep -h ":error" "$logs"/torch_*.log 2>/dev/null | sed 's/^/torch: /'
   echo
+  echo "train_digits --backend cuda: test accuracy ${digits:-none}"
   echo "tests: $(grep -E 'tests passed' "$logs/tests.log" | tail -1)"
   if [ ${#failures[@]} -gt 0 ]; then echo "FAILED: ${failures[*]}"; else echo "all steps passed"; fi
   echo "took $(($(date +%s) - started)) s; logs in $logs"

@@ -19,9 +19,13 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import timing  # noqa: E402
+import torch_models  # noqa: E402
 import torch_workloads  # noqa: E402
 
 GPU_WORKLOADS = ["ew_chain", "softmax_rows", "layernorm", "gemm2048", "linear_relu", "mlp_train"]
+# Through the model API in smelt (benchmarks/native/train_steps.cpp --device cuda): one training step
+# (its loss back on the host) or one small layer's call (host in, host out), on the wall clock.
+MODEL_WORKLOADS = ["mlp_train_step", "resnet18_train_step", "tiny_latency"]
 
 
 def mlp_train_fn():
@@ -99,7 +103,52 @@ def check(name, got, want):
     return None
 
 
+def run_model_workload(name, args):
+    """A training step ending with its loss on the host, or a tiny layer's host-to-host call: what
+    smelt_train_steps times on the same card. `NAME:host MS`."""
+    compile_it = args.mode == "compile"
+    if name == "tiny_latency":
+        x, w, b = torch.randn(64, 64), torch.randn(64, 64, device=DEVICE), torch.randn(64, device=DEVICE)
+        fn = lambda x: torch.relu(x @ w + b)
+        if compile_it:
+            fn = torch.compile(fn)
+        with torch.no_grad():
+            call = lambda: fn(x.to(DEVICE)).cpu()
+            if compile_it:
+                t = time.perf_counter()
+                call()
+                timing.report(name + ":compile", (time.perf_counter() - t) * 1e3)
+            timing.report(name + ":host", wall_ms(call, args, args.max_seconds))
+        return
+    if name == "mlp_train_step":
+        model = torch_models.mlp().to(DEVICE)
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        x, y = torch.randn(256, 784, device=DEVICE), torch.randint(0, 10, (256,), device=DEVICE)
+    else:
+        model = torch_models.ResNet18().to(DEVICE)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        x, y = torch.randn(16, 3, 64, 64, device=DEVICE), torch.randint(0, 1000, (16,), device=DEVICE)
+    loss_fn = lambda x, y: F.cross_entropy(model(x), y)
+    if compile_it:
+        loss_fn = torch.compile(loss_fn)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(x, y)
+        loss.backward()
+        opt.step()
+        return loss.item()  # the loss back on the host, as smelt's TrainStep::run returns it
+
+    if compile_it:
+        t = time.perf_counter()
+        step()
+        timing.report(name + ":compile", (time.perf_counter() - t) * 1e3)
+    timing.report(name + ":host", wall_ms(step, args, args.max_seconds))
+
+
 def run(name, args):
+    if name in MODEL_WORKLOADS:
+        return run_model_workload(name, args)
     compile_it = args.mode == "compile"
     if name == "mlp_train":
         make, mlp, host = mlp_train_fn()
@@ -141,7 +190,7 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.manual_seed(0)
-    names = [n for n in args.only.split(",") if n] or GPU_WORKLOADS
+    names = [n for n in args.only.split(",") if n] or GPU_WORKLOADS + MODEL_WORKLOADS
     card = torch.cuda.get_device_name(0) if DEVICE == "cuda" else "cpu"
     print("device %s, torch %s, CUDA %s" % (card, torch.__version__, torch.version.cuda), flush=True)
     for name in names:

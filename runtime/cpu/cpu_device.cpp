@@ -72,7 +72,11 @@ class CpuDevice final : public Device {
     description_.kind = DeviceKind::kCpu;
     description_.id = "cpu";
     description_.name = cpuModel();
+#ifdef SMELT_HAVE_LLVM
     description_.driver = "LLVM JIT";
+#else
+    description_.driver = "reference interpreter (no LLVM in this build)";
+#endif
     long pages = sysconf(_SC_PHYS_PAGES);
     long pageSize = sysconf(_SC_PAGESIZE);
     description_.memoryBytes = pages > 0 && pageSize > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize) : 0;

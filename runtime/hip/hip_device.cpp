@@ -21,7 +21,6 @@ namespace {
 using HipError = int;
 constexpr HipError kHipSuccess = 0;
 constexpr HipError kHipErrorOutOfMemory = 2;
-constexpr HipError kHipErrorNoDevice = 100;
 constexpr HipError kHipErrorIllegalAddress = 700;
 constexpr HipError kHipErrorLaunchFailure = 719;
 constexpr HipError kHipErrorAssert = 710;
@@ -89,7 +88,7 @@ const Expected<HipApi*>& hip() {
 ErrorKind kindOf(HipError rc) {
   if (rc == kHipErrorOutOfMemory) return ErrorKind::kOutOfMemory;
   if (rc == kHipErrorIllegalAddress || rc == kHipErrorLaunchFailure || rc == kHipErrorAssert ||
-      rc == kHipErrorEccNotCorrectable || rc == kHipErrorNoDevice) {
+      rc == kHipErrorEccNotCorrectable) {
     return ErrorKind::kDeviceLost;
   }
   return ErrorKind::kGeneric;
