@@ -2,6 +2,7 @@
 // interpreter values and results. Element access converts through double or int64.
 #pragma once
 
+#include "ir/support/host_block_cache.h"
 #include "ir/type.h"
 
 #include <cstddef>
@@ -15,6 +16,8 @@ namespace smelt {
 /// A dense, row-major host tensor that owns its bytes.
 /// An allocator whose value-initialization leaves bytes as they are: a tensor about to be overwritten
 /// whole (a compiled graph's output) is not zero-filled first, which would touch every page twice.
+/// Its memory comes from the host block cache (support/host_block_cache.h): large tensors reuse blocks
+/// whose pages are already mapped, as device tensors reuse their pool's blocks.
 template <typename T>
 struct DefaultInitAllocator : std::allocator<T> {
   template <typename U>
@@ -22,6 +25,8 @@ struct DefaultInitAllocator : std::allocator<T> {
     using other = DefaultInitAllocator<U>;
   };
   using std::allocator<T>::allocator;
+  T* allocate(std::size_t n) { return static_cast<T*>(allocateHostBlock(n * sizeof(T))); }
+  void deallocate(T* p, std::size_t n) noexcept { freeHostBlock(p, n * sizeof(T)); }
   template <typename U>
   void construct(U* p) noexcept {
     ::new (static_cast<void*>(p)) U;

@@ -2,6 +2,7 @@
 // kernel launches. The CPU and PoCL run for real; CUDA and HIP must say why they are absent.
 #include "runtime/cpu/cpu_device.h"
 #include "runtime/device/device_list.h"
+#include "tests/support/devices.h"
 #include "tests/support/gpu_required.h"
 #include "tests/support/random_tensors.h"
 
@@ -14,16 +15,8 @@ using namespace smelt;
 
 namespace {
 
-/// The devices to exercise: the CPU, and the default OpenCL device where there is one.
-std::vector<std::shared_ptr<Device>> realDevices() {
-  std::vector<std::shared_ptr<Device>> devices{cpuDevice()};
-  if (auto opencl = openDevice("opencl")) {
-    devices.push_back(*opencl);
-  } else {
-    MESSAGE("no OpenCL device: ", opencl.error().message());
-  }
-  return devices;
-}
+/// The devices to exercise: every one that opens here (the CPU, PoCL, a GPU where present).
+std::vector<std::shared_ptr<Device>> realDevices() { return testing::everyDevice(); }
 
 std::vector<float> randomFloats(size_t n, uint64_t seed) {
   Tensor t = testing::randomTensor(TensorType{DType::f32, {static_cast<int64_t>(n)}}, seed);

@@ -7,6 +7,7 @@
 #include "runtime/device/device_tensor.h"
 #include "runtime/device/host_staging.h"
 #include "runtime/exec/executable.h"
+#include "tests/support/devices.h"
 #include "tests/support/random_tensors.h"
 
 #include <doctest/doctest.h>
@@ -19,10 +20,11 @@ using namespace smelt;
 
 namespace {
 
-std::shared_ptr<Device> openClOrSkip() {
-  Expected<std::shared_ptr<Device>> device = openDevice("opencl");
-  if (!device) MESSAGE("no OpenCL device: " << device.error().message());
-  return device ? *device : nullptr;
+/// The devices whose transfers stage (every one but the CPU, whose memory is the host's).
+std::vector<std::shared_ptr<Device>> stagingDevices() {
+  std::vector<std::shared_ptr<Device>> devices = testing::everyAccelerator();
+  if (devices.empty()) MESSAGE("no device besides the CPU: nothing stages");
+  return devices;
 }
 
 std::vector<unsigned char> randomBytes(size_t n, uint64_t seed) {
@@ -57,125 +59,129 @@ Tensor transposed(const Tensor& x) {
 }  // namespace
 
 TEST_CASE("staging: every size round trips, and the source is free on return") {
-  std::shared_ptr<Device> device = openClOrSkip();
-  if (!device) return;
-  HostStaging staging(device);
-  DeviceStream& stream = device->defaultStream();
-  uint64_t seed = testing::testSeed();
-  auto roundTrips = [&](size_t bytes) {
-    CAPTURE(bytes);
-    Expected<DeviceMemory> memory = device->allocate(bytes + 64);
-    REQUIRE(memory.ok());
-    std::vector<unsigned char> data = randomBytes(bytes, seed++), source = data;
-    REQUIRE(staging.copyIn(*memory, 64, source.data(), bytes, stream).ok());
-    // The transfer may still be running: the caller's memory is its own again all the same.
-    std::memset(source.data(), 0, bytes);
-    std::vector<unsigned char> back(bytes);
-    const HostFetch fetch{back.data(), *memory, 64, bytes};
-    REQUIRE(staging.copyOut({&fetch, 1}, stream).ok());
-    CHECK(back == data);
-    device->release(*memory);
-  };
-  const std::vector<size_t> sizes = {1, 4095, 4096, 65537, size_t{1} << 20, (size_t{3} << 20) + 5};
-  for (int pass = 0; pass < 3; ++pass) {
-    for (size_t bytes : sizes) roundTrips(bytes);
+  for (const std::shared_ptr<Device>& device : stagingDevices()) {
+    CAPTURE(device->id());
+    HostStaging staging(device);
+    DeviceStream& stream = device->defaultStream();
+    uint64_t seed = testing::testSeed();
+    auto roundTrips = [&](size_t bytes) {
+      CAPTURE(bytes);
+      Expected<DeviceMemory> memory = device->allocate(bytes + 64);
+      REQUIRE(memory.ok());
+      std::vector<unsigned char> data = randomBytes(bytes, seed++), source = data;
+      REQUIRE(staging.copyIn(*memory, 64, source.data(), bytes, stream).ok());
+      // The transfer may still be running: the caller's memory is its own again all the same.
+      std::memset(source.data(), 0, bytes);
+      std::vector<unsigned char> back(bytes);
+      const HostFetch fetch{back.data(), *memory, 64, bytes};
+      REQUIRE(staging.copyOut({&fetch, 1}, stream).ok());
+      CHECK(back == data);
+      device->release(*memory);
+    };
+    const std::vector<size_t> sizes = {1, 4095, 4096, 65537, size_t{1} << 20, (size_t{3} << 20) + 5};
+    for (int pass = 0; pass < 3; ++pass) {
+      for (size_t bytes : sizes) roundTrips(bytes);
+    }
+    StagingStats stats = staging.stats();
+    CHECK(stats.directCopies == 2 * 2 * 3);  // 1 and 4095 bytes, each way, three times
+    CHECK(stats.stagedCopies == 4 * 2 * 3);
+    // Blocks are reused: at most two per size class over all passes (an upload's block may still be
+    // in flight when the fetch rents one), never one per copy.
+    CHECK(stats.pinnedAllocations <= 4 * 2);
   }
-  StagingStats stats = staging.stats();
-  CHECK(stats.directCopies == 2 * 2 * 3);  // 1 and 4095 bytes, each way, three times
-  CHECK(stats.stagedCopies == 4 * 2 * 3);
-  // Blocks are reused: at most two per size class over all passes (an upload's block may still be
-  // in flight when the fetch rents one), never one per copy.
-  CHECK(stats.pinnedAllocations <= 4 * 2);
 }
 
 TEST_CASE("staging: blocks are reused, never shared by two transfers in flight") {
-  std::shared_ptr<Device> device = openClOrSkip();
-  if (!device) return;
-  HostStaging staging(device);
-  DeviceStream& stream = device->defaultStream();
-  constexpr size_t kBytes = 256 << 10;
-  constexpr int kCopies = 24;
-  Expected<DeviceMemory> memory = device->allocate(kBytes * kCopies);
-  REQUIRE(memory.ok());
-  uint64_t seed = testing::testSeed() + 7;
-  // Many uploads enqueued back to back, each from the same host buffer rewritten in between: each
-  // must land with the values it had when its call returned.
-  std::vector<unsigned char> source(kBytes);
-  std::vector<std::vector<unsigned char>> sent;
-  for (int i = 0; i < kCopies; ++i) {
-    sent.push_back(randomBytes(kBytes, seed + i));
-    source = sent.back();
-    REQUIRE(staging.copyIn(*memory, i * kBytes, source.data(), kBytes, stream).ok());
+  for (const std::shared_ptr<Device>& device : stagingDevices()) {
+    CAPTURE(device->id());
+    HostStaging staging(device);
+    DeviceStream& stream = device->defaultStream();
+    constexpr size_t kBytes = 256 << 10;
+    constexpr int kCopies = 24;
+    Expected<DeviceMemory> memory = device->allocate(kBytes * kCopies);
+    REQUIRE(memory.ok());
+    uint64_t seed = testing::testSeed() + 7;
+    // Many uploads enqueued back to back, each from the same host buffer rewritten in between: each
+    // must land with the values it had when its call returned.
+    std::vector<unsigned char> source(kBytes);
+    std::vector<std::vector<unsigned char>> sent;
+    for (int i = 0; i < kCopies; ++i) {
+      sent.push_back(randomBytes(kBytes, seed + i));
+      source = sent.back();
+      REQUIRE(staging.copyIn(*memory, i * kBytes, source.data(), kBytes, stream).ok());
+    }
+    std::vector<unsigned char> back(kBytes * kCopies);
+    const HostFetch fetch{back.data(), *memory, 0, back.size()};
+    REQUIRE(staging.copyOut({&fetch, 1}, stream).ok());
+    for (int i = 0; i < kCopies; ++i) {
+      CAPTURE(i);
+      CHECK(std::memcmp(back.data() + i * kBytes, sent[i].data(), kBytes) == 0);
+    }
+    // Once the queue has drained, later uploads reuse the blocks.
+    REQUIRE(device->synchronize().ok());
+    size_t before = staging.stats().pinnedAllocations;
+    for (int i = 0; i < 8; ++i) {
+      REQUIRE(staging.copyIn(*memory, 0, source.data(), kBytes, stream).ok());
+      REQUIRE(stream.synchronize().ok());
+    }
+    CHECK(staging.stats().pinnedAllocations == before);
+    device->release(*memory);
   }
-  std::vector<unsigned char> back(kBytes * kCopies);
-  const HostFetch fetch{back.data(), *memory, 0, back.size()};
-  REQUIRE(staging.copyOut({&fetch, 1}, stream).ok());
-  for (int i = 0; i < kCopies; ++i) {
-    CAPTURE(i);
-    CHECK(std::memcmp(back.data() + i * kBytes, sent[i].data(), kBytes) == 0);
-  }
-  // Once the queue has drained, later uploads reuse the blocks.
-  REQUIRE(device->synchronize().ok());
-  size_t before = staging.stats().pinnedAllocations;
-  for (int i = 0; i < 8; ++i) {
-    REQUIRE(staging.copyIn(*memory, 0, source.data(), kBytes, stream).ok());
-    REQUIRE(stream.synchronize().ok());
-  }
-  CHECK(staging.stats().pinnedAllocations == before);
-  device->release(*memory);
 }
 
 TEST_CASE("staging: the next batch uploads on a second stream while the step runs, as the reference computes") {
-  if (!openClOrSkip()) return;
-  Graph g = testing::parseOrFail(kStep);
-  auto exe = Executable::compile(g, {.device = "opencl"});
-  REQUIRE(exe.ok());
-  std::shared_ptr<Device> device = (*exe)->device();
-  Expected<std::unique_ptr<DeviceStream>> copyStream = device->createStream();
-  REQUIRE(copyStream.ok());
-  uint64_t seed = testing::testSeed() + 11;
-  Tensor w = testing::randomTensor(TensorType{DType::f32, {96, 32}}, seed);
-  TensorMap reference = {{"w", w}};
-  DeviceTensorMap feeds;
-  feeds["w"] = DeviceTensor::fromHost(device, w).value();
-  // One host batch buffer, refilled for every step as a data loader's would be.
-  Tensor batch(TensorType{DType::f32, {128, 96}});
-  auto loadBatch = [&](int step) -> std::pair<DeviceTensor, DeviceTensor> {
-    batch = testing::randomTensor(batch.type(), seed + 100 + step);
-    Tensor t = transposed(batch);
-    reference["x"] = batch;
-    reference["xt"] = t;
-    return {DeviceTensor::fromHostAsync(device, batch, **copyStream).value(),
-            DeviceTensor::fromHostAsync(device, t, **copyStream).value()};
-  };
-  constexpr int kSteps = 6;
-  std::vector<TensorMap> batches;
-  auto next = loadBatch(0);
-  batches.push_back(reference);
-  std::vector<DeviceTensor> outputs;
-  for (int step = 0; step < kSteps; ++step) {
-    feeds["x"] = next.first;
-    feeds["xt"] = next.second;
-    REQUIRE((*exe)->run(feeds, outputs).ok());
-    feeds["w"] = outputs[0];
-    outputs.clear();
-    // Prefetch: the next batch goes up while this step's kernels run.
-    if (step + 1 < kSteps) {
-      next = loadBatch(step + 1);
-      batches.push_back(reference);
+  for (const std::shared_ptr<Device>& device : stagingDevices()) {
+    CAPTURE(device->id());
+    Graph g = testing::parseOrFail(kStep);
+    auto exe = Executable::compile(g, {.device = device->id()});
+    REQUIRE(exe.ok());
+    CHECK((*exe)->device() == device);
+    Expected<std::unique_ptr<DeviceStream>> copyStream = device->createStream();
+    REQUIRE(copyStream.ok());
+    uint64_t seed = testing::testSeed() + 11;
+    Tensor w = testing::randomTensor(TensorType{DType::f32, {96, 32}}, seed);
+    TensorMap reference = {{"w", w}};
+    DeviceTensorMap feeds;
+    feeds["w"] = DeviceTensor::fromHost(device, w).value();
+    // One host batch buffer, refilled for every step as a data loader's would be.
+    Tensor batch(TensorType{DType::f32, {128, 96}});
+    auto loadBatch = [&](int step) -> std::pair<DeviceTensor, DeviceTensor> {
+      batch = testing::randomTensor(batch.type(), seed + 100 + step);
+      Tensor t = transposed(batch);
+      reference["x"] = batch;
+      reference["xt"] = t;
+      return {DeviceTensor::fromHostAsync(device, batch, **copyStream).value(),
+              DeviceTensor::fromHostAsync(device, t, **copyStream).value()};
+    };
+    constexpr int kSteps = 6;
+    std::vector<TensorMap> batches;
+    auto next = loadBatch(0);
+    batches.push_back(reference);
+    std::vector<DeviceTensor> outputs;
+    for (int step = 0; step < kSteps; ++step) {
+      feeds["x"] = next.first;
+      feeds["xt"] = next.second;
+      REQUIRE((*exe)->run(feeds, outputs).ok());
+      feeds["w"] = outputs[0];
+      outputs.clear();
+      // Prefetch: the next batch goes up while this step's kernels run.
+      if (step + 1 < kSteps) {
+        next = loadBatch(step + 1);
+        batches.push_back(reference);
+      }
     }
+    Tensor got = feeds["w"].toHost().value();
+    TensorMap host = {{"w", w}};
+    for (int step = 0; step < kSteps; ++step) {
+      host["x"] = batches[step].at("x");
+      host["xt"] = batches[step].at("xt");
+      host["w"] = interpret(g, host).value()[0];
+    }
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      double a = got.getDouble(i), b = host["w"].getDouble(i);
+      REQUIRE(std::abs(a - b) <= 1e-4 + 1e-3 * std::abs(b));
+    }
+    // The feeds went through pinned staging.
+    CHECK(HostStaging::forDevice(device)->stats().stagedCopies >= 2 * kSteps);
   }
-  Tensor got = feeds["w"].toHost().value();
-  TensorMap host = {{"w", w}};
-  for (int step = 0; step < kSteps; ++step) {
-    host["x"] = batches[step].at("x");
-    host["xt"] = batches[step].at("xt");
-    host["w"] = interpret(g, host).value()[0];
-  }
-  for (int64_t i = 0; i < got.numel(); ++i) {
-    double a = got.getDouble(i), b = host["w"].getDouble(i);
-    REQUIRE(std::abs(a - b) <= 1e-4 + 1e-3 * std::abs(b));
-  }
-  // The feeds went through pinned staging.
-  CHECK(HostStaging::forDevice(device)->stats().stagedCopies >= 2 * kSteps);
 }

@@ -6,6 +6,7 @@
 #include "ir/parser.h"
 #include "runtime/device/device_list.h"
 #include "runtime/exec/executable.h"
+#include "tests/support/devices.h"
 #include "tests/support/random_tensors.h"
 
 #include <doctest/doctest.h>
@@ -39,12 +40,14 @@ std::string graphText(int variant) {
 
 }  // namespace
 
-TEST_CASE("threads: 64 threads compile and run executables at once, on the CPU and OpenCL") {
-  bool opencl = openDevice("opencl").ok();
-  if (!opencl) MESSAGE("no OpenCL device: only the CPU runs");
+TEST_CASE("threads: 64 threads compile and run executables at once, on every device") {
+  // The threads take turns over the devices there are (the CPU, PoCL, a GPU where present).
+  std::vector<std::string> devices;
+  for (const auto& d : testing::everyDevice()) devices.push_back(d->id());
+  if (devices.size() == 1) MESSAGE("only the CPU here");
   uint64_t seed = testing::testSeed();
   constexpr int kThreads = 64;
-  std::atomic<int> failures{0}, runs{0}, onOpenCl{0};
+  std::atomic<int> failures{0}, runs{0}, onTheirDevice{0};
   std::mutex messagesMutex;
   std::vector<std::string> messages;
   auto fail = [&](std::string what) {
@@ -57,10 +60,10 @@ TEST_CASE("threads: 64 threads compile and run executables at once, on the CPU a
     threads.emplace_back([&, t] {
       auto graph = parseGraph(graphText(t % 4));
       if (!graph) return fail(graph.error().message());
-      const char* device = (t % 2 == 1 && opencl) ? "opencl" : "cpu";
+      const std::string& device = devices[static_cast<size_t>(t) % devices.size()];
       auto exe = Executable::compile(*graph, {.device = device});
       if (!exe) return fail(fmt::format("thread {}: {}", t, exe.error().message()));
-      if ((*exe)->deviceId().rfind("opencl", 0) == 0) ++onOpenCl;
+      if ((*exe)->deviceId() == device) ++onTheirDevice;
       for (int run = 0; run < 3; ++run) {
         TensorMap feeds;
         for (const Value* v : graph->inputs()) feeds[v->name()] = testing::randomTensor(v->type(), seed + t * 10 + run);
@@ -87,5 +90,5 @@ TEST_CASE("threads: 64 threads compile and run executables at once, on the CPU a
   for (const std::string& m : messages) MESSAGE(m);
   CHECK(failures == 0);
   CHECK(runs == kThreads * 3);
-  CHECK(onOpenCl == (opencl ? kThreads / 2 : 0));
+  CHECK(onTheirDevice == kThreads);
 }
