@@ -247,11 +247,28 @@ void runWeightGradAs(const GemmPlan& p, char* const* operands, char* product, ch
 
 void preferUntransposedB(GemmPlan& plan) {
   if (!plan.transB || plan.conv || plan.batch != 1 || plan.dtype != DType::f32 || !blas::onednn()) return;
+  // The transpose moves all of B every time (weights change every training step): it pays only when
+  // the product has enough rows to amortize it. Measured with oneDNN on 2 threads: 256x1024x1024 took
+  // 2.8-3.0 ms transposed against 2.4-3.3 ms untransposed plus ~0.8 ms to transpose; 512x2048x2048
+  // 22.9 against 17.9 plus ~3 ms.
+  if (plan.m < 512) return;
   plan.transposeB = true;
   plan.columnElements = plan.k * plan.n;
 }
 
 namespace {
+
+/// The width of the column blocks a split product's threads claim (a multiple of oneDNN's 16-float
+/// vector tiles).
+constexpr int64_t kColumnBlock = 64;
+
+/// Whether a product is split into column blocks on the pool (see runGemm): f32 on oneDNN, one batch
+/// item, more than one thread, and enough work for the blocks to be products worth a call (at 2^22
+/// multiply-adds, a 64x64x1024 product: about 30 us on one thread).
+bool splitsByColumns(const GemmPlan& p) {
+  return p.dtype == DType::f32 && p.batch == 1 && blas::onednn() && ThreadPool::global().threads() > 1 &&
+         p.n >= 2 * kColumnBlock && p.m * p.n * p.k >= (int64_t{1} << 22);
+}
 
 /// `b` (rows x cols, row-major) into `t` (cols x rows): bands of rows on the thread pool's threads.
 void transposeInto(const float* b, int64_t rows, int64_t cols, float* t) {
@@ -291,6 +308,20 @@ void runGemm(const GemmPlan& p, char* const* operands, char* product, char* colu
   }
   int64_t lda = p.transA ? p.m : p.k;
   int64_t ldb = transB ? p.k : p.n;
+  if (splitsByColumns(p)) {
+    // Column blocks of C claimed dynamically by the pool's threads, each one single-threaded product
+    // (oneDNN runs one thread inside a parallel region): as fast as oneDNN's own threads on a quiet
+    // machine, and a thread whose core another process holds delays only its last small block,
+    // where oneDNN's static split makes every product wait for its slow half.
+    const int64_t blocks = (p.n + kColumnBlock - 1) / kColumnBlock;
+    ThreadPool::global().parallelFor(blocks, [&](int64_t begin, int64_t end) {
+      const int64_t j0 = begin * kColumnBlock, j1 = std::min(p.n, end * kColumnBlock);
+      const float* bBlock = reinterpret_cast<const float*>(b) + (transB ? j0 * p.k : j0);
+      blas::gemm(p.dtype, p.transA, transB, p.m, j1 - j0, p.k, p.alpha, a, lda, bBlock, ldb,
+                 reinterpret_cast<float*>(product) + j0, p.n);
+    });
+    return;
+  }
   for (int64_t i = 0; i < p.batch; ++i) {
     blas::gemm(p.dtype, p.transA, transB, p.m, p.n, p.k, p.alpha, a + i * p.strideA * bytes,
                lda, b + i * p.strideB * bytes, ldb, product + i * p.strideC * bytes, p.n);

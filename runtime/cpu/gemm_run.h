@@ -8,8 +8,9 @@
 namespace smelt {
 
 /// Makes `plan` transpose a transposed B itself (into a k x n columns buffer) before an untransposed
-/// product, where that measured faster: f32 on oneDNN, one batch item. A linear layer's x W^T at
-/// 512x2048x2048 took 11.7 ms with the transposed sgemm, 8.9 ms untransposed plus ~1 ms to transpose.
+/// product, where that measured faster: f32 on oneDNN, one batch item, 512 rows or more. A linear
+/// layer's x W^T at 512x2048x2048 took 11.7 ms with the transposed sgemm, 8.9 ms untransposed plus ~1 ms
+/// to transpose; at 256 rows the transpose costs more than it saves.
 void preferUntransposedB(GemmPlan& plan);
 
 /// alpha * op(a) op(b) for every batch item (or the convolution without its bias) into `product`;

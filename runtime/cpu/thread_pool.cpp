@@ -12,16 +12,35 @@ void ThreadPool::runOnOpenMp(OpenMpParallel parallel) { openMp_.store(parallel);
 
 namespace {
 
-// One parallelFor on OpenMP's threads: each takes chunks from a shared counter until none are left.
+/// Guided self-scheduling: each claim takes a share of what is left (half of it split among the
+/// threads), never less than `minChunk`. Large chunks first keep the claims few; small ones at the end
+/// let the threads that are running take the last work, so a thread whose core another process holds
+/// (a shared machine) leaves the others waiting for one small chunk, not for a fixed share.
+int64_t guidedChunk(int64_t left, int threads, int64_t minChunk) {
+  return std::max(minChunk, left / (2 * static_cast<int64_t>(threads)));
+}
+
+/// The smallest chunk: a 64th of each thread's share (and at least one point).
+int64_t minimumChunk(int64_t total, int threads) {
+  return std::max<int64_t>(1, total / (64 * static_cast<int64_t>(threads)));
+}
+
+// One parallelFor on OpenMP's threads: each claims guided chunks from a shared counter until none
+// are left.
 struct OpenMpJob {
   const std::function<void(int64_t, int64_t)>* fn;
-  int64_t total, chunk;
+  int64_t total, minChunk;
+  int threads;
   std::atomic<int64_t> next{0};
 
   static void run(void* data) {
     auto& job = *static_cast<OpenMpJob*>(data);
-    for (int64_t begin = job.next.fetch_add(job.chunk); begin < job.total; begin = job.next.fetch_add(job.chunk)) {
-      (*job.fn)(begin, std::min(job.total, begin + job.chunk));
+    int64_t begin = job.next.load(std::memory_order_relaxed);
+    while (begin < job.total) {
+      int64_t end = std::min(job.total, begin + guidedChunk(job.total - begin, job.threads, job.minChunk));
+      if (!job.next.compare_exchange_weak(begin, end, std::memory_order_relaxed)) continue;  // begin reloaded
+      (*job.fn)(begin, end);
+      begin = job.next.load(std::memory_order_relaxed);
     }
   }
 };
@@ -52,14 +71,15 @@ ThreadPool& ThreadPool::global() {
 
 void ThreadPool::runChunks() {
   while (true) {
-    int64_t begin;
+    int64_t begin, end;
     {
       std::lock_guard lock(mutex_);
       if (next_ >= total_) return;
       begin = next_;
-      next_ = std::min(total_, next_ + chunk_);
+      end = std::min(total_, begin + guidedChunk(total_ - begin, threads(), chunk_));
+      next_ = end;
     }
-    (*job_)(begin, std::min(total_, begin + chunk_));
+    (*job_)(begin, end);
   }
 }
 
@@ -90,10 +110,10 @@ void ThreadPool::parallelFor(int64_t total, const std::function<void(int64_t, in
     fn(0, total);
     return;
   }
-  // A few chunks per thread balance uneven rows without much locking.
-  const int64_t chunk = std::max<int64_t>(1, (total + threads() * 4 - 1) / (threads() * 4));
+  // Guided chunks (see guidedChunk), never smaller than `chunk`.
+  const int64_t chunk = minimumChunk(total, threads());
   if (OpenMpParallel openMp = openMp_.load()) {
-    OpenMpJob job{&fn, total, chunk};
+    OpenMpJob job{&fn, total, chunk, threads()};
     openMp(&OpenMpJob::run, &job, static_cast<unsigned>(threads()), 0);
     return;
   }

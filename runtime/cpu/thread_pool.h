@@ -1,5 +1,8 @@
 // A fixed pool of worker threads for running one kernel's outer points in parallel. The caller takes
 // part, so a pool of N threads uses N-1 workers; small ranges run inline with no synchronization.
+// Work is claimed dynamically in guided chunks (a share of what is left, shrinking to a 64th of a
+// thread's share), so a thread held up by another process on its core delays the rest by at most one
+// small chunk.
 // Once a BLAS that runs on OpenMP is loaded (runtime/blas.cpp), parallel loops run on OpenMP's threads
 // instead: one set of threads serves both the library's products and the generated kernels around
 // them, spinning briefly between the two rather than two sets handing over through sleeps and wake-ups
@@ -46,7 +49,7 @@ class ThreadPool {
   std::mutex busy_;  // held by the caller of a parallel run
   std::condition_variable wake_, finished_;
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
-  int64_t total_ = 0, chunk_ = 1, next_ = 0, active_ = 0;
+  int64_t total_ = 0, chunk_ = 1, next_ = 0, active_ = 0;  // chunk_: the smallest chunk
   uint64_t generation_ = 0;
   bool stop_ = false;
   static std::atomic<OpenMpParallel> openMp_;
