@@ -284,6 +284,10 @@ def run(a, cache):
         print("  %-50s %-14s %s" % (label, measured, "met" if met else "NOT MET"))
     info = describe(a, peers, rows, budget)
     info["load"] = "%.1f at the start, %.1f at the end" % (load_start, os.getloadavg()[0])
+    gpu = os.path.join(ROOT, "docs", "gpu_check.md")
+    if os.path.exists(gpu):
+        with open(gpu) as f:
+            info["gpu_summary"] = f.read()
     os.makedirs(a.output_dir, exist_ok=True)
     with open(os.path.join(a.output_dir, "BENCHMARKS.md"), "w") as f:
         f.write(report.markdown(rows, stream, peers, info, device))

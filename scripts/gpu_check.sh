@@ -11,7 +11,8 @@
 #      API's training steps and small-layer latency (smelt_train_steps --device cuda),
 #   5. times PyTorch eager and torch.compile on the same card (benchmarks/gpu/torch_gpu.py),
 # and prints a summary table last. Full logs go to $SMELT_GPU_LOG_DIR (default build-gpu/logs; give
-# the device tool's $OUT to get them back).
+# the device tool's $OUT to get them back); the summary (summary.md there) is what docs/gpu_check.md
+# keeps and benchmarks/run_benchmarks.py puts in docs/BENCHMARKS.md's GPU section.
 #   bash scripts/gpu_check.sh              # on the GPU host (device tool: carry [".debs"])
 #   bash scripts/gpu_check.sh --dry-run    # here: everything up to the first call that needs a GPU
 # SMELT_GPU_CHECK_ONLY=ew_chain,softmax_rows limits the workloads; SMELT_GPU_CHECK_SECONDS (default 3)

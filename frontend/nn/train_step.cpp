@@ -10,19 +10,11 @@ namespace smelt::nn {
 
 namespace {
 
-/// The model's state for each of the graph's parameters, by position (null: the graph's initial value).
-std::vector<const Tensor*> stateFor(const Graph& graph, const StateDict& state) {
-  std::vector<const Tensor*> params;
-  for (const Value* p : graph.parameters()) {
-    auto it = state.find(p->name());
-    params.push_back(it == state.end() ? nullptr : &it->second);
-  }
-  return params;
-}
-
-/// The model's state on the device for each of the graph's parameters, by position.
-std::vector<const DeviceTensor*> stateFor(const Graph& graph, const DeviceTensorMap& state) {
-  std::vector<const DeviceTensor*> params;
+/// The model's state (on the host, or on a device) for each of the graph's parameters, by position
+/// (null: the graph's initial value).
+template <typename T>
+std::vector<const T*> stateFor(const Graph& graph, const std::map<std::string, T, std::less<>>& state) {
+  std::vector<const T*> params;
   for (const Value* p : graph.parameters()) {
     auto it = state.find(p->name());
     params.push_back(it == state.end() ? nullptr : &it->second);

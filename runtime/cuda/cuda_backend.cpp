@@ -1,7 +1,7 @@
 // CudaBackend (see cuda_backend.h).
 #include "runtime/cuda/cuda_backend.h"
 
-#include "codegen/cache/kernel_cache.h"
+#include "codegen/cache/cache_key.h"
 #include "codegen/cuda/cuda_renderer.h"
 #include "codegen/cuda/nvrtc_compiler.h"
 #include "codegen/log.h"
@@ -41,31 +41,22 @@ Expected<KernelImage> cudaKernelImage(std::span<const codegen::Kernel* const> ke
   codegen::CudaRenderer renderer;
   SMELT_TRY(std::string source, renderer.renderSource(kernels, symbols));
   std::vector<std::string> flags = cudaNvrtcFlags();
-  CacheKey key;
-  for (size_t k = 0; k < kernels.size(); ++k) key.kernel += fmt::format("kernel {}\n{}", symbols[k], printKernel(*kernels[k]));
-  key.backend = "cuda";
-  key.target = arch;
   // The C renderers carry no version number: the rendered source's digest stands in for one (the
   // LLVM backend puts its renderer version in the same field), so a renderer change never loads a
   // stale image.
-  key.compilerVersion = fmt::format("NVRTC {}.{} cuda-c {}", nvrtc.major, nvrtc.minor, cacheDigest(source));
-  key.options = fmt::format("{}", fmt::join(flags, " "));
+  CacheKey key = imageKey(kernels, symbols, "cuda", arch,
+                          fmt::format("NVRTC {}.{} cuda-c {}", nvrtc.major, nvrtc.minor, cacheDigest(source)),
+                          fmt::format("{}", fmt::join(flags, " ")));
   KernelImage image{.format = exact ? KernelImage::Format::kCubin : KernelImage::Format::kPtx};
-  KernelCache& cache = KernelCache::global();
-  if (std::optional<std::vector<std::byte>> cached = cache.lookup(key)) {
-    image.data.assign(reinterpret_cast<const char*>(cached->data()), cached->size());
-    info.cached.assign(kernels.size(), true);
-  } else {
+  SMELT_TRY(image.data, cachedImage(key, kernels.size(), info, [&]() -> Expected<std::string> {
     SMELT_TRY(cuda::NvrtcOutput out,
               cuda::compileCuda(source, {.arch = arch, .flags = flags, .program_name = "smelt_graph.cu"}));
     if (!out.log.empty()) logger().debug("cuda: NVRTC log:\n{}", out.log);
-    image.data = exact ? std::move(out.cubin) : out.ptx;
-    info.assembly = std::move(out.ptx);
-    cache.store(key, std::as_bytes(std::span(image.data.data(), image.data.size())));
-    info.cached.assign(kernels.size(), false);
     logger().debug("cuda: {} kernels compiled for {} ({}) in {:.1f} ms", kernels.size(), arch, key.digest(),
                    out.compile_ms);
-  }
+    info.assembly = out.ptx;
+    return exact ? std::move(out.cubin) : std::move(out.ptx);
+  }));
   if (!exact && info.assembly.empty()) info.assembly = image.data;
   info.source = std::move(source);
   info.target = arch;
@@ -80,10 +71,7 @@ Expected<std::shared_ptr<DeviceKernels>> CudaBackend::loadKernels(std::span<cons
   // An image of a newer CUDA than the driver would fail in cuModuleLoadDataEx: say why up front.
   SMELT_CHECK_OK(cuda::checkPtxCompatible(nvrtc.major));
   SMELT_TRY(KernelImage image, cudaKernelImage(kernels, symbols, gpu.cc_major, gpu.cc_minor, info));
-  bool reused = false;
-  SMELT_TRY(std::shared_ptr<DeviceKernels> loaded, device_->loadKernels(image, &reused));
-  if (reused) info.cached.assign(kernels.size(), true);
-  return loaded;
+  return loadImage(image, kernels.size(), info);
 }
 
 }  // namespace smelt

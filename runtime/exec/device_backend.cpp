@@ -1,6 +1,7 @@
 // DeviceBackend's defaults and backendFor(): the one place that maps a device kind to its hooks.
 #include "runtime/exec/device_backend.h"
 
+#include "codegen/cache/kernel_cache.h"
 #include "codegen/lower_kernel.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/device/fault_injection.h"
@@ -8,9 +9,7 @@
 #ifdef SMELT_HAVE_OPENCL
 #include "runtime/opencl/opencl_backend.h"
 #endif
-#ifdef SMELT_HAVE_CUDA
 #include "runtime/cuda/cuda_backend.h"
-#endif
 #include "runtime/hip/hip_backend.h"
 
 #include <fmt/format.h>
@@ -52,6 +51,38 @@ Status DeviceBackend::runProduct(const GemmPlan&, const ProductBuffers&, DeviceS
   return makeError("{}: no vendor products on this device", device_->id());
 }
 
+Expected<std::shared_ptr<DeviceKernels>> DeviceBackend::loadImage(const KernelImage& image, size_t kernels,
+                                                                  KernelLoadInfo& info) const {
+  bool reused = false;
+  SMELT_TRY(std::shared_ptr<DeviceKernels> loaded, device_->loadKernels(image, &reused));
+  if (reused) info.cached.assign(kernels, true);
+  return loaded;
+}
+
+CacheKey imageKey(std::span<const codegen::Kernel* const> kernels, std::span<const std::string> symbols,
+                  std::string backend, std::string target, std::string compilerVersion, std::string options) {
+  CacheKey key;
+  for (size_t k = 0; k < kernels.size(); ++k) key.kernel += fmt::format("kernel {}\n{}", symbols[k], printKernel(*kernels[k]));
+  key.backend = std::move(backend);
+  key.target = std::move(target);
+  key.compilerVersion = std::move(compilerVersion);
+  key.options = std::move(options);
+  return key;
+}
+
+Expected<std::string> cachedImage(const CacheKey& key, size_t kernels, KernelLoadInfo& info,
+                                  const std::function<Expected<std::string>()>& compile) {
+  KernelCache& cache = KernelCache::global();
+  if (std::optional<std::vector<std::byte>> cached = cache.lookup(key)) {
+    info.cached.assign(kernels, true);
+    return std::string(reinterpret_cast<const char*>(cached->data()), cached->size());
+  }
+  SMELT_TRY(std::string image, compile());
+  cache.store(key, std::as_bytes(std::span(image.data(), image.size())));
+  info.cached.assign(kernels, false);
+  return image;
+}
+
 LaunchShape DeviceBackend::shapeOf(const codegen::Kernel& kernel, const CompileOptions&) const {
   return LaunchShape{.points = kernel.domainSize(), .parallel = true};
 }
@@ -65,12 +96,7 @@ Expected<std::unique_ptr<DeviceBackend>> backendFor(const std::shared_ptr<Device
 #else
       break;
 #endif
-    case DeviceKind::kCuda:
-#ifdef SMELT_HAVE_CUDA
-      return std::unique_ptr<DeviceBackend>(std::make_unique<CudaBackend>(device));
-#else
-      break;
-#endif
+    case DeviceKind::kCuda: return std::unique_ptr<DeviceBackend>(std::make_unique<CudaBackend>(device));
     case DeviceKind::kHip: return std::unique_ptr<DeviceBackend>(std::make_unique<HipBackend>(device));
   }
   return makeError("no backend for {} devices in this build", deviceKindName(device->kind()));

@@ -8,11 +8,13 @@
 //   SMELT_TRY(std::shared_ptr<DeviceKernels> kernels, backend->loadKernels(kernels, symbols, info));
 #pragma once
 
+#include "codegen/cache/cache_key.h"
 #include "codegen/kernel.h"
 #include "ir/graph.h"
 #include "runtime/device/device.h"
 #include "runtime/exec/gemm_plan.h"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -84,9 +86,23 @@ class DeviceBackend {
   /// The parts of whyNotKernel every device shares: a lowering, and SMELT_FAULTS' unsupported ops
   /// and dtypes (and `lacks`, a dtype the device cannot compute in, when given).
   std::string whyNotCommon(const Node& node, bool (*lacks)(DType, const Device&) = nullptr) const;
+  /// Loads `image` (of `kernels` kernels) on the device; an image this process loaded before counts
+  /// every kernel as cached.
+  Expected<std::shared_ptr<DeviceKernels>> loadImage(const KernelImage& image, size_t kernels,
+                                                     KernelLoadInfo& info) const;
 
   std::shared_ptr<Device> device_;
 };
+
+/// The kernel cache's key for one image of `kernels` (named `symbols`) built by `backend` ("cuda",
+/// "hip") for `target` with `compilerVersion` and `options`.
+CacheKey imageKey(std::span<const codegen::Kernel* const> kernels, std::span<const std::string> symbols,
+                  std::string backend, std::string target, std::string compilerVersion, std::string options = {});
+
+/// The compiled image `key` names: from the kernel cache when any process built it before, else from
+/// `compile` (then stored). `info.cached` says which, for each of `kernels` kernels.
+Expected<std::string> cachedImage(const CacheKey& key, size_t kernels, KernelLoadInfo& info,
+                                  const std::function<Expected<std::string>()>& compile);
 
 /// The backend for `device`'s kind: the one place that maps a device kind to its hooks. A kind this
 /// build has none for is an error saying so.

@@ -144,6 +144,7 @@ Expected<std::vector<Tensor>> Executable::run(const TensorMap& feeds) {
 }
 
 Status Executable::run(const TensorMap& feeds, std::vector<Tensor>& outputs) {
+  if (!impl_->compiled) return makeError("@{}: no executable left after a failed recovery (see the warnings above)", impl_->source->name());
   SMELT_TRY(BoundFeeds fed, bindFeeds(graph(), feeds));
   return run(fed.inputs, fed.parameters, outputs);
 }
@@ -163,6 +164,7 @@ Status Executable::run(std::span<const Tensor* const> inputs, std::span<const Te
 }
 
 Status Executable::run(const DeviceTensorMap& feeds, std::vector<DeviceTensor>& outputs) {
+  if (!impl_->compiled) return makeError("@{}: no executable left after a failed recovery (see the warnings above)", impl_->source->name());
   SMELT_TRY(BoundFeedsOf<DeviceTensor> fed, bindFeeds(graph(), feeds));
   return run(fed.inputs, fed.parameters, outputs);
 }

@@ -60,14 +60,13 @@ Expected<std::shared_ptr<DeviceKernels>> OpenClBackend::loadKernels(std::span<co
   const opencl::DeviceInfo& described = openClContext(*device_).device();
   codegen::OpenClRenderer renderer(described.fp64);
   SMELT_TRY(std::string source, renderer.renderSource(kernels, symbols));
-  KernelImage image{.format = KernelImage::Format::kOpenClSource, .data = source,
+  KernelImage image{.format = KernelImage::Format::kOpenClSource, .data = std::move(source),
                     .options = openClBuildOptions(described)};
-  bool reused = false;
-  SMELT_TRY(std::shared_ptr<DeviceKernels> loaded, device_->loadKernels(image, &reused));
-  info.cached.assign(kernels.size(), reused);
+  source = image.data;
+  info.cached.assign(kernels.size(), false);
   info.source = std::move(source);
   info.target = described.opencl_c_version;
-  return loaded;
+  return loadImage(image, kernels.size(), info);
 }
 
 }  // namespace smelt

@@ -116,3 +116,48 @@ TEST_CASE("gpu images: the HIP backend builds an AMD code object for gfx90a, cac
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message().find("gfx90a") != std::string::npos);
 }
+
+namespace {
+
+/// A device of any kind that can do nothing: enough for backendFor, which only looks at the kind.
+class KindOnlyDevice final : public Device {
+ public:
+  explicit KindOnlyDevice(DeviceKind kind) {
+    description_.kind = kind;
+    description_.id = std::string(deviceKindName(kind)) + ":9";
+  }
+  const DeviceDescription& description() const override { return description_; }
+  Expected<DeviceMemory> allocate(std::size_t) override { return makeError("no memory"); }
+  void release(DeviceMemory) override {}
+  Status fill(DeviceMemory, std::size_t, std::size_t, std::uint8_t, DeviceStream&) override { return makeError("no"); }
+  Status copyIn(DeviceMemory, std::size_t, const void*, std::size_t, DeviceStream&) override { return makeError("no"); }
+  Status copyOut(void*, DeviceMemory, std::size_t, std::size_t, DeviceStream&) override { return makeError("no"); }
+  Status copy(DeviceMemory, std::size_t, DeviceMemory, std::size_t, std::size_t, DeviceStream&) override {
+    return makeError("no");
+  }
+  DeviceStream& defaultStream() override { std::abort(); }
+  Expected<std::unique_ptr<DeviceStream>> createStream() override { return makeError("no"); }
+  Expected<std::shared_ptr<DeviceKernels>> loadKernels(const KernelImage&, bool*) override { return makeError("no"); }
+  Status synchronize() override { return Status::success(); }
+
+ private:
+  DeviceDescription description_;
+};
+
+}  // namespace
+
+TEST_CASE("gpu images: every device kind has a backend in this build (OpenCL where its headers were found)") {
+  for (DeviceKind kind : {DeviceKind::kCpu, DeviceKind::kOpenCl, DeviceKind::kCuda, DeviceKind::kHip}) {
+    CAPTURE(deviceKindName(kind));
+    auto backend = backendFor(std::make_shared<KindOnlyDevice>(kind));
+#ifndef SMELT_HAVE_OPENCL
+    if (kind == DeviceKind::kOpenCl) {
+      CHECK_FALSE(backend.ok());
+      continue;
+    }
+#endif
+    REQUIRE_MESSAGE(backend.ok(), (backend.ok() ? "" : backend.error().message()));
+    CHECK((*backend)->hostMemory() == (kind == DeviceKind::kCpu));
+    CHECK((*backend)->ownStream() == (kind == DeviceKind::kCuda || kind == DeviceKind::kHip));
+  }
+}
