@@ -62,12 +62,9 @@ void HostStaging::forgetStaleLocked() {
   const std::uint64_t now = device_->generation();
   if (now == generation_) return;
   // The device was reset: its pinned memory and events died with the old context. Freeing them now
-  // could free what a new allocation reuses, so they are let go of, never freed.
-  for (auto& [size, block] : free_) (void)block.release();
-  for (InFlight& f : inFlight_) {
-    (void)f.block.release();
-    new std::shared_ptr<DeviceEvent>(std::move(f.done));  // never destroyed
-  }
+  // could free what a new allocation reuses, so they are set aside, never freed (a reset is rare).
+  for (auto& [size, block] : free_) retired_.push_back({std::move(block), nullptr});
+  for (InFlight& f : inFlight_) retired_.push_back(std::move(f));
   free_.clear();
   inFlight_.clear();
   stats_.cachedBytes = 0;

@@ -77,6 +77,8 @@ class HostStaging {
   mutable std::mutex mutex_;
   std::multimap<std::size_t, std::unique_ptr<PinnedHostMemory>> free_;
   std::vector<InFlight> inFlight_;
+  /// Blocks and events of a context a reset destroyed: kept, never freed (see forgetStaleLocked).
+  std::vector<InFlight> retired_;
   StagingStats stats_;
   std::uint64_t generation_ = 0;
   bool warnedUnpinned_ = false;
