@@ -92,9 +92,8 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSMELT_WITH_LLVM=OFF
   { tail -30 "$logs/configure.log"; die "configure failed (log: $logs/configure.log)"; }
 grep "smelt: LLVM" "$logs/configure.log"
 grep -q "CUDA(NVRTC headers)=TRUE" "$logs/configure.log" || die "CMake found no CUDA toolkit (nvcc, cuda.h)"
-targets=(smelt smelt_cuda_backend_tests smelt_gpu_tests smelt_c_renderer_tests smelt_runtime_tests smelt_nn_tests
-         train_digits smelt_train_steps)
-cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" >"$logs/build.log" 2>&1 ||
+source scripts/gpu_targets.sh
+cmake --build "$build" -j "$(nproc)" --target "${gpu_targets[@]}" >"$logs/build.log" 2>&1 ||
   { grep -E "error|FAILED" "$logs/build.log" | head -30; die "build failed (log: $logs/build.log)"; }
 smelt=$build/bin/smelt
 

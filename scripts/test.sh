@@ -50,11 +50,11 @@ echo "== build what a GPU host builds: no LLVM, no ONNX, and run its tests ($(da
 # scripts/gpu_check.sh builds this configuration on GPU hosts, which have no LLVM: it must keep
 # building (the CPU then runs graphs on the reference interpreter). At -O1 like the sanitizer builds:
 # it is checked for building and for passing, not timed.
+source scripts/gpu_targets.sh
 cmake -S . -B build-nollvm -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSMELT_WITH_LLVM=OFF -DSMELT_WITH_ONNX=OFF \
-  -DSMELT_BUILD_EXAMPLES=OFF "${sanitizer_flags[@]}"
-cmake --build build-nollvm -j "$jobs" --target smelt smelt_cuda_backend_tests smelt_gpu_tests smelt_c_renderer_tests \
-  smelt_nn_tests
-(cd build-nollvm && ctest --output-on-failure -j "$jobs" -R '^(cli/smelt|nn/|codegen/cuda|codegen/nvrtc)')
+  "${sanitizer_flags[@]}"
+cmake --build build-nollvm -j "$jobs" --target "${gpu_targets[@]}"
+(cd build-nollvm && ctest --output-on-failure -j "$jobs" -R '^(cli/smelt|nn/|runtime/|codegen/cuda|codegen/nvrtc)')
 
 echo "== build the runtime's tests with ThreadSanitizer and run them ($(date +%T))"
 # Only tests/runtime: it is where smelt's threads meet (caches, pools, queues, the JIT, 64 threads
