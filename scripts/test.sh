@@ -51,7 +51,7 @@ echo "== build what a GPU host builds: no LLVM, no ONNX, and run its tests ($(da
 # building (the CPU then runs graphs on the reference interpreter). At -O1 like the sanitizer builds:
 # it is checked for building and for passing, not timed.
 source scripts/gpu_targets.sh
-cmake -S . -B build-nollvm -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSMELT_WITH_LLVM=OFF -DSMELT_WITH_ONNX=OFF \
+cmake -S . -B build-nollvm -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSMELT_WITH_LLVM=OFF -DSMELT_WITH_ONNX=OFF -DSMELT_BUILD_EXAMPLES=ON \
   "${sanitizer_flags[@]}"
 cmake --build build-nollvm -j "$jobs" --target "${gpu_targets[@]}"
 (cd build-nollvm && ctest --output-on-failure -j "$jobs" -R '^(cli/smelt|nn/|runtime/|codegen/cuda|codegen/nvrtc)')
