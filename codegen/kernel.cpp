@@ -22,7 +22,8 @@ class Printer {
   explicit Printer(const Kernel& k) : k_(k) {}
 
   std::string run() {
-    out_ += fmt::format("kernel @{} domain [{}]\n", k_.name, fmt::join(k_.domain, ", "));
+    out_ += fmt::format("kernel @{} domain [{}]{}\n", k_.name, fmt::join(k_.domain, ", "),
+                        k_.blockThreads > 0 ? fmt::format(" threads {}", k_.blockThreads) : "");
     for (const std::string& p : k_.provenance) out_ += fmt::format("  // from {}\n", p);
     for (size_t i = 0; i < k_.buffers.size(); ++i) {
       const KBuffer& b = k_.buffers[i];
@@ -70,6 +71,11 @@ class Printer {
         std::string head = results.empty() ? "" : fmt::format("{} = ", fmt::join(results, ", "));
         out_ += fmt::format("{}{}loop {} < {}", indent, head, v(l.index), l.extent);
         if (!carried.empty()) out_ += fmt::format(" carry({})", fmt::join(carried, ", "));
+        if (l.split) {
+          std::vector<std::string> ops;
+          for (KBinary op : l.combine) ops.emplace_back(kBinaryName(op));
+          out_ += ops.empty() ? " split" : fmt::format(" split combine({})", fmt::join(ops, ", "));
+        }
         out_ += " {\n";
         block(l.body, indent + "  ");
         if (!l.next.empty()) {

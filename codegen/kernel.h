@@ -69,6 +69,13 @@ struct KLoop {
   int64_t extent = 0;
   std::vector<int32_t> init, carried, next, results;
   KBlock body;
+  /// Split across the threads of a block (Kernel::blockThreads; only at the body's top level): each
+  /// thread runs the iterations tid, tid + threads, ...; each carried value is a per-thread partial,
+  /// started at `init` in thread 0 and at combine[k]'s identity elsewhere, and the partials are
+  /// combined with combine[k] (associative: add, mul, min, max, and, or) into results every thread
+  /// sees. Sequential renderers (LLVM, the kernel interpreter) run the loop as it is.
+  bool split = false;
+  std::vector<KBinary> combine;
 };
 
 /// A flat buffer the kernel reads or writes.
@@ -89,6 +96,10 @@ struct Kernel {
   std::vector<KBuffer> buffers;
   /// The outer index space, run in parallel: the body runs once per point.
   std::vector<int64_t> domain;
+  /// Threads per outer point on a GPU (codegen/map_to_blocks.h): 0, one thread per point; N (a
+  /// power of two), one block of N threads per point, sharing the body's split loops. Top-level
+  /// instructions run in every thread, top-level stores in thread 0.
+  int32_t blockThreads = 0;
   KBlock body;
   /// The dtype of every SSA value, by id.
   std::vector<DType> types;

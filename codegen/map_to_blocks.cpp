@@ -1,0 +1,188 @@
+// mapToBlocks (see map_to_blocks.h).
+#include "codegen/map_to_blocks.h"
+
+#include "codegen/kernel_walk.h"
+
+#include <algorithm>
+#include <bit>
+#include <limits>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace smelt::codegen {
+
+namespace {
+
+bool combinable(KBinary op) {
+  switch (op) {
+    case KBinary::Add:
+    case KBinary::Mul:
+    case KBinary::Min:
+    case KBinary::Max:
+    case KBinary::And:
+    case KBinary::Or: return true;
+    default: return false;
+  }
+}
+
+/// How each value moves per iteration of one loop: 0 (independent of the index), a known number of
+/// elements, or unknown (nonlinear, data-dependent). Values defined outside the loop are absent: 0.
+class Strides {
+ public:
+  Strides(const KLoop& loop, const std::unordered_map<int32_t, int64_t>& constants) : constants_(constants) {
+    of_[loop.index] = 1;
+    walk(loop.body);
+  }
+  /// The stride of `id`, or nothing when unknown.
+  std::optional<int64_t> of(int32_t id) const {
+    auto it = of_.find(id);
+    return it == of_.end() ? std::optional<int64_t>(0) : it->second;
+  }
+
+ private:
+  void set(int32_t id, std::optional<int64_t> stride) {
+    if (!stride || *stride != 0) of_[id] = stride;
+  }
+  void walk(const KBlock& block) {
+    for (const KStmt& s : block.stmts) {
+      if (const auto* i = std::get_if<KInst>(&s)) {
+        inst(*i);
+      } else if (const auto* l = std::get_if<LoopPtr>(&s)) {
+        walk((*l)->body);
+        // What a nested loop carries is data, never an index this analysis can follow.
+        for (size_t k = 0; k < (*l)->carried.size(); ++k) {
+          bool moves = !of((*l)->init[k]) || *of((*l)->init[k]) != 0 || !of((*l)->next[k]) || *of((*l)->next[k]) != 0;
+          if (moves) {
+            set((*l)->carried[k], std::nullopt);
+            set((*l)->results[k], std::nullopt);
+          }
+        }
+      }
+    }
+  }
+  void inst(const KInst& i) {
+    auto sa = i.a >= 0 ? of(i.a) : std::optional<int64_t>(0);
+    auto sb = i.b >= 0 ? of(i.b) : std::optional<int64_t>(0);
+    auto sc = i.c >= 0 ? of(i.c) : std::optional<int64_t>(0);
+    const bool still = sa && *sa == 0 && sb && *sb == 0 && sc && *sc == 0;
+    if (still) return;  // independent of the index
+    if (i.kind == KInstKind::Binary && !isFloat(i.dtype)) {
+      auto constant = [&](int32_t id) -> std::optional<int64_t> {
+        auto it = constants_.find(id);
+        return it == constants_.end() ? std::nullopt : std::optional<int64_t>(it->second);
+      };
+      if (i.binary == KBinary::Add && sa && sb) return set(i.result, *sa + *sb);
+      if (i.binary == KBinary::Sub && sa && sb) return set(i.result, *sa - *sb);
+      if (i.binary == KBinary::Mul && sa && constant(i.b)) return set(i.result, *sa * *constant(i.b));
+      if (i.binary == KBinary::Mul && sb && constant(i.a)) return set(i.result, *sb * *constant(i.a));
+    }
+    if (i.kind == KInstKind::Cast && !isFloat(i.dtype) && sa) return set(i.result, sa);
+    set(i.result, std::nullopt);
+  }
+
+  const std::unordered_map<int32_t, int64_t>& constants_;
+  std::unordered_map<int32_t, std::optional<int64_t>> of_;
+};
+
+void collectConstants(const KBlock& block, std::unordered_map<int32_t, int64_t>& out) {
+  for (const KStmt& s : block.stmts) {
+    if (const auto* i = std::get_if<KInst>(&s)) {
+      if (i->kind == KInstKind::Const && !isFloat(i->dtype)) out[i->result] = i->ibits;
+    } else if (const auto* l = std::get_if<LoopPtr>(&s)) {
+      collectConstants((*l)->body, out);
+    }
+  }
+}
+
+struct Access {
+  int32_t buffer;
+  int32_t offset;
+  bool store;
+};
+
+void collectAccesses(const KBlock& block, std::vector<Access>& out) {
+  for (const KStmt& s : block.stmts) {
+    if (const auto* i = std::get_if<KInst>(&s)) {
+      if (i->kind == KInstKind::Load) out.push_back({static_cast<int32_t>(i->ibits), i->a, false});
+    } else if (const auto* st = std::get_if<KStore>(&s)) {
+      out.push_back({st->buffer, st->offset, true});
+    } else {
+      collectAccesses(std::get<LoopPtr>(s)->body, out);
+    }
+  }
+}
+
+/// The combining operations of `loop`'s carried values, or nothing when the loop cannot be split.
+std::optional<std::vector<KBinary>> splitLoop(const Kernel& kernel, const KLoop& loop,
+                                              const std::unordered_map<int32_t, int64_t>& constants) {
+  // Every carried value: next = carried OP x, with x independent of it, and read nowhere else.
+  std::unordered_map<int32_t, int> uses = useCounts(loop.body);
+  std::vector<KBinary> combine;
+  for (size_t k = 0; k < loop.carried.size(); ++k) {
+    const KInst* update = nullptr;
+    for (const KStmt& s : loop.body.stmts) {
+      const auto* i = std::get_if<KInst>(&s);
+      if (i && i->result == loop.next[k]) update = i;
+    }
+    if (!update || update->kind != KInstKind::Binary || !combinable(update->binary)) return std::nullopt;
+    const int32_t other = update->a == loop.carried[k] ? update->b : update->b == loop.carried[k] ? update->a : -1;
+    if (other < 0 || other == loop.carried[k]) return std::nullopt;
+    if (std::find(loop.carried.begin(), loop.carried.end(), other) != loop.carried.end()) return std::nullopt;
+    if (uses[loop.carried[k]] != 1 || uses[loop.next[k]] != 0) return std::nullopt;
+    combine.push_back(update->binary);
+  }
+  // Memory: coalesced offsets (0 or 1 element per iteration), stores at offsets that move, and no
+  // buffer read and written at two different offsets (another thread's iteration may have written).
+  Strides strides(loop, constants);
+  std::vector<Access> accesses;
+  collectAccesses(loop.body, accesses);
+  auto root = [&](int32_t b) {
+    int32_t same = kernel.buffers[static_cast<size_t>(b)].sameAs;
+    return same >= 0 ? same : b;
+  };
+  std::unordered_map<int32_t, std::unordered_set<int32_t>> offsets;
+  std::unordered_set<int32_t> written;
+  for (const Access& a : accesses) {
+    std::optional<int64_t> stride = strides.of(a.offset);
+    if (!stride || (*stride != 0 && *stride != 1)) return std::nullopt;
+    if (a.store && *stride == 0) return std::nullopt;
+    offsets[root(a.buffer)].insert(a.offset);
+    if (a.store) written.insert(root(a.buffer));
+  }
+  for (int32_t b : written) {
+    if (offsets[b].size() != 1) return std::nullopt;
+  }
+  return combine;
+}
+
+}  // namespace
+
+bool mapToBlocks(Kernel& kernel, int32_t maxThreads) {
+  // A block per point: the grid's first dimension holds at most 2^31 - 1 blocks.
+  if (kernel.blockThreads > 0 || kernel.domainSize() > std::numeric_limits<int32_t>::max()) return false;
+  std::vector<LoopPtr> loops;
+  for (const KStmt& s : kernel.body.stmts) {
+    if (const auto* l = std::get_if<LoopPtr>(&s)) loops.push_back(*l);
+  }
+  int64_t longest = 0;
+  for (const LoopPtr& l : loops) longest = std::max(longest, l->extent);
+  if (longest < kMinBlockRow) return false;
+  std::unordered_map<int32_t, int64_t> constants;
+  collectConstants(kernel.body, constants);
+  std::vector<std::vector<KBinary>> combines;
+  for (const LoopPtr& l : loops) {
+    std::optional<std::vector<KBinary>> combine = splitLoop(kernel, *l, constants);
+    if (!combine) return false;
+    combines.push_back(std::move(*combine));
+  }
+  for (size_t i = 0; i < loops.size(); ++i) {
+    loops[i]->split = true;
+    loops[i]->combine = std::move(combines[i]);
+  }
+  kernel.blockThreads = static_cast<int32_t>(
+      std::clamp<int64_t>(static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(longest))), 32, maxThreads));
+  return true;
+}
+
+}  // namespace smelt::codegen

@@ -1,0 +1,28 @@
+// map-to-blocks, a kernel pass for GPUs: a kernel whose outer points each walk long rows (softmax,
+// log_softmax, layer_norm, row reductions and their gradients) runs each outer point as one block of
+// threads that share the rows, instead of one thread walking a whole row while its neighbours in the
+// warp walk rows 16 KB away. The body's top-level loops become split loops (KLoop::split): each thread
+// takes the iterations tid, tid + threads, ..., so a warp's loads are consecutive, and each carried
+// value is combined across the block (a tree through shared/local memory) into a result every thread
+// sees. Kernels it cannot map correctly or usefully stay one thread per point:
+//   kernel @fused_0 domain [4096]                 kernel @fused_0 domain [4096] threads 256
+//     %13 = loop %8 < 4096 carry(%9 = ...) {  ->    %13 = loop %8 < 4096 carry(%9 = ...) split combine(max) {
+//       %12 = max %9, %11 : f32                       %12 = max %9, %11 : f32
+// A loop is split only when every carried value is updated by one associative operation (add, mul,
+// min, max, and, or) of itself and a value that does not depend on it, no store in it writes an
+// offset independent of the loop index, no buffer is both read and written in it at different
+// offsets, and every offset it reads or writes moves by 0 or 1 element per iteration (coalesced).
+#pragma once
+
+#include "codegen/kernel.h"
+
+namespace smelt::codegen {
+
+/// Rows shorter than this stay one thread per point: a block would idle most of its threads.
+inline constexpr int64_t kMinBlockRow = 64;
+
+/// Maps `kernel` to blocks of at most `maxThreads` threads (a power of two) where it can (see the
+/// file comment); returns whether it did. Idempotent.
+bool mapToBlocks(Kernel& kernel, int32_t maxThreads = 256);
+
+}  // namespace smelt::codegen
