@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <algorithm>
 #include <limits>
+#include <set>
 
 #include "ir/half.h"
 
@@ -88,7 +90,24 @@ class Writer {
     }
     params.push_back(fmt::format("{} n", i64()));
     out_ += fmt::format("{} {}({}) {{\n", r_.kernelPrefix(), symbol, fmt::join(params, ", "));
-    out_ += fmt::format("  {} p = {};\n  if (p >= n) return;\n", i64(), r_.threadIndex());
+    if (k_.blockThreads > 0) {
+      // One block per outer point, launched as exactly n blocks, so there is no bounds check: an early
+      // return before a barrier, even a uniform one, is where compilers go wrong (PoCL 3.1 drops the
+      // stores of a split loop between two barriers after one). The combine arrays are the block's.
+      // With shuffles a warp combines in registers and the array holds one partial per warp.
+      const bool shuffles = !r_.warpLanes().empty();
+      for (const std::string& t : combineTypes()) {
+        out_ += fmt::format("  {}{} smelt_red_{}[{}];\n", r_.sharedQualifier(), t, ident(t),
+                            shuffles ? std::max(1, k_.blockThreads / 32) : k_.blockThreads);
+      }
+      out_ += fmt::format("  {0} p = {1};\n  {0} tid = {2};\n", i64(), r_.blockIndex(),
+                          r_.threadInBlock());
+      if (shuffles) {
+        out_ += fmt::format("  const int lanes = {0} < {1} ? {0} : {1};\n", r_.warpLanes(), k_.blockThreads);
+      }
+    } else {
+      out_ += fmt::format("  {} p = {};\n  if (p >= n) return;\n", i64(), r_.threadIndex());
+    }
     if (r_.bufferOffsets()) {
       for (size_t i = 0; i < k_.buffers.size(); ++i) out_ += fmt::format("  b{0} += b{0}_off;\n", i);
     }
@@ -450,6 +469,8 @@ class Writer {
         rhs = cast(in);
         break;
       case KInstKind::Load:
+        // A top-level load of a block-mapped kernel may read what another thread stored.
+        if (k_.blockThreads > 0 && depth_ == 0) barrierIfWritten(static_cast<int32_t>(in.ibits), indent);
         rhs = load(in);
         break;
     }
@@ -469,17 +490,178 @@ class Writer {
     std::string x = v(st.value);
     if (t == DType::f16) x = fmt::format("({})smelt_f2h({})", memType(t), x);
     if (t == DType::bf16) x = fmt::format("({})smelt_f2bf({})", memType(t), x);
+    // In a block-mapped kernel every thread computes the same top-level value and every thread writes
+    // it: one coalesced transaction per warp. Guarding it with `if (tid == 0)` is what a CUDA author
+    // would write, but PoCL 3.1 then skips the next barrier-separated loop entirely (a conditional
+    // store, a barrier, a loop: tests/codegen/test_block_kernels.cpp keeps that shape).
     out_ += fmt::format("{}b{}[{}] = {};\n", indent, st.buffer, v(st.offset), x);
+    written_.insert(rootOf(st.buffer));
+  }
+
+  // --- block-mapped kernels ------------------------------------------------------------------------
+  /// The register types of the carried values split loops combine, each once.
+  std::vector<std::string> combineTypes() const {
+    std::vector<std::string> types;
+    for (const KStmt& s : k_.body.stmts) {
+      const auto* l = std::get_if<std::shared_ptr<KLoop>>(&s);
+      if (!l || !(*l)->split) continue;
+      for (int32_t c : (*l)->carried) {
+        std::string t = regType(typeOf(c));
+        if (std::find(types.begin(), types.end(), t) == types.end()) types.push_back(t);
+      }
+    }
+    return types;
+  }
+  static std::string ident(std::string t) {
+    for (char& c : t) c = (c == ' ') ? '_' : c;
+    return t;
+  }
+  /// `op`'s identity in `t`: where a thread's partial starts when it is not the one starting from init.
+  std::string identity(KBinary op, DType t) const {
+    KInst c;
+    c.kind = KInstKind::Const;
+    c.dtype = t;
+    const bool fl = isFloat(t);
+    const double inf = std::numeric_limits<double>::infinity();
+    auto extreme = [&](bool high) -> int64_t {
+      if (t == DType::boolean) return high ? 1 : 0;
+      if (!isSignedInt(t)) return high ? (bits(t) == 64 ? -1 : (int64_t{1} << bits(t)) - 1) : 0;
+      return high ? (bits(t) == 64 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << (bits(t) - 1)) - 1)
+                  : (bits(t) == 64 ? std::numeric_limits<int64_t>::min() : -(int64_t{1} << (bits(t) - 1)));
+    };
+    switch (op) {
+      case KBinary::Add:
+      case KBinary::Or: c.fbits = 0, c.ibits = 0; break;
+      case KBinary::Mul: c.fbits = 1, c.ibits = 1; break;
+      case KBinary::And: c.ibits = t == DType::boolean ? 1 : -1; break;
+      case KBinary::Max: c.fbits = -inf, c.ibits = extreme(false); break;
+      case KBinary::Min: c.fbits = inf, c.ibits = extreme(true); break;
+      default: break;
+    }
+    if (!fl && !isSignedInt(t) && t != DType::boolean && bits(t) < 64) c.ibits &= (int64_t{1} << bits(t)) - 1;
+    return constant(c);
+  }
+  /// `op` of two values of `t`, with the instruction's semantics (NaN-propagating max, f16 rounding).
+  std::string combineExpr(KBinary op, DType t, const std::string& a, const std::string& b, const std::string& indent) {
+    if (isFloat(t)) return floatBinary(op, t, a, b);
+    KInst in;
+    in.kind = KInstKind::Binary;
+    in.binary = op;
+    in.dtype = t;
+    return intBinary(in, t, a, b, indent);
+  }
+
+  /// A split loop: strided iterations per thread, then each carried value combined across the block
+  /// (a tree through the block's shared array, ending in a value every thread reads).
+  void splitLoop(const KLoop& l, const std::string& indent) {
+    // What was written before (a top-level store, an earlier loop) and is read here is visible to
+    // all threads.
+    std::vector<int32_t> reads;
+    loadsIn(l.body, reads);
+    for (int32_t b : reads) barrierIfWritten(b, indent);
+    if (r_.barrierBetweenSplitLoops() && splitLoops_ > 0 && !out_.ends_with(r_.blockBarrier() + "\n")) barrier(indent);
+    ++splitLoops_;
+    for (size_t c = 0; c < l.carried.size(); ++c) {
+      DType t = typeOf(l.carried[c]);
+      out_ += fmt::format("{}{} {} = tid == 0 ? {} : {};\n", indent, regType(t), v(l.carried[c]), v(l.init[c]),
+                          identity(l.combine[c], t));
+    }
+    out_ += fmt::format("{0}for ({1} {2} = tid; {2} < {3}; {2} += {4}) {{\n", indent, i64(), v(l.index), l.extent,
+                        k_.blockThreads);
+    std::string inner = indent + "  ";
+    ++depth_;
+    block(l.body, inner);
+    --depth_;
+    for (size_t c = 0; c < l.next.size(); ++c) out_ += fmt::format("{}{} = {};\n", inner, v(l.carried[c]), v(l.next[c]));
+    out_ += indent + "}\n";
+    // What the loop wrote stays unseen by other threads until a barrier: the combine's first one, or
+    // the one barrierIfWritten puts before the next thing that reads memory.
+    for (size_t c = 0; c < l.carried.size(); ++c) {
+      if (r_.warpLanes().empty()) {
+        treeCombine(l, c, indent);
+      } else {
+        shuffleCombine(l, c, indent);
+      }
+    }
+  }
+
+  /// Combines carried value `c` of `l` through the block's array: a tree of halving strides.
+  void treeCombine(const KLoop& l, size_t c, const std::string& indent) {
+    DType t = typeOf(l.carried[c]);
+    std::string red = "smelt_red_" + ident(regType(t));
+    out_ += fmt::format("{}{}[tid] = {};\n", indent, red, v(l.carried[c]));
+    barrier(indent);
+    out_ += fmt::format("{0}for ({1} s = {2}; s > 0; s >>= 1) {{\n", indent, i64(), k_.blockThreads / 2);
+    out_ += fmt::format("{0}  if (tid < s) {1}[tid] = {2};\n{0}  {3}\n{0}}}\n", indent, red,
+                        combineExpr(l.combine[c], t, red + "[tid]", red + "[tid + s]", indent + "  "),
+                        r_.blockBarrier());
+    readTotal(l, c, red, indent);
+  }
+
+  /// Combines carried value `c` of `l` with warp shuffles: each warp in registers, its lane 0 writes
+  /// the warp's partial, and the first warp combines those the same way.
+  void shuffleCombine(const KLoop& l, size_t c, const std::string& indent) {
+    DType t = typeOf(l.carried[c]);
+    const std::string reg = regType(t), red = "smelt_red_" + ident(reg), x = v(l.carried[c]);
+    auto warpCombine = [&](const std::string& in) {
+      std::string shuffled = fmt::format("({}){}", reg, r_.shuffleDown(x, "s", "lanes"));
+      out_ += fmt::format("{0}{1}for (int s = lanes / 2; s > 0; s >>= 1) {2} = {3};\n", indent, in, x,
+                          combineExpr(l.combine[c], t, x, shuffled, indent + in + "  "));
+    };
+    warpCombine("");
+    out_ += fmt::format("{}if (tid % lanes == 0) {}[tid / lanes] = {};\n", indent, red, x);
+    barrier(indent);
+    // The first warp, every lane active (a shuffle reads only active lanes), combines the partials.
+    out_ += fmt::format("{}if (tid < lanes) {{\n", indent);
+    out_ += fmt::format("{}  {} = tid < {} / lanes ? {}[tid] : {};\n", indent, x, k_.blockThreads, red,
+                        identity(l.combine[c], t));
+    warpCombine("  ");
+    out_ += fmt::format("{0}  if (tid == 0) {1}[0] = {2};\n{0}}}\n", indent, red, x);
+    barrier(indent);
+    readTotal(l, c, red, indent);
+  }
+
+  /// Every thread reads the combined total, then a barrier: no thread overwrites the array (the next
+  /// combine) while another still reads it.
+  void readTotal(const KLoop& l, size_t c, const std::string& red, const std::string& indent) {
+    out_ += fmt::format("{}{} {} = {}[0];\n", indent, regType(typeOf(l.carried[c])), v(l.results[c]), red);
+    barrier(indent);
+  }
+
+  void barrier(const std::string& indent) {
+    out_ += fmt::format("{}{}\n", indent, r_.blockBarrier());
+    written_.clear();
+  }
+  /// A barrier if a thread of the block wrote `buffer` (or memory it shares) since the last one: what
+  /// follows reads it, maybe where another thread wrote.
+  void barrierIfWritten(int32_t buffer, const std::string& indent) {
+    if (written_.count(rootOf(buffer)) != 0) barrier(indent);
+  }
+  int32_t rootOf(int32_t buffer) const {
+    int32_t same = k_.buffers[static_cast<size_t>(buffer)].sameAs;
+    return same >= 0 ? same : buffer;
+  }
+  static void loadsIn(const KBlock& b, std::vector<int32_t>& out) {
+    for (const KStmt& s : b.stmts) {
+      if (const KInst* i = std::get_if<KInst>(&s)) {
+        if (i->kind == KInstKind::Load) out.push_back(static_cast<int32_t>(i->ibits));
+      } else if (const auto* l = std::get_if<std::shared_ptr<KLoop>>(&s)) {
+        loadsIn((*l)->body, out);
+      }
+    }
   }
 
   void loop(const KLoop& l, const std::string& indent) {
+    if (l.split && k_.blockThreads > 0) return splitLoop(l, indent);
     // Carried values are mutable variables, declared before the loop and updated at its end.
     for (size_t c = 0; c < l.carried.size(); ++c) {
       out_ += fmt::format("{}{} {} = {};\n", indent, regType(typeOf(l.carried[c])), v(l.carried[c]), v(l.init[c]));
     }
     out_ += fmt::format("{0}for ({1} {2} = 0; {2} < {3}; ++{2}) {{\n", indent, i64(), v(l.index), l.extent);
     std::string inner = indent + "  ";
+    ++depth_;
     block(l.body, inner);
+    --depth_;
     // All next values are read before any carried variable changes when one next is another
     // carried value (a swap).
     bool readsCarried = false;
@@ -525,6 +707,11 @@ class Writer {
   const Kernel& k_;
   std::string out_;
   std::string error_;
+  /// Loops entered (0: the body's top level); the buffers stored to since the last barrier.
+  int depth_ = 0;
+  std::set<int32_t> written_;
+  /// Split loops rendered so far.
+  int splitLoops_ = 0;
 };
 
 }  // namespace

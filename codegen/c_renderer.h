@@ -55,6 +55,23 @@ class CRenderer {
   virtual std::string bufferQualifier() const { return ""; }
   /// The calling work-item's / thread's linear index, as a 64-bit expression.
   virtual std::string threadIndex() const = 0;
+  /// For block-mapped kernels (Kernel::blockThreads, codegen/map_to_blocks.h): the block's index and
+  /// the thread's index within its block, as 64-bit expressions; a barrier across the block that also
+  /// orders its threads' memory accesses; and what comes before a block-shared array's element type.
+  virtual std::string blockIndex() const = 0;
+  virtual std::string threadInBlock() const = 0;
+  virtual std::string blockBarrier() const = 0;
+  virtual std::string sharedQualifier() const = 0;
+  /// For the combine of a split loop's partials: the lanes of a warp as an expression ("32", HIP's
+  /// `warpSize`, 32 or 64 by target), and `x` read from the lane `delta` above within groups of
+  /// `width` lanes. Empty: no shuffles (OpenCL C 1.2); the block combines through local memory alone.
+  virtual std::string warpLanes() const { return ""; }
+  virtual std::string shuffleDown(const std::string& x, const std::string& delta, const std::string& width) const {
+    return "";
+  }
+  /// Whether consecutive split loops get a barrier between them even when neither reads what the
+  /// other wrote (a workaround, see OpenClRenderer).
+  virtual bool barrierBetweenSplitLoops() const { return false; }
   /// The C name of a storage or register type: any DType but f16 and bf16 (held as u16 in memory,
   /// as f32 in registers) and bool (held as u8).
   virtual std::string typeName(DType type) const = 0;

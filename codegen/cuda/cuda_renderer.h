@@ -18,6 +18,14 @@ class CudaRenderer : public CRenderer {
   std::string kernelPrefix() const override { return "extern \"C\" __global__ void"; }
   std::string helperPrefix() const override { return "static __device__ inline"; }
   std::string threadIndex() const override { return "(long long)blockIdx.x * blockDim.x + threadIdx.x"; }
+  std::string blockIndex() const override { return "(long long)blockIdx.x"; }
+  std::string threadInBlock() const override { return "(long long)threadIdx.x"; }
+  std::string blockBarrier() const override { return "__syncthreads();"; }
+  std::string sharedQualifier() const override { return "__shared__ "; }
+  std::string warpLanes() const override { return "32"; }
+  std::string shuffleDown(const std::string& x, const std::string& delta, const std::string& width) const override {
+    return "__shfl_down_sync(0xffffffffu, " + x + ", " + delta + ", " + width + ")";
+  }
   std::string typeName(DType type) const override;
   std::string int64Suffix() const override { return "LL"; }
   std::string floatToBits(const std::string& x, bool isDouble) const override;

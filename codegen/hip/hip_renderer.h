@@ -15,6 +15,11 @@ namespace smelt::codegen {
 class HipRenderer final : public CudaRenderer {
  public:
   std::string_view backend() const override { return "hip"; }
+  // A wavefront is 64 lanes on CDNA (gfx90a) and 32 on RDNA by default: the device's own warpSize.
+  std::string warpLanes() const override { return "warpSize"; }
+  std::string shuffleDown(const std::string& x, const std::string& delta, const std::string& width) const override {
+    return "__shfl_down(" + x + ", " + delta + ", " + width + ")";
+  }
 };
 
 }  // namespace smelt::codegen

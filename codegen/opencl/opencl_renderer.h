@@ -20,6 +20,14 @@ class OpenClRenderer final : public CRenderer {
   std::string helperPrefix() const override { return "static inline"; }
   std::string bufferQualifier() const override { return "__global "; }
   std::string threadIndex() const override { return "get_global_id(0)"; }
+  std::string blockIndex() const override { return "(long)get_group_id(0)"; }
+  std::string threadInBlock() const override { return "(long)get_local_id(0)"; }
+  std::string blockBarrier() const override { return "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);"; }
+  std::string sharedQualifier() const override { return "__local "; }
+  // PoCL 3.1 computes wrong values in a work-group region holding two split loops when the kernel's
+  // buffers are slices of one cl_mem (as an executable's arena binds them); a barrier between the
+  // loops avoids it (tests/codegen/c_renderers/test_block_kernels.cpp). A barrier costs a GPU little.
+  bool barrierBetweenSplitLoops() const override { return true; }
   std::string typeName(DType type) const override;
   std::string int64Suffix() const override { return "L"; }
   std::string floatToBits(const std::string& x, bool isDouble) const override;

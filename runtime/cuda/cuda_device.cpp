@@ -89,8 +89,11 @@ class CudaLaunch final : public PreparedLaunch {
   }
   Status launch(DeviceStream& stream) override {
     if (shape_.points <= 0) return Status::success();
-    auto blocks = static_cast<unsigned>((shape_.points + kBlockSize - 1) / kBlockSize);
-    return context_.launch(function_, {blocks, 1, 1}, {kBlockSize, 1, 1}, params_, 0,
+    // One block per point for a block-mapped kernel; else one thread per point in blocks of 256.
+    const unsigned threads = shape_.threadsPerPoint > 0 ? static_cast<unsigned>(shape_.threadsPerPoint) : kBlockSize;
+    auto blocks = static_cast<unsigned>(shape_.threadsPerPoint > 0 ? shape_.points
+                                                                    : (shape_.points + kBlockSize - 1) / kBlockSize);
+    return context_.launch(function_, {blocks, 1, 1}, {threads, 1, 1}, params_, 0,
                            static_cast<CudaStream&>(stream).get());
   }
 
@@ -107,8 +110,9 @@ class CudaKernels final : public DeviceKernels {
   CudaKernels(cuda::Context& context, cuda::Module module) : context_(context), module_(std::move(module)) {}
   Expected<std::unique_ptr<PreparedLaunch>> prepare(const std::string& symbol, std::span<const KernelBufferArg> buffers,
                                                     const LaunchShape& shape) override {
-    // One 1-D grid of 256-thread blocks covers the domain; cuLaunchKernel takes < 2^31 blocks.
-    if ((shape.points + kBlockSize - 1) / kBlockSize > std::numeric_limits<int32_t>::max()) {
+    // One 1-D grid covers the domain; cuLaunchKernel takes < 2^31 blocks.
+    const int64_t blocks = shape.threadsPerPoint > 0 ? shape.points : (shape.points + kBlockSize - 1) / kBlockSize;
+    if (blocks > std::numeric_limits<int32_t>::max()) {
       return makeError("{}: {} points need more than 2^31 - 1 blocks of {}", symbol, shape.points, kBlockSize);
     }
     SMELT_TRY(cuda::Function function, module_.function(symbol));

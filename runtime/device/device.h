@@ -117,11 +117,13 @@ struct KernelBufferArg {
   std::int64_t elementBytes = 1;
 };
 
-/// How a prepared kernel is launched: one work-item / thread per outer point of its domain, and on
-/// the CPU whether the points are split across the thread pool.
+/// How a prepared kernel is launched: one work-item / thread per outer point of its domain, or one
+/// block (work-group) of `threadsPerPoint` threads per point for a block-mapped kernel
+/// (codegen/map_to_blocks.h); on the CPU, whether the points are split across the thread pool.
 struct LaunchShape {
   std::int64_t points = 0;
   bool parallel = true;
+  std::int32_t threadsPerPoint = 0;
 };
 
 /// One kernel launch with its arguments fixed once: what an executable prepares when it compiles and

@@ -226,6 +226,7 @@ Status CompiledGraph::Impl::prepare(const Graph& source, const std::string& symb
                          kernel.buffers.size(), step.buffers.size());
       }
       backend->adapt(kernel);
+      if (kernel.blockThreads > 0) ++report.blockKernels;
       markSharedBuffers(kernel, step.buffers);
       step.shape = backend->shapeOf(kernel, options);
       if (step.kind == Step::Kind::kInterpreted) step.kind = Step::Kind::kKernel;

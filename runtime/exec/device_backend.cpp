@@ -3,6 +3,7 @@
 
 #include "codegen/cache/kernel_cache.h"
 #include "codegen/lower_kernel.h"
+#include "codegen/map_to_blocks.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/device/fault_injection.h"
 #include "runtime/exec/executable.h"
@@ -14,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <set>
 
 namespace smelt {
@@ -59,6 +61,14 @@ Expected<std::shared_ptr<DeviceKernels>> DeviceBackend::loadImage(const KernelIm
   return loaded;
 }
 
+void gpuAdapt(codegen::Kernel& kernel) {
+  static const bool enabled = [] {
+    const char* env = std::getenv("SMELT_BLOCKS");
+    return !(env && std::string_view(env) == "0");
+  }();
+  if (enabled) codegen::mapToBlocks(kernel);
+}
+
 CacheKey imageKey(std::span<const codegen::Kernel* const> kernels, std::span<const std::string> symbols,
                   std::string backend, std::string target, std::string compilerVersion, std::string options) {
   CacheKey key;
@@ -84,7 +94,7 @@ Expected<std::string> cachedImage(const CacheKey& key, size_t kernels, KernelLoa
 }
 
 LaunchShape DeviceBackend::shapeOf(const codegen::Kernel& kernel, const CompileOptions&) const {
-  return LaunchShape{.points = kernel.domainSize(), .parallel = true};
+  return LaunchShape{.points = kernel.domainSize(), .parallel = true, .threadsPerPoint = kernel.blockThreads};
 }
 
 Expected<std::unique_ptr<DeviceBackend>> backendFor(const std::shared_ptr<Device>& device) {

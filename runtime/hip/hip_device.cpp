@@ -202,12 +202,14 @@ class HipLaunch final : public PreparedLaunch {
   void setBuffer(std::size_t index, const KernelBufferArg& arg) override { args_[index] = addressOf(arg); }
   Status launch(DeviceStream& stream) override {
     if (shape_.points <= 0) return Status::success();
-    auto blocks = static_cast<unsigned>((shape_.points + kBlockSize - 1) / kBlockSize);
+    const unsigned threads = shape_.threadsPerPoint > 0 ? static_cast<unsigned>(shape_.threadsPerPoint) : kBlockSize;
+    auto blocks = static_cast<unsigned>(shape_.threadsPerPoint > 0 ? shape_.points
+                                                                    : (shape_.points + kBlockSize - 1) / kBlockSize);
     SMELT_HIP_CALL(hipSetDevice(ordinal_), "hipSetDevice");
     if (HipError rc = injected(Fault::kDeviceLost); rc != kHipSuccess) {
       return hipError(api_, rc, "hipModuleLaunchKernel(" + symbol_ + ")");
     }
-    SMELT_HIP_CALL(hipModuleLaunchKernel(function_, blocks, 1, 1, kBlockSize, 1, 1, 0,
+    SMELT_HIP_CALL(hipModuleLaunchKernel(function_, blocks, 1, 1, threads, 1, 1, 0,
                                          static_cast<HipStreamImpl&>(stream).get(), params_.data(), nullptr),
                    "hipModuleLaunchKernel(" + symbol_ + ")");
     return Status::success();

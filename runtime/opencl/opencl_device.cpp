@@ -141,11 +141,14 @@ class OpenClLaunch final : public PreparedLaunch {
   Status launch(DeviceStream& stream) override {
     if (!failed_.ok()) return failed_;
     if (shape_.points <= 0) return Status::success();
-    size_t global = (static_cast<size_t>(shape_.points) + kLocalSize - 1) / kLocalSize * kLocalSize;
+    // One work-group per point for a block-mapped kernel; else one work-item per point.
+    const size_t local = shape_.threadsPerPoint > 0 ? static_cast<size_t>(shape_.threadsPerPoint) : kLocalSize;
+    size_t global = shape_.threadsPerPoint > 0 ? static_cast<size_t>(shape_.points) * local
+                                               : (static_cast<size_t>(shape_.points) + kLocalSize - 1) / kLocalSize * kLocalSize;
     cl_int rc = injectLost();
     if (rc == CL_SUCCESS) {
       rc = clEnqueueNDRangeKernel(static_cast<OpenClStream&>(stream).queue(), kernel_.get(), 1, nullptr, &global,
-                                  &kLocalSize, 0, nullptr, nullptr);
+                                  &local, 0, nullptr, nullptr);
     }
     if (rc != CL_SUCCESS) return clError(deviceId_, fmt::format("clEnqueueNDRangeKernel({})", kernel_.name()), rc);
     return Status::success();

@@ -7,6 +7,7 @@
 #include "codegen/opencl/opencl_renderer.h"
 #include "frontend/model_loader.h"
 #include "passes/pass_manager.h"
+#include "runtime/exec/device_backend.h"
 #include "tools/smelt/commands.h"
 #include "tools/smelt/tensor_summary.h"
 
@@ -48,6 +49,7 @@ Action addKernelsCommand(CLI::App& app) {
       auto kernel = codegen::lowerToKernel(graph, *node);
       if (!kernel) return fail(kernel.error().message());
       if (renderer) {
+        gpuAdapt(*kernel);  // as the GPU backends compile it: long rows mapped to blocks of threads
         SMELT_TRY_CLI(std::string text, renderer->renderKernel(*kernel, codegen::CRenderer::symbolFor(*kernel, index)));
         fmt::print("{}\n", text);
       } else if (options->backend == "llvm") {

@@ -10,6 +10,8 @@
 #include "codegen/kernel_builder.h"
 #include "codegen/kernel_interpreter.h"
 #include "codegen/lower_kernel.h"
+#include "codegen/map_to_blocks.h"
+#include "autodiff/gradient_tape.h"
 #include "ir/op_registry.h"
 #include "passes/pass_manager.h"
 #include "tests/support/random_tensors.h"
@@ -47,6 +49,58 @@ std::vector<ExampleKernels> exampleKernels(const std::vector<DType>& dtypes) {
       }
       all.push_back(std::move(e));
     }
+  }
+  return all;
+}
+
+namespace {
+
+/// The kernels of `graph` after the default pipeline that mapToBlocks maps.
+std::vector<Kernel> mappedKernels(Graph& graph, const std::string& what) {
+  auto pm = PassManager::fromPipeline(kDefaultPipeline, PassManagerOptions{});
+  REQUIRE(pm.ok());
+  auto ran = pm->run(graph);
+  REQUIRE_MESSAGE(ran.ok(), what, ": ", (ran.ok() ? "" : ran.error().message()));
+  std::vector<Kernel> kernels;
+  for (const auto& node : graph.nodes()) {
+    if (node->opName() == "constant" || !codegen::canLower(*node)) continue;
+    auto kernel = codegen::lowerToKernel(graph, *node);
+    REQUIRE_MESSAGE(kernel.ok(), what, ": ", (kernel.ok() ? "" : kernel.error().message()));
+    if (codegen::mapToBlocks(*kernel)) kernels.push_back(std::move(*kernel));
+  }
+  REQUIRE_MESSAGE(!kernels.empty(), what, ": no kernel maps to blocks");
+  return kernels;
+}
+
+}  // namespace
+
+std::vector<ExampleKernels> blockKernels() {
+  std::vector<ExampleKernels> all;
+  for (const OpDef* op : OpRegistry::global().all()) {
+    if (!op->name.starts_with("reduce_")) continue;
+    for (DType dtype : op->dtypes.list()) {
+      Graph graph = parseOrFail(fmt::format("graph @t(%x: {0}[5,700]) {{\n  %0 = {1}(%x) {{axes = [1]}} : {0}[5]\n"
+                                            "  return y = %0\n}}",
+                                            dtypeName(dtype), op->name));
+      all.push_back({op->name, dtype, mappedKernels(graph, op->name)});
+    }
+  }
+  for (DType dtype : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
+    Graph graph = parseOrFail(exampleFor(R"(graph @t(%x: $T[6,1000], %w: $T[1000], %b: $T[1000], %t: $T[6,1000]) {
+  %0 = layer_norm(%x, %w, %b) {axis = 1, epsilon = 1e-5} : $T[6,1000]
+  %1 = softmax(%0) {axis = 1} : $T[6,1000]
+  %2 = log_softmax(%x) {axis = 1} : $T[6,1000]
+  %3 = mul(%1, %t) : $T[6,1000]
+  %4 = add(%3, %2) : $T[6,1000]
+  %5 = reduce_sum(%4) : $T[]
+  return loss = %5
+})",
+                                         dtype));
+    std::vector<std::string> wrt = {"x", "w", "b"};
+    auto grads = gradientOfOutputs(graph, wrt);
+    REQUIRE_MESSAGE(grads.ok(), (grads.ok() ? "" : grads.error().message()));
+    for (size_t i = 0; i < wrt.size(); ++i) graph.addOutput(wrt[i] + ".grad", (*grads)[i]);
+    all.push_back({"normalizations", dtype, mappedKernels(graph, "normalizations and their gradients")});
   }
   return all;
 }

@@ -24,6 +24,11 @@ struct ExampleKernels {
 /// Every op's example in every dtype it accepts (constant excluded); `dtypes` empty: all.
 std::vector<ExampleKernels> exampleKernels(const std::vector<DType>& dtypes = {});
 
+/// Kernels a GPU backend maps to blocks of threads (codegen/map_to_blocks.h), mapped: every reducing
+/// op in every dtype over rows of 700, softmax, log_softmax and layer_norm with their gradients, and
+/// a full reduction feeding element loops. Each holds only its mapped kernels (at least one).
+std::vector<ExampleKernels> blockKernels();
+
 /// A hand-built kernel, its buffers (inputs filled, outputs zero) and how to compare each output.
 struct EdgeKernel {
   codegen::Kernel kernel;

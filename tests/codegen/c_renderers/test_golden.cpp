@@ -5,6 +5,7 @@
 #include "codegen/cuda/cuda_renderer.h"
 #include "codegen/hip/hip_renderer.h"
 #include "codegen/lower_kernel.h"
+#include "codegen/map_to_blocks.h"
 #include "codegen/opencl/opencl_renderer.h"
 #include "passes/pass_manager.h"
 #include "tests/support/random_tensors.h"
@@ -24,6 +25,8 @@ namespace {
 struct GoldenCase {
   const char* name;
   const char* ir;
+  /// Mapped to blocks of threads as the GPU backends do (codegen/map_to_blocks.h).
+  bool blocks = false;
 };
 
 const GoldenCase kCases[] = {
@@ -47,6 +50,22 @@ const GoldenCase kCases[] = {
   %2 = div(%1, %1) : i32[16]
   return p = %0, q = %2
 })"},
+    // Rows long enough for blocks: split loops, the combine tree, barriers, every thread storing.
+    {"softmax_blocks", R"(graph @softmax(%x: f32[32,1000]) {
+  %0 = softmax(%x) {axis = -1} : f32[32,1000]
+  return y = %0
+})",
+     true},
+    // A full reduction, then element loops reading its result (a clip by the global norm).
+    {"clip_blocks", R"(graph @clip(%g: f32[4096], %m: f32[4096]) {
+  %0 = mul(%g, %g) : f32[4096]
+  %1 = reduce_sum(%0) : f32[]
+  %2 = rsqrt(%1) : f32[]
+  %3 = mul(%g, %2) : f32[4096]
+  %4 = add(%m, %3) : f32[4096]
+  return n = %1, m = %4
+})",
+     true},
 };
 
 struct Dialect {
@@ -74,6 +93,7 @@ std::string render(const codegen::CRenderer& renderer, const GoldenCase& c) {
     if (node->opName() == "constant") continue;
     auto kernel = codegen::lowerToKernel(graph, *node);
     REQUIRE_MESSAGE(kernel.ok(), c.name, ": ", (kernel.ok() ? "" : kernel.error().message()));
+    if (c.blocks) REQUIRE_MESSAGE(codegen::mapToBlocks(*kernel), c.name, ": not mapped to blocks");
     auto source = renderer.renderKernel(*kernel, codegen::CRenderer::symbolFor(*kernel, index++));
     REQUIRE_MESSAGE(source.ok(), c.name, ": ", (source.ok() ? "" : source.error().message()));
     text += (text.empty() ? "" : "\n") + *source;

@@ -1,11 +1,12 @@
-// The CUDA and HIP renderings compile: NVRTC to PTX for compute_90 and HIPRTC (in its helper process)
-// to a gfx90a code object, for every kernel of every op's example in every dtype and for the edge
-// kernels. Kernels are batched (NVRTC: one source per op, all its dtypes; HIPRTC: ~100 kernels per
+// The CUDA and HIP renderings compile: NVRTC to PTX and CUBIN for sm_90 and HIPRTC (in its helper
+// process) to a gfx90a code object, for every kernel of every op's example in every dtype, the
+// block-mapped kernels (reductions, normalizations and their gradients) and the edge kernels. Kernels are batched (NVRTC: one source per op, all its dtypes; HIPRTC: ~100 kernels per
 // source) and two compiles run at once, so the ~20 ms (NVRTC) and ~250 ms (HIPRTC helper) fixed cost
 // per compile is paid tens of times, not ~650. Without NVRTC or HIPRTC the tests pass with a MESSAGE.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -34,10 +35,9 @@ struct Batch {
 
 /// The examples' kernels rendered by `renderer`: one source per op (all its dtypes), or several ops
 /// together until a source has `minKernels` kernels.
-std::vector<Batch> exampleBatches(const codegen::CRenderer& renderer, const std::vector<DType>& dtypes = {},
-                                  size_t minKernels = 1) {
+std::vector<Batch> batchesOf(const codegen::CRenderer& renderer, const std::vector<testing::ExampleKernels>& examples,
+                             size_t minKernels = 1) {
   std::vector<Batch> batches;
-  std::vector<testing::ExampleKernels> examples = testing::exampleKernels(dtypes);
   for (size_t e = 0; e < examples.size();) {
     Batch batch{examples[e].op, {}, 0};
     std::vector<const codegen::Kernel*> kernels;
@@ -60,6 +60,20 @@ std::vector<Batch> exampleBatches(const codegen::CRenderer& renderer, const std:
     batch.kernels = kernels.size();
     batches.push_back(std::move(batch));
   }
+  return batches;
+}
+
+/// Every op's examples (in `dtypes`, all when empty), then the block-mapped kernels.
+std::vector<Batch> exampleBatches(const codegen::CRenderer& renderer, const std::vector<DType>& dtypes = {},
+                                  size_t minKernels = 1) {
+  std::vector<Batch> batches = batchesOf(renderer, testing::exampleKernels(dtypes), minKernels);
+  std::vector<testing::ExampleKernels> blocks;
+  for (testing::ExampleKernels& e : testing::blockKernels()) {
+    if (dtypes.empty() || std::find(dtypes.begin(), dtypes.end(), e.dtype) != dtypes.end()) blocks.push_back(std::move(e));
+  }
+  std::vector<Batch> mapped = batchesOf(renderer, blocks, 1000);
+  for (Batch& b : mapped) b.name = "block-mapped: " + b.name;
+  batches.insert(batches.end(), mapped.begin(), mapped.end());
   return batches;
 }
 
@@ -133,7 +147,7 @@ size_t kernelCount(const std::vector<Batch>& batches) {
 
 }  // namespace
 
-TEST_CASE("c-renderers: NVRTC compiles the CUDA C of every op's kernels in every dtype to PTX for compute_90") {
+TEST_CASE("c-renderers: NVRTC compiles the CUDA C of every op's kernels in every dtype to PTX and CUBIN for sm_90") {
   if (auto version = cuda::nvrtcVersion(); !version.ok()) {
     MESSAGE(version.error().message());
     return;
@@ -142,12 +156,13 @@ TEST_CASE("c-renderers: NVRTC compiles the CUDA C of every op's kernels in every
   std::vector<Batch> batches = exampleBatches(renderer);
   batches.push_back(edgeBatch(renderer));
   auto [failures, seconds] = compileAll(batches, [](const Batch& b) -> Status {
-    SMELT_TRY(cuda::NvrtcOutput out, cuda::compileCuda(b.source, {.arch = "compute_90"}));
+    SMELT_TRY(cuda::NvrtcOutput out, cuda::compileCuda(b.source, {.arch = "sm_90"}));
     if (out.ptx.find(".target sm_90") == std::string::npos) return makeError("no PTX for sm_90");
+    if (out.cubin.size() < 64 || out.cubin.compare(1, 3, "ELF") != 0) return makeError("no CUBIN for sm_90");
     return Status::success();
   });
   for (const std::string& f : failures) FAIL_CHECK(f);
-  MESSAGE(fmt::format("NVRTC: {} kernels in {} sources compiled to PTX (compute_90) in {:.1f} s on 2 threads",
+  MESSAGE(fmt::format("NVRTC: {} kernels in {} sources compiled to PTX and CUBIN (sm_90) in {:.1f} s on 2 threads",
                       kernelCount(batches), batches.size(), seconds));
 }
 

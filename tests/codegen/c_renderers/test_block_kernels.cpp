@@ -1,0 +1,202 @@
+// Block-mapped kernels (codegen/map_to_blocks.h) on every device but the CPU
+// (PoCL here, whose work-groups, local memory and barriers are real; CUDA on a
+// GPU host, scripts/gpu_check.sh): row reductions of many lengths (shorter and
+// longer than a block, powers of two and not), every reducing op in every
+// dtype, NaN and infinities through the combines, the normalizations and their
+// gradients, and a full reduction feeding several element loops in one kernel
+// (Adam's update after a clip by the global norm), each against the reference
+// interpreter on fresh random inputs.
+#include "autodiff/gradient_tape.h"
+#include "runtime/device/device_list.h"
+#include "runtime/exec/executable.h"
+#include "tests/support/random_tensors.h"
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <limits>
+
+using namespace smelt;
+
+namespace {
+
+/// Every device but the CPU that opens here; none: the tests pass with a
+/// message.
+std::vector<DeviceDescription> devices() {
+  std::vector<DeviceDescription> found;
+  for (const DeviceDescription& d : listDevices()) {
+    if (d.kind != DeviceKind::kCpu) found.push_back(d);
+  }
+  if (found.empty()) MESSAGE("no device besides the CPU: nothing to run block kernels on");
+  return found;
+}
+
+/// Compiles every graph for `device` and checks each against the reference on
+/// `feeds` (random when absent); requires that at least `mappedAtLeast` of its
+/// kernels run as blocks.
+void checkOn(const DeviceDescription& device, const std::vector<Graph>& graphs, const std::vector<std::string>& names,
+             int mappedAtLeast = 1, const std::vector<TensorMap>& given = {}) {
+  CAPTURE(device.id);
+  auto exes = Executable::compileAll(graphs, {.device = device.id});
+  REQUIRE_MESSAGE(exes.ok(), (exes.ok() ? "" : exes.error().message()));
+  uint64_t seed = testing::testSeed();
+  CAPTURE(seed);
+  for (size_t g = 0; g < graphs.size(); ++g) {
+    const std::string& what = names[g];
+    CAPTURE(what);
+    Executable& exe = *(*exes)[g];
+    CHECK_MESSAGE(exe.report().blockKernels >= mappedAtLeast, what, ": ", exe.report().blockKernels,
+                  " block-mapped kernels\n", exe.source());
+    TensorMap feeds = given.empty() ? testing::randomFeeds(graphs[g], seed + g) : given[g];
+    auto expected = interpret(exe.graph(), feeds);
+    REQUIRE(expected.ok());
+    auto actual = exe.run(feeds);
+    REQUIRE_MESSAGE(actual.ok(), what, ": ", (actual.ok() ? "" : actual.error().message()));
+    for (size_t i = 0; i < expected->size(); ++i) {
+      std::string d =
+          testing::compareTensors((*actual)[i], (*expected)[i], testing::backendTolerance((*expected)[i].dtype()));
+      CHECK_MESSAGE(d.empty(), what, " output ", graphs[g].outputs()[i].name, ": ", d, "\n", exe.source());
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE(
+    "block kernels on devices: softmax, log_softmax and row sums over "
+    "rows of 64 to 4096") {
+  for (const DeviceDescription& device : devices()) {
+    std::vector<Graph> graphs;
+    std::vector<std::string> names;
+    for (int64_t n : {64, 100, 255, 256, 257, 1000, 4096}) {
+      graphs.push_back(testing::parseOrFail(fmt::format(R"(graph @t(%x: f32[3,{0}]) {{
+  %0 = softmax(%x) {{axis = 1}} : f32[3,{0}]
+  %1 = log_softmax(%x) {{axis = 1}} : f32[3,{0}]
+  %2 = reduce_sum(%x) {{axes = [1]}} : f32[3]
+  return a = %0, b = %1, c = %2
+}})",
+                                                        n)));
+      names.push_back(fmt::format("rows of {}", n));
+    }
+    checkOn(device, graphs, names, 2);
+  }
+}
+
+TEST_CASE("block kernels on devices: every reducing op in every dtype it takes") {
+  for (const DeviceDescription& device : devices()) {
+    std::vector<Graph> graphs;
+    std::vector<std::string> names;
+    const std::vector<std::pair<std::string, std::vector<std::string>>> ops = {
+        {"reduce_sum", {"f32", "f64", "f16", "bf16", "i32", "i64", "u8"}},
+        {"reduce_max", {"f32", "f64", "f16", "i32", "i64", "u8"}},
+        {"reduce_min", {"f32", "f64", "bf16", "i32", "i64"}},
+        {"reduce_prod", {"f32", "f64", "i64"}},
+        {"reduce_mean", {"f32", "f64", "f16"}},
+        {"reduce_variance", {"f32", "f64"}},
+        {"reduce_stddev", {"f32"}},
+        {"reduce_logsumexp", {"f32", "f64"}}};
+    for (const auto& [op, dtypes] : ops) {
+      for (const std::string& t : dtypes) {
+        if (t == "f64" && !device.fp64) continue;
+        // reduce_prod of 200 random values over/underflows: a short row (but
+        // still a block) keeps it finite.
+        const int64_t n = op == "reduce_prod" ? 64 : 700;
+        graphs.push_back(testing::parseOrFail(fmt::format(R"(graph @t(%x: {1}[5,{2}]) {{
+  %0 = {0}(%x) {{axes = [1]}} : {1}[5]
+  return y = %0
+}})",
+                                                          op, t, n)));
+        names.push_back(op + " " + t);
+      }
+    }
+    checkOn(device, graphs, names, 1);
+  }
+}
+
+TEST_CASE(
+    "block kernels on devices: NaN and infinities pass through the "
+    "block's combines as through a loop") {
+  for (const DeviceDescription& device : devices()) {
+    Graph graph = testing::parseOrFail(R"(graph @t(%x: f32[4,500]) {
+  %0 = reduce_max(%x) {axes = [1]} : f32[4]
+  %1 = reduce_min(%x) {axes = [1]} : f32[4]
+  %2 = reduce_sum(%x) {axes = [1]} : f32[4]
+  %3 = softmax(%x) {axis = 1} : f32[4,500]
+  return a = %0, b = %1, c = %2, d = %3
+})");
+    Tensor x = testing::randomTensor({DType::f32, {4, 500}}, testing::testSeed());
+    // Row 0: a NaN late in the row (another thread's partial); row 1: +inf; row
+    // 2: -inf; row 3: plain.
+    x.setDouble(0 * 500 + 437, std::numeric_limits<double>::quiet_NaN());
+    x.setDouble(1 * 500 + 3, std::numeric_limits<double>::infinity());
+    x.setDouble(2 * 500 + 301, -std::numeric_limits<double>::infinity());
+    std::vector<Graph> graphs;
+    graphs.push_back(std::move(graph));
+    checkOn(device, graphs, {"specials"}, 1, {TensorMap{{"x", x}}});
+  }
+}
+
+TEST_CASE(
+    "block kernels on devices: layer_norm, softmax and their gradients; "
+    "a clipped Adam update in one kernel") {
+  for (const DeviceDescription& device : devices()) {
+    Graph g = testing::parseOrFail(
+        R"(graph @t(%x: f32[6,384], %w: f32[384], %b: f32[384], %t: f32[6,384]) {
+  %0 = layer_norm(%x, %w, %b) {axis = 1, epsilon = 1e-5} : f32[6,384]
+  %1 = softmax(%0) {axis = 1} : f32[6,384]
+  %2 = mul(%1, %t) : f32[6,384]
+  %3 = reduce_sum(%2) : f32[]
+  return loss = %3
+})");
+    std::vector<std::string> wrt = {"x", "w", "b"};
+    auto grads = gradientOfOutputs(g, wrt);
+    REQUIRE_MESSAGE(grads.ok(), (grads.ok() ? "" : grads.error().message()));
+    for (size_t i = 0; i < wrt.size(); ++i) g.addOutput(wrt[i] + ".grad", (*grads)[i]);
+    // The global norm's sum, then three loops over the same elements, each
+    // after a barrier.
+    Graph adam = testing::parseOrFail(
+        R"(graph @t(%g: f32[24,6], %m: f32[24,6], %v: f32[24,6], %p: f32[24,6], %s: f32[]) {
+  %0 = mul(%g, %g) : f32[24,6]
+  %1 = reduce_sum(%0) : f32[]
+  %2 = add(%1, %s) : f32[]
+  %3 = sqrt(%2) : f32[]
+  %c1 = constant() {value = dense<f32[]> [1]} : f32[]
+  %4 = div(%c1, %3) : f32[]
+  %5 = min(%4, %c1) : f32[]
+  %6 = mul(%g, %5) : f32[24,6]
+  %c9 = constant() {value = dense<f32[]> [0.9]} : f32[]
+  %7 = mul(%m, %c9) : f32[24,6]
+  %8 = add(%7, %6) : f32[24,6]
+  %9 = mul(%6, %6) : f32[24,6]
+  %vv = mul(%v, %v) : f32[24,6]
+  %10 = add(%vv, %9) : f32[24,6]
+  %11 = sqrt(%10) : f32[24,6]
+  %12 = div(%8, %11) : f32[24,6]
+  %13 = sub(%p, %12) : f32[24,6]
+  return scale = %5, m = %8, v = %10, p = %13
+})");
+    // Two stored element loops and a sum in one kernel over domain [] (ONNX
+    // NegativeLogLikelihoodLoss's ignore_index mask): PoCL dropped the second
+    // loop's stores while block kernels began with a bounds check's return.
+    Graph mask = testing::parseOrFail(R"(graph @t(%t: i64[3,6,6]) {
+  %0 = constant() {value = dense<i64[]> [1]} : i64[]
+  %1 = eq(%t, %0) : bool[3,6,6]
+  %2 = constant() {value = dense<i64[]> [0]} : i64[]
+  %3 = where(%1, %2, %t) : i64[3,6,6]
+  %4 = constant() {value = dense<f32[]> [0]} : f32[]
+  %5 = constant() {value = dense<f32[]> [1]} : f32[]
+  %6 = where(%1, %4, %5) : f32[3,6,6]
+  %7 = reduce_sum(%6) : f32[]
+  return a = %3, b = %6, c = %7
+})");
+    Tensor t = testing::randomTensor({DType::i64, {3, 6, 6}}, testing::testSeed());
+    for (int64_t i = 0; i < t.numel(); ++i) t.setDouble(i, static_cast<double>((i * 7 + testing::testSeed()) % 5));
+    std::vector<Graph> graphs;
+    graphs.push_back(std::move(g));
+    graphs.push_back(std::move(adam));
+    checkOn(device, graphs, {"layer_norm, softmax and gradients", "clipped Adam"}, 1);
+    std::vector<Graph> masks;
+    masks.push_back(std::move(mask));
+    checkOn(device, masks, {"ignore_index mask"}, 1, {TensorMap{{"t", t}}});
+  }
+}
