@@ -1,16 +1,7 @@
-// Kernel-level clean-up after lowering: sibling loops over the same extent that do not depend on each
-// other become one loop (layer_norm's mean and variance read x in one sweep, not two), identical
-// instructions that end up in one block are shared again, and a float division inside a loop by a
-// value from outside it becomes a multiplication by its reciprocal, taken once before the loop
-// (softmax's e / sum: a vector divide costs about ten multiplies).
-//   %a = loop %i < 8 carry(...) { x = load b0[i]; ... }        %a, %b = loop %i < 8 carry(..., ...) {
-//   %b = loop %j < 8 carry(...) { x = load b0[j]; ... }   ->      x = load b0[i]; ...; ...
-//                                                               }
+// fuse-loops, hoist-reciprocals and cse (see kernel_opt.h).
 #include "codegen/kernel_opt.h"
 
-#include "codegen/collapse_loops.h"
 #include "codegen/kernel_walk.h"
-#include "codegen/reuse_through_output.h"
 
 #include <bit>
 #include <functional>
@@ -66,8 +57,8 @@ bool tryMerge(KBlock& block, size_t i, size_t j) {
   return true;
 }
 
-void fuseLoops(KBlock& block) {
-  bool merged = true;
+bool fuseLoops(KBlock& block) {
+  bool merged = true, any = false;
   while (merged) {
     merged = false;
     for (size_t i = 0; i < block.stmts.size() && !merged; ++i) {
@@ -76,10 +67,12 @@ void fuseLoops(KBlock& block) {
         if (std::holds_alternative<LoopPtr>(block.stmts[j])) merged = tryMerge(block, i, j);
       }
     }
+    any = any || merged;
   }
   for (KStmt& s : block.stmts) {
-    if (LoopPtr* l = std::get_if<LoopPtr>(&s)) fuseLoops((*l)->body);
+    if (LoopPtr* l = std::get_if<LoopPtr>(&s)) any = fuseLoops((*l)->body) || any;
   }
+  return any;
 }
 
 using Key = std::tuple<int, int, int32_t, int32_t, int32_t, int, int, int64_t, uint64_t>;
@@ -198,15 +191,19 @@ void hoistReciprocals(Kernel& kernel, KBlock& block, std::unordered_set<int32_t>
 
 }  // namespace
 
-void optimizeKernel(Kernel& kernel) {
-  collapseNestedLoops(kernel);  // first: sibling nests of one shape then collapse alike and still fuse
-  fuseLoops(kernel.body);
-  // Before the reciprocals: they are numbered per loop, and would hide a value's twin in another loop.
-  reuseThroughOutput(kernel);
+bool fuseSiblingLoops(Kernel& kernel) { return fuseLoops(kernel.body); }
+
+bool hoistReciprocals(Kernel& kernel) {
+  const size_t before = kernel.types.size();
   hoistReciprocals(kernel, kernel.body, {}, roundingSensitive(kernel));
+  return kernel.types.size() != before;  // each hoisted reciprocal is a new value
+}
+
+bool shareInstructions(Kernel& kernel) {
   std::vector<std::map<Key, int32_t>> scopes;
   std::unordered_map<int32_t, int32_t> map;
   cseBlock(kernel.body, scopes, map);
+  return !map.empty();
 }
 
 }  // namespace smelt::codegen

@@ -5,7 +5,7 @@
 #include "codegen/lower_kernel.h"
 
 #include "codegen/kernel_builder.h"
-#include "codegen/kernel_opt.h"
+#include "codegen/kernel_passes.h"
 #include "passes/fusion_groups.h"
 
 #include <fmt/format.h>
@@ -22,7 +22,7 @@ class Lowerer {
   Lowerer(const Graph& graph, const Node& node, const Node* external = nullptr)
       : graph_(graph), node_(node), external_(external), b_(kernel_) {}
 
-  Expected<Kernel> run() {
+  Expected<Kernel> run(std::string_view pipeline) {
     SMELT_CHECK_OK(collect());
     kernel_.name = fmt::format("{}_{}", node_.opName(), node_.number());
     for (size_t i = 0; i < inputs_.size(); ++i) {
@@ -63,7 +63,7 @@ class Lowerer {
       }
     }
     SMELT_CHECK_OK(b_.status());
-    optimizeKernel(kernel_);
+    SMELT_CHECK_OK(runKernelPasses(kernel_, pipeline));
     return std::move(kernel_);
   }
 
@@ -284,10 +284,12 @@ class Lowerer {
 
 }  // namespace
 
-Expected<Kernel> lowerToKernel(const Graph& graph, const Node& node) { return Lowerer(graph, node).run(); }
+Expected<Kernel> lowerToKernel(const Graph& graph, const Node& node, std::string_view pipeline) {
+  return Lowerer(graph, node).run(pipeline);
+}
 
 Expected<Kernel> lowerEpilogue(const Graph& graph, const Node& node, const Node& anchor) {
-  return Lowerer(graph, node, &anchor).run();
+  return Lowerer(graph, node, &anchor).run(kLoweringKernelPipeline);
 }
 
 bool canLower(const Node& node) {

@@ -5,12 +5,15 @@
 #pragma once
 
 #include "codegen/kernel.h"
+#include "codegen/kernel_passes.h"
 #include "ir/graph.h"
 
 namespace smelt::codegen {
 
-/// The kernel computing `node` (a `fused` node or any op with a lowering facet; not a constant).
-Expected<Kernel> lowerToKernel(const Graph& graph, const Node& node);
+/// The kernel computing `node` (a `fused` node or any op with a lowering facet; not a constant), after
+/// the kernel passes of `pipeline` ("none": as lowered, for kernel-pass tests and dumps).
+Expected<Kernel> lowerToKernel(const Graph& graph, const Node& node,
+                               std::string_view pipeline = kLoweringKernelPipeline);
 
 /// The kernel computing `node` with `anchor` (a matmul, gemm or conv2d: `node` itself or in its body)
 /// computed elsewhere (by a BLAS): its value alpha * op(a) op(b) (a convolution without its bias)

@@ -4,7 +4,6 @@
 
 #include "codegen/log.h"
 #include "codegen/lower_kernel.h"
-#include "codegen/tile_columns.h"
 #include "runtime/cpu/blas.h"
 #include "runtime/cpu/gemm_run.h"
 #include "runtime/cpu/thread_pool.h"
@@ -106,11 +105,6 @@ Status CpuBackend::runProduct(const GemmPlan& plan, const ProductBuffers& buffer
   for (const KernelBufferArg& b : buffers.operands) operands.push_back(addressOf(b));
   runGemm(plan, operands.data(), addressOf(buffers.product), addressOf(buffers.scratch));
   return Status::success();
-}
-
-void CpuBackend::adapt(codegen::Kernel& kernel) const {
-  // CPU only: GPUs keep a thread per column.
-  if (codegen::tileColumns(kernel)) logger().debug("{}: column loops tiled ({} tiles)", kernel.name, kernel.domainSize());
 }
 
 LaunchShape CpuBackend::shapeOf(const codegen::Kernel& kernel, const CompileOptions& options) const {

@@ -5,6 +5,7 @@
 // interpreter instead.
 #pragma once
 
+#include "codegen/kernel_passes.h"
 #include "runtime/exec/device_backend.h"
 
 namespace smelt {
@@ -16,7 +17,7 @@ class CpuBackend final : public DeviceBackend {
   std::string whyNotKernel(const Node& node) const override;
   std::optional<GemmPlan> planProduct(const Node& node, const CompileOptions& options) const override;
   Status runProduct(const GemmPlan& plan, const ProductBuffers& buffers, DeviceStream& stream) const override;
-  void adapt(codegen::Kernel& kernel) const override;
+  std::string_view kernelPipeline() const override { return codegen::kCpuKernelPipeline; }
   LaunchShape shapeOf(const codegen::Kernel& kernel, const CompileOptions& options) const override;
   Expected<std::shared_ptr<DeviceKernels>> loadKernels(std::span<const codegen::Kernel* const> kernels,
                                                        std::span<const std::string> symbols,

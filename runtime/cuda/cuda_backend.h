@@ -26,7 +26,7 @@ class CudaBackend final : public DeviceBackend {
   using DeviceBackend::DeviceBackend;
   bool ownStream() const override { return true; }
   std::string whyNotKernel(const Node& node) const override { return whyNotCommon(node); }
-  void adapt(codegen::Kernel& kernel) const override { gpuAdapt(kernel); }
+  std::string_view kernelPipeline() const override { return gpuKernelPipeline(); }
   Expected<std::shared_ptr<DeviceKernels>> loadKernels(std::span<const codegen::Kernel* const> kernels,
                                                        std::span<const std::string> symbols,
                                                        KernelLoadInfo& info) const override;

@@ -5,6 +5,7 @@
 
 #include "codegen/c_renderer.h"
 #include "codegen/log.h"
+#include "codegen/kernel_passes.h"
 #include "codegen/lower_kernel.h"
 #include "passes/pass_manager.h"
 #include "passes/plan_memory.h"
@@ -225,7 +226,7 @@ Status CompiledGraph::Impl::prepare(const Graph& source, const std::string& symb
         return makeError("{}: its kernel has {} buffers, the node {} operands and results", step.label,
                          kernel.buffers.size(), step.buffers.size());
       }
-      backend->adapt(kernel);
+      SMELT_CHECK_OK(codegen::runKernelPasses(kernel, backend->kernelPipeline()));
       if (kernel.blockThreads > 0) ++report.blockKernels;
       markSharedBuffers(kernel, step.buffers);
       step.shape = backend->shapeOf(kernel, options);

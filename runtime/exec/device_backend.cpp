@@ -3,7 +3,7 @@
 
 #include "codegen/cache/kernel_cache.h"
 #include "codegen/lower_kernel.h"
-#include "codegen/map_to_blocks.h"
+#include "codegen/kernel_passes.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/device/fault_injection.h"
 #include "runtime/exec/executable.h"
@@ -61,12 +61,12 @@ Expected<std::shared_ptr<DeviceKernels>> DeviceBackend::loadImage(const KernelIm
   return loaded;
 }
 
-void gpuAdapt(codegen::Kernel& kernel) {
+std::string_view gpuKernelPipeline() {
   static const bool enabled = [] {
     const char* env = std::getenv("SMELT_BLOCKS");
     return !(env && std::string_view(env) == "0");
   }();
-  if (enabled) codegen::mapToBlocks(kernel);
+  return enabled ? codegen::kGpuKernelPipeline : "";
 }
 
 CacheKey imageKey(std::span<const codegen::Kernel* const> kernels, std::span<const std::string> symbols,

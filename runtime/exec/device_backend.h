@@ -71,9 +71,10 @@ class DeviceBackend {
   /// Runs a plan planProduct made, writing the product into buffers.product.
   virtual Status runProduct(const GemmPlan& plan, const ProductBuffers& buffers, DeviceStream& stream) const;
 
-  /// Rewrites a lowered kernel for this device before it is compiled (the CPU tiles column loops;
-  /// GPUs map rows to blocks of threads: gpuAdapt).
-  virtual void adapt(codegen::Kernel& kernel) const {}
+  /// The kernel passes (codegen/kernel_passes.h) that shape a lowered kernel for this device before
+  /// it is compiled: the CPU tiles column loops, GPUs map rows to blocks of threads
+  /// (gpuKernelPipeline).
+  virtual std::string_view kernelPipeline() const { return ""; }
   /// How `kernel` is launched (the CPU splits points across threads above a size).
   virtual LaunchShape shapeOf(const codegen::Kernel& kernel, const CompileOptions& options) const;
 
@@ -95,10 +96,9 @@ class DeviceBackend {
   std::shared_ptr<Device> device_;
 };
 
-/// What every GPU-like backend (OpenCL, CUDA, HIP) does to a kernel before compiling it: long rows to
-/// blocks of threads (codegen/map_to_blocks.h), unless $SMELT_BLOCKS is 0 (one thread per point, to
-/// compare or bisect).
-void gpuAdapt(codegen::Kernel& kernel);
+/// The kernel pipeline of every GPU-like backend (OpenCL, CUDA, HIP): long rows to blocks of threads
+/// (codegen/map_to_blocks.h), unless $SMELT_BLOCKS is 0 (one thread per point, to compare or bisect).
+std::string_view gpuKernelPipeline();
 
 /// The kernel cache's key for one image of `kernels` (named `symbols`) built by `backend` ("cuda",
 /// "hip") for `target` with `compilerVersion` and `options`.

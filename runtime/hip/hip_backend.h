@@ -21,7 +21,7 @@ class HipBackend final : public DeviceBackend {
  public:
   using DeviceBackend::DeviceBackend;
   bool ownStream() const override { return true; }
-  void adapt(codegen::Kernel& kernel) const override { gpuAdapt(kernel); }
+  std::string_view kernelPipeline() const override { return gpuKernelPipeline(); }
   Expected<std::shared_ptr<DeviceKernels>> loadKernels(std::span<const codegen::Kernel* const> kernels,
                                                        std::span<const std::string> symbols,
                                                        KernelLoadInfo& info) const override;

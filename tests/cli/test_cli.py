@@ -55,6 +55,28 @@ class Cli(unittest.TestCase):
         self.assertEqual(again.returncode, 0, again.stderr)
         self.assertEqual(again.stdout, r.stdout)
 
+    def test_kernels_runs_named_kernel_passes_and_dumps_each(self):
+        softmax = os.path.join(self.dir, "softmax.ir")
+        with open(softmax, "w") as f:
+            f.write("graph @s(%x: f32[4,512]) {\n  %0 = softmax(%x) {axis = 1} : f32[4,512]\n  return y = %0\n}\n")
+        raw = smelt("kernels", softmax, "--kernel-passes", "none")
+        self.assertEqual(raw.returncode, 0, raw.stderr)
+        self.assertNotIn("threads", raw.stdout)
+        blocks = smelt("kernels", softmax, "--kernel-passes", "map-to-blocks")
+        self.assertEqual(blocks.returncode, 0, blocks.stderr)
+        self.assertIn("domain [4] threads 256", blocks.stdout)
+        self.assertIn("split combine(max)", blocks.stdout)
+        bad = smelt("kernels", softmax, "--kernel-passes", "cse,unroll")
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertIn("unknown kernel pass 'unroll'", bad.stderr)
+        dumps = os.path.join(self.dir, "dumps")
+        env = dict(os.environ, SMELT_DUMP_DIR=dumps)
+        r = subprocess.run([SMELT, "kernels", softmax], capture_output=True, text=True, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        names = sorted(os.listdir(os.path.join(dumps, "kernels")))
+        self.assertIn("fused_0.00-before-collapse-loops.kernel", names)
+        self.assertIn("fused_0.05-cse.kernel", names)
+
     def test_dump_dot(self):
         r = smelt("dump", self.write_ir(), "--format", "dot")
         self.assertEqual(r.returncode, 0, r.stderr)

@@ -1,6 +1,7 @@
-// `smelt kernels FILE [--grad NAMES] [--passes P] [--backend B]`: the kernel of every node after the
-// optimizing pipeline, printed as its backend-neutral description (codegen/kernel.h) with the IR nodes it
-// came from, or as a backend renders it (LLVM IR after O3, OpenCL C, CUDA C, HIP).
+// `smelt kernels FILE [--grad NAMES] [--passes P] [--kernel-passes K] [--backend B]`: the kernel of every
+// node after the optimizing pipeline and the kernel passes the backend runs (or K), printed as its
+// backend-neutral description (codegen/kernel.h) with the IR nodes it came from, or as a backend renders
+// it (LLVM IR after O3, OpenCL C, CUDA C, HIP).
 #include "codegen/cuda/cuda_renderer.h"
 #include "codegen/hip/hip_renderer.h"
 #include "codegen/lower_kernel.h"
@@ -12,9 +13,10 @@
 #include "tools/smelt/tensor_summary.h"
 
 #include <fmt/format.h>
+
+#include <optional>
 #ifdef SMELT_HAVE_LLVM
 #include "codegen/llvm/llvm_jit.h"
-#include "codegen/tile_columns.h"
 #endif
 
 namespace smelt::cli {
@@ -25,6 +27,7 @@ Action addKernelsCommand(CLI::App& app) {
     std::string grad;
     std::string passes{kDefaultPipeline};
     std::string backend = "kernel";
+    std::optional<std::string> kernelPasses;
   };
   auto options = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("kernels", "Print the kernels a model compiles to");
@@ -35,6 +38,12 @@ Action addKernelsCommand(CLI::App& app) {
   cmd->add_option("--backend", options->backend,
                   "kernel (the description, default), llvm (optimized LLVM IR), opencl, cuda or hip (source)")
       ->check(CLI::IsMember({"kernel", "llvm", "opencl", "cuda", "hip"}));
+  std::vector<std::string_view> known;
+  for (const codegen::KernelPass& p : codegen::kernelPasses()) known.push_back(p.name);
+  cmd->add_option("--kernel-passes", options->kernelPasses,
+                  fmt::format("Kernel passes after lowering (default: {}, then tile-columns for llvm or "
+                              "map-to-blocks for opencl/cuda/hip; 'none': as lowered). Known: {}",
+                              codegen::kLoweringKernelPipeline, fmt::join(known, ", ")));
   return [options]() {
     SMELT_TRY_CLI(Graph graph, loadWithGradients(options->file, options->grad));
     if (Status ran = runPipeline(graph, options->passes); !ran) return fail(ran.error().message());
@@ -42,19 +51,23 @@ Action addKernelsCommand(CLI::App& app) {
     if (options->backend == "opencl") renderer = std::make_unique<codegen::OpenClRenderer>();
     if (options->backend == "cuda") renderer = std::make_unique<codegen::CudaRenderer>();
     if (options->backend == "hip") renderer = std::make_unique<codegen::HipRenderer>();
+    // What the backend's executable runs: the lowering clean-up, then its own kernel passes.
+    std::string pipeline(codegen::kLoweringKernelPipeline);
+    if (renderer && !gpuKernelPipeline().empty()) pipeline += fmt::format(",{}", gpuKernelPipeline());
+    if (options->backend == "llvm") pipeline += fmt::format(",{}", codegen::kCpuKernelPipeline);
+    if (options->kernelPasses) pipeline = *options->kernelPasses;
+    if (auto checked = codegen::kernelPipeline(pipeline); !checked) return fail(checked.error().message());
     if (renderer) fmt::print("{}\n", renderer->prelude());
     size_t index = 0;
     for (const auto& node : graph.nodes()) {
       if (node->opName() == "constant") continue;
-      auto kernel = codegen::lowerToKernel(graph, *node);
+      auto kernel = codegen::lowerToKernel(graph, *node, pipeline);
       if (!kernel) return fail(kernel.error().message());
       if (renderer) {
-        gpuAdapt(*kernel);  // as the GPU backends compile it: long rows mapped to blocks of threads
         SMELT_TRY_CLI(std::string text, renderer->renderKernel(*kernel, codegen::CRenderer::symbolFor(*kernel, index)));
         fmt::print("{}\n", text);
       } else if (options->backend == "llvm") {
 #ifdef SMELT_HAVE_LLVM
-        codegen::tileColumns(*kernel);  // as the llvm executable compiles it
         SMELT_TRY_CLI(codegen::LlvmJit * jit, codegen::LlvmJit::global());
         SMELT_TRY_CLI(std::string ir, jit->renderIr(*kernel, true));
         fmt::print("{}\n", ir);

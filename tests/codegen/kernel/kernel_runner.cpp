@@ -32,7 +32,8 @@ codegen::Kernel lastNodeKernelOrFail(const Graph& graph) {
 }
 
 Expected<std::vector<Tensor>> runWithKernels(const Graph& graph, const TensorMap& feeds,
-                                             const std::function<void(codegen::Kernel&)>& rewrite) {
+                                             const std::function<void(codegen::Kernel&)>& rewrite,
+                                             std::string_view pipeline) {
   std::unordered_map<const Value*, Tensor> env;
   for (const Value* v : graph.inputs()) {
     auto it = feeds.find(v->name());
@@ -45,7 +46,7 @@ Expected<std::vector<Tensor>> runWithKernels(const Graph& graph, const TensorMap
       env[node->result()] = std::get<Tensor>(node->attrs().at("value"));
       continue;
     }
-    SMELT_TRY(codegen::Kernel kernel, codegen::lowerToKernel(graph, *node));
+    SMELT_TRY(codegen::Kernel kernel, codegen::lowerToKernel(graph, *node, pipeline));
     if (rewrite) rewrite(kernel);
     std::vector<Tensor> tensors;
     for (const Value* o : node->operands()) tensors.push_back(env.at(o));

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "codegen/kernel.h"
+#include "codegen/kernel_passes.h"
 #include "ir/interpreter.h"
 
 #include <functional>
@@ -10,9 +11,11 @@
 namespace smelt::testing {
 
 /// The graph's outputs computed through lowered kernels; constants are taken as they are. `rewrite`,
-/// when given, changes each kernel before it runs (a backend's own kernel rewrite under test).
+/// when given, changes each kernel before it runs (a backend's own kernel rewrite under test); each
+/// kernel is lowered with the kernel passes of `pipeline` (codegen/kernel_passes.h).
 Expected<std::vector<Tensor>> runWithKernels(const Graph& graph, const TensorMap& feeds,
-                                             const std::function<void(codegen::Kernel&)>& rewrite = {});
+                                             const std::function<void(codegen::Kernel&)>& rewrite = {},
+                                             std::string_view pipeline = codegen::kLoweringKernelPipeline);
 
 /// `graph` after the default pipeline (fusion included), as an executable would compile it; a failing
 /// pass fails the test.
