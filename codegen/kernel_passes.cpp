@@ -3,6 +3,7 @@
 
 #include "codegen/collapse_loops.h"
 #include "codegen/kernel_opt.h"
+#include "codegen/kernel_walk.h"
 #include "codegen/map_to_blocks.h"
 #include "codegen/reuse_through_output.h"
 #include "codegen/tile_columns.h"
@@ -26,6 +27,12 @@ constexpr KernelPass kPasses[] = {
     {"hoist-reciprocals", "x / d in a loop, d from outside it, becomes x * (1 / d) with 1 / d before the loop",
      hoistReciprocals},
     {"cse", "identical instructions in one scope are shared", shareInstructions},
+    {"dce", "instructions whose results nothing reads are dropped (an unravel a reshape no longer needs)",
+     [](Kernel& k) {
+       const int64_t before = countKernel(k).instructions;
+       removeDeadInstructions(k);
+       return countKernel(k).instructions != before;
+     }},
     {"tile-columns", "CPU: a column kernel walks rows of tiles of adjacent columns", tileColumns},
     {"map-to-blocks", "GPU: long rows run as one block of threads per point, combined in the block",
      [](Kernel& k) { return mapToBlocks(k); }},

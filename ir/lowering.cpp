@@ -3,6 +3,8 @@
 
 #include "ir/op_registry.h"
 
+#include <algorithm>
+
 namespace smelt {
 
 std::string_view kUnaryName(KUnary op) {
@@ -32,6 +34,12 @@ std::vector<KValue> broadcastIndex(KernelEmitter& e, std::span<const KValue> out
 }
 
 KValue linearOffset(KernelEmitter& e, std::span<const KValue> index, const Shape& shape) {
+  for (const KernelEmitter::Unraveled& u : e.unraveled) {
+    if (u.shape != shape || u.index.size() != index.size()) continue;
+    bool same = true;
+    for (size_t d = 0; d < index.size(); ++d) same = same && u.index[d] == index[d].id;
+    if (same) return u.offset;
+  }
   KValue offset = e.index(0);
   int64_t stride = 1;
   for (size_t d = shape.size(); d-- > 0;) {
@@ -42,6 +50,7 @@ KValue linearOffset(KernelEmitter& e, std::span<const KValue> index, const Shape
 }
 
 std::vector<KValue> unravel(KernelEmitter& e, KValue offset, const Shape& shape) {
+  const KValue linear = offset;
   std::vector<KValue> index(shape.size());
   for (size_t d = shape.size(); d-- > 0;) {
     if (shape[d] == 1) {
@@ -51,6 +60,12 @@ std::vector<KValue> unravel(KernelEmitter& e, KValue offset, const Shape& shape)
     KValue extent = e.index(shape[d]);
     index[d] = d == 0 ? offset : e.rem(offset, extent);
     if (d > 0) offset = e.div(offset, extent);
+  }
+  // Not when every dim is 1: there every index is the constant 0, which any offset would match.
+  if (std::any_of(shape.begin(), shape.end(), [](int64_t n) { return n != 1; })) {
+    std::vector<int32_t> ids;
+    for (const KValue& v : index) ids.push_back(v.id);
+    e.unraveled.push_back({shape, std::move(ids), linear});
   }
   return index;
 }

@@ -78,6 +78,15 @@ class KernelEmitter {
   KValue lt(KValue a, KValue b) { return binary(KBinary::Lt, a, b); }
   KValue ge(KValue a, KValue b) { return binary(KBinary::Ge, a, b); }
   KValue logicalAnd(KValue a, KValue b) { return binary(KBinary::And, a, b); }
+
+  /// What unravel made, so that linearOffset of that index in that shape is the offset it came from
+  /// (row-major layouts read through a reshape then cost no division: x % c + c * (x / c) is x).
+  struct Unraveled {
+    Shape shape;
+    std::vector<int32_t> index;
+    KValue offset;
+  };
+  std::vector<Unraveled> unraveled;
 };
 
 /// One application being lowered: its output element's index and its operands' elements.
@@ -101,7 +110,8 @@ using LowerFn = std::function<Expected<std::vector<KValue>>(LoweringContext& ctx
 /// The index into an operand of shape `in` that numpy broadcasting reads for output index `out`
 /// (leading dims dropped, size-1 dims read at 0).
 std::vector<KValue> broadcastIndex(KernelEmitter& e, std::span<const KValue> out, const Shape& in);
-/// Row-major linear offset of `index` in `shape`, and the inverse.
+/// Row-major linear offset of `index` in `shape`, and the inverse (linearOffset of what unravel gave
+/// is unravel's offset, with no arithmetic).
 KValue linearOffset(KernelEmitter& e, std::span<const KValue> index, const Shape& shape);
 std::vector<KValue> unravel(KernelEmitter& e, KValue offset, const Shape& shape);
 

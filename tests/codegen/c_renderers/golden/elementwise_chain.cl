@@ -12,7 +12,6 @@ __kernel void k0_fused_0(__global const float* b0, long b0_off, __global const f
   b2 += b2_off;
   long v0 = p / 128;
   long v1 = (p) % 128;
-  long v2 = 0L;
   long v3 = 128L;
   long v4 = (long)((ulong)v0 * (ulong)v3);
   long v5 = (long)((ulong)v1 + (ulong)v4);

@@ -9,7 +9,6 @@ extern "C" __global__ void k0_fused_0(const float* b0, const float* b1, float* b
   if (p >= n) return;
   long long v0 = p / 128;
   long long v1 = (p) % 128;
-  long long v2 = 0LL;
   long long v3 = 128LL;
   long long v4 = (long long)((unsigned long long)v0 * (unsigned long long)v3);
   long long v5 = (long long)((unsigned long long)v1 + (unsigned long long)v4);

@@ -11,7 +11,6 @@ __kernel void k0_fused_0(__global const ushort* b0, long b0_off, __global const 
   b2 += b2_off;
   b3 += b3_off;
   long v0 = p;
-  long v1 = 0L;
   float v2 = smelt_h2f(b0[v0]);
   float v3 = smelt_h2f(b1[v0]);
   float v4 = smelt_rh(v2 * v3);

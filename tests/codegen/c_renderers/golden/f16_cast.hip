@@ -7,7 +7,6 @@ extern "C" __global__ void k0_fused_0(const unsigned short* b0, const unsigned s
   long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (p >= n) return;
   long long v0 = p;
-  long long v1 = 0LL;
   float v2 = smelt_h2f(b0[v0]);
   float v3 = smelt_h2f(b1[v0]);
   float v4 = smelt_rh(v2 * v3);
