@@ -36,6 +36,7 @@ const std::vector<PassInfo>& registeredPasses() {
       {"fold", createConstantFolding},
       {"fuse", createFuse},
       {"plan-memory", createPlanMemory},
+      {"split-reductions", createSplitReductions},
   };
   return passes;
 }

@@ -16,7 +16,7 @@
 namespace smelt {
 
 /// The optimizing pipeline `smelt opt` runs when no --passes is given.
-inline constexpr std::string_view kDefaultPipeline = "decompose,canonicalize,fold,cse,dce,fuse";
+inline constexpr std::string_view kDefaultPipeline = "decompose,canonicalize,fold,cse,dce,split-reductions,fuse";
 
 /// A pass by name. `create` may return null for a pass that is declared but not written yet.
 struct PassInfo {

@@ -13,6 +13,7 @@ std::unique_ptr<Pass> createCommonSubexpressionElimination(); // "cse"
 std::unique_ptr<Pass> createConstantFolding();               // "fold"
 std::unique_ptr<Pass> createCanonicalize();                  // "canonicalize": algebraic rewrites
 std::unique_ptr<Pass> createDecompose();                     // "decompose": composites into primitives
+std::unique_ptr<Pass> createSplitReductions();               // "split-reductions": two-stage reductions
 std::unique_ptr<Pass> createFuse();                          // "fuse": kernels (fusion_groups.h)
 std::unique_ptr<Pass> createPlanMemory();                    // "plan-memory": arena layout (plan_memory.h)
 

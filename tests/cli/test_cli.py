@@ -75,7 +75,7 @@ class Cli(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         names = sorted(os.listdir(os.path.join(dumps, "kernels")))
         self.assertIn("fused_0.00-before-collapse-loops.kernel", names)
-        self.assertIn("fused_0.05-cse.kernel", names)
+        self.assertIn("fused_0.06-dce.kernel", names)
 
     def test_dump_dot(self):
         r = smelt("dump", self.write_ir(), "--format", "dot")
@@ -209,8 +209,8 @@ class Cli(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(sorted(os.listdir(dumps)),
                          ["00-input.ir", "01-decompose.ir", "02-canonicalize.ir", "03-fold.ir", "04-cse.ir",
-                          "05-dce.ir", "06-fuse.ir"])
-        with open(os.path.join(dumps, "06-fuse.ir")) as f:
+                          "05-dce.ir", "06-split-reductions.ir", "07-fuse.ir"])
+        with open(os.path.join(dumps, "07-fuse.ir")) as f:
             self.assertIn('fused(%x) {kind = "loop"}', f.read())
         after = smelt("dump", path, "--after", "cse")
         self.assertEqual(after.returncode, 0, after.stderr)

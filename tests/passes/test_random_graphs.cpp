@@ -50,7 +50,7 @@ int graphCount() {
 
 // The exact passes, and the whole pipeline.
 constexpr std::string_view kExactPipeline = "canonicalize,fold,cse,dce,fuse";
-static_assert(kDefaultPipeline == "decompose,canonicalize,fold,cse,dce,fuse",
+static_assert(kDefaultPipeline == "decompose,canonicalize,fold,cse,dce,split-reductions,fuse",
               "keep kExactPipeline the default pipeline minus its inexact passes");
 
 // Empty when equal: same types, floats equal as doubles with equal signs (NaN matches any NaN), other

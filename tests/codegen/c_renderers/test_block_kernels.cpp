@@ -200,3 +200,19 @@ TEST_CASE(
     checkOn(device, masks, {"ignore_index mask"}, 1, {TensorMap{{"t", t}}});
   }
 }
+
+TEST_CASE("block kernels on devices: a large reduction into one result runs in two stages, the first across blocks") {
+  for (const DeviceDescription& device : devices()) {
+    // split-reductions (passes/split_reductions.cpp): 256 rows of 4096 squares, then the 256 partials.
+    std::vector<Graph> graphs;
+    graphs.push_back(testing::parseOrFail(R"(graph @t(%g: f32[1024,1024], %x: f64[3,65536]) {
+  %0 = mul(%g, %g) : f32[1024,1024]
+  %1 = reduce_sum(%0) : f32[]
+  %2 = sqrt(%1) : f32[]
+  %3 = reduce_max(%x) {axes = [1], keepdims = 1} : f64[3,1]
+  %4 = reduce_mean(%x) {axes = [1]} : f64[3]
+  return norm = %2, max = %3, mean = %4
+})"));
+    checkOn(device, graphs, {"global norm and long rows"}, 3);
+  }
+}
