@@ -9,6 +9,7 @@
 #include <initializer_list>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace smelt {
 
@@ -34,6 +35,9 @@ class DynamicLibrary {
   /// symbols cannot clash with another copy of the same library. On failure the error holds
   /// every dlerror() line, one per name tried, so the user sees what is missing.
   static Expected<DynamicLibrary> openFirst(std::initializer_list<std::string> names) {
+    return openFirst(std::vector<std::string>(names));
+  }
+  static Expected<DynamicLibrary> openFirst(const std::vector<std::string>& names) {
     std::string errors;
     for (const std::string& name : names) {
       if (name.empty()) continue;

@@ -5,7 +5,10 @@
 #include "codegen/cuda/cuda_renderer.h"
 #include "codegen/cuda/nvrtc_compiler.h"
 #include "codegen/log.h"
+#include "runtime/cuda/cublas.h"
+#include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/cuda_driver.h"
+#include "runtime/exec/executable.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -61,6 +64,27 @@ Expected<KernelImage> cudaKernelImage(std::span<const codegen::Kernel* const> ke
   info.source = std::move(source);
   info.target = arch;
   return image;
+}
+
+std::optional<GemmPlan> CudaBackend::planProduct(const Node& node, const CompileOptions& options) const {
+  std::optional<GemmPlan> plan = planGemm(node, &cuda::cublasAvailable);
+  // cuBLAS has no convolution (cuDNN's are later work), and the CPU's transpose-first path is the
+  // CPU's.
+  if (!plan || plan->conv || plan->transposeB) return std::nullopt;
+  plan->tf32 = options.tf32;
+  return plan;
+}
+
+Status CudaBackend::runProduct(const GemmPlan& p, const ProductBuffers& buffers, DeviceStream& stream) const {
+  auto address = [&](const KernelBufferArg& arg) {
+    return cudaAddressOf(arg.memory) + static_cast<std::uint64_t>(arg.byteOffset);
+  };
+  cuda::CublasGemm call{.dtype = p.dtype, .transA = p.transA, .transB = p.transB, .m = p.m, .n = p.n, .k = p.k,
+                        .alpha = p.alpha, .a = address(buffers.operands[p.operandA]),
+                        .b = address(buffers.operands[p.operandB]), .c = address(buffers.product),
+                        .lda = p.transA ? p.m : p.k, .ldb = p.transB ? p.k : p.n, .ldc = p.n, .batch = p.batch,
+                        .strideA = p.strideA, .strideB = p.strideB, .strideC = p.strideC, .tf32 = p.tf32};
+  return cuda::cublasGemm(cudaContextOf(*device_), cudaStreamOf(stream), call);
 }
 
 Expected<std::shared_ptr<DeviceKernels>> CudaBackend::loadKernels(std::span<const codegen::Kernel* const> kernels,

@@ -27,6 +27,10 @@ class CudaBackend final : public DeviceBackend {
   bool ownStream() const override { return true; }
   std::string whyNotKernel(const Node& node) const override { return whyNotCommon(node); }
   std::string_view kernelPipeline() const override { return gpuKernelPipeline(); }
+  /// matmul, gemm and their batches on cuBLAS (runtime/cuda/cublas.h) when it loads; convolutions
+  /// stay on generated kernels.
+  std::optional<GemmPlan> planProduct(const Node& node, const CompileOptions& options) const override;
+  Status runProduct(const GemmPlan& plan, const ProductBuffers& buffers, DeviceStream& stream) const override;
   Expected<std::shared_ptr<DeviceKernels>> loadKernels(std::span<const codegen::Kernel* const> kernels,
                                                        std::span<const std::string> symbols,
                                                        KernelLoadInfo& info) const override;

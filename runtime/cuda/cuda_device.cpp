@@ -141,6 +141,7 @@ class CudaDevice final : public Device {
     stream_ = std::make_unique<CudaStream>(context_, nullptr, false);
   }
   const DeviceDescription& description() const override { return description_; }
+  cuda::Context& context() { return context_; }
 
   Expected<DeviceMemory> allocate(std::size_t bytes) override {
     Expected<std::uint64_t> allocated = context_.allocateRaw(bytes);
@@ -233,6 +234,10 @@ class CudaDevice final : public Device {
 };
 
 }  // namespace
+
+cuda::Context& cudaContextOf(Device& device) { return static_cast<CudaDevice&>(device).context(); }
+void* cudaStreamOf(DeviceStream& stream) { return static_cast<CudaStream&>(stream).get(); }
+std::uint64_t cudaAddressOf(const DeviceMemory& memory) { return addressOf(memory); }
 
 Expected<std::shared_ptr<Device>> cudaDevice(int ordinal) {
   static std::mutex mutex;

@@ -11,4 +11,13 @@ namespace smelt {
 /// CUDA device `ordinal`, one per process; an error when there is no driver or no such device.
 Expected<std::shared_ptr<Device>> cudaDevice(int ordinal = 0);
 
+namespace cuda {
+class Context;
+}
+/// The driver objects behind a CUDA device's Device, DeviceStream and DeviceMemory, for the vendor
+/// libraries the CUDA backend calls in the device's context, on its streams and buffers (cuBLAS).
+cuda::Context& cudaContextOf(Device& device);
+void* cudaStreamOf(DeviceStream& stream);
+std::uint64_t cudaAddressOf(const DeviceMemory& memory);
+
 }  // namespace smelt

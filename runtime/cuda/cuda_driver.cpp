@@ -332,6 +332,12 @@ Status Context::launch(const Function& kernel, Dim3 grid, Dim3 block, std::span<
   return Status::success();
 }
 
+Status Context::withCurrent(const std::function<Status()>& call) {
+  ScopedContext current(loadedDriver(), context_);
+  if (!current.ok()) return makeError("cuCtxPushCurrent failed");
+  return call();
+}
+
 Status Context::synchronize() {
   const DriverApi& api = loadedDriver();
   ScopedContext current(api, context_);
@@ -581,6 +587,7 @@ Status Context::copyDeviceToDeviceAsync(std::uint64_t, std::uint64_t, std::size_
 Status Context::fillAsync(std::uint64_t, std::uint8_t, std::size_t, void*) { return unavailable(); }
 Expected<std::pair<std::size_t, std::size_t>> Context::memoryInfo() { return unavailable(); }
 Status Context::synchronize() { return unavailable(); }
+Status Context::withCurrent(const std::function<Status()>&) { return unavailable(); }
 Status Context::reset() { return unavailable(); }
 Expected<DeviceMemory> Context::allocate(std::size_t) { return unavailable(); }
 Status Context::copyToDevice(DeviceMemory&, const void*, std::size_t, std::size_t) {

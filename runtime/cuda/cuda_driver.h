@@ -7,6 +7,7 @@
 #include "ir/support/expected.h"
 
 #include <cstddef>
+#include <functional>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -127,6 +128,10 @@ class Context {
   /// synchronize() to wait.
   Status launch(const Function& kernel, Dim3 grid, Dim3 block, std::span<void* const> params,
                 unsigned shared_bytes = 0, void* stream = nullptr);
+
+  /// Runs `call` with this context current on the calling thread, restoring the previous one after:
+  /// for libraries that work in the current context (cuBLAS).
+  Status withCurrent(const std::function<Status()>& call);
 
   /// Blocks until all work in this context finished; reports a kernel's asynchronous failure.
   Status synchronize();

@@ -22,6 +22,11 @@ std::string pipelineFromEnvironment() {
 }
 
 // SMELT_BLAS=0 keeps every product on generated kernels.
+bool tf32FromEnvironment() {
+  const char* tf32 = std::getenv("SMELT_TF32");
+  return tf32 && std::string_view(tf32) == "1";
+}
+
 bool blasFromEnvironment() {
   const char* useBlas = std::getenv("SMELT_BLAS");
   return !(useBlas && std::string_view(useBlas) == "0");

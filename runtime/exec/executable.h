@@ -27,6 +27,8 @@ namespace smelt {
 std::string pipelineFromEnvironment();
 /// False when $SMELT_BLAS is 0.
 bool blasFromEnvironment();
+/// $SMELT_TF32 == "1".
+bool tf32FromEnvironment();
 
 /// How to compile, and where. An aggregate: Executable::compile(graph, {.device = "cuda"}).
 struct CompileOptions {
@@ -41,6 +43,10 @@ struct CompileOptions {
   /// Whether products may run on the device's vendor library (the CPU's BLAS, CLBlast); SMELT_BLAS=0
   /// turns it off: generated kernels compute every product.
   bool blas = blasFromEnvironment();
+  /// Whether f32 products may use TF32 tensor cores (inputs rounded to a 10-bit mantissa), as
+  /// PyTorch's torch.backends.cuda.matmul.allow_tf32; off by default, as there. $SMELT_TF32=1 turns it
+  /// on. Only cuBLAS reads it.
+  bool tf32 = tf32FromEnvironment();
   /// Whether ops with a host implementation (OpDef::host) run it instead of their kernel (CPU).
   bool host = true;
   /// Outputs whose values may be written over a parameter's fed tensor, (parameter, output) by name: a

@@ -53,6 +53,8 @@ struct GemmPlan {
   /// b is transposed into the columns buffer (k x n) first and multiplied untransposed: oneDNN's
   /// sgemm with a transposed B ran 30-60% slower than without (see preferUntransposedB).
   bool transposeB = false;
+  /// f32 products may round their inputs to TF32 (CompileOptions::tf32; cuBLAS only).
+  bool tf32 = false;
 };
 
 /// The GEMM plan for `node`, or nothing when the node does not qualify (a dtype the library lacks,

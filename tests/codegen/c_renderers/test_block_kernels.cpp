@@ -7,8 +7,7 @@
 // (Adam's update after a clip by the global norm), each against the reference
 // interpreter on fresh random inputs.
 #include "autodiff/gradient_tape.h"
-#include "runtime/device/device_list.h"
-#include "runtime/exec/executable.h"
+#include "tests/codegen/c_renderers/device_check.h"
 #include "tests/support/random_tensors.h"
 
 #include <doctest/doctest.h>
@@ -20,44 +19,19 @@ using namespace smelt;
 
 namespace {
 
-/// Every device but the CPU that opens here; none: the tests pass with a
-/// message.
-std::vector<DeviceDescription> devices() {
-  std::vector<DeviceDescription> found;
-  for (const DeviceDescription& d : listDevices()) {
-    if (d.kind != DeviceKind::kCpu) found.push_back(d);
-  }
-  if (found.empty()) MESSAGE("no device besides the CPU: nothing to run block kernels on");
-  return found;
-}
+std::vector<DeviceDescription> devices() { return testing::nonCpuDevices(); }
 
-/// Compiles every graph for `device` and checks each against the reference on
-/// `feeds` (random when absent); requires that at least `mappedAtLeast` of its
-/// kernels run as blocks.
+/// Compiles every graph for `device` and checks each against the reference on `given` (random when
+/// absent); requires that at least `mappedAtLeast` of its kernels run as blocks.
 void checkOn(const DeviceDescription& device, const std::vector<Graph>& graphs, const std::vector<std::string>& names,
              int mappedAtLeast = 1, const std::vector<TensorMap>& given = {}) {
-  CAPTURE(device.id);
-  auto exes = Executable::compileAll(graphs, {.device = device.id});
-  REQUIRE_MESSAGE(exes.ok(), (exes.ok() ? "" : exes.error().message()));
-  uint64_t seed = testing::testSeed();
-  CAPTURE(seed);
-  for (size_t g = 0; g < graphs.size(); ++g) {
-    const std::string& what = names[g];
-    CAPTURE(what);
-    Executable& exe = *(*exes)[g];
-    CHECK_MESSAGE(exe.report().blockKernels >= mappedAtLeast, what, ": ", exe.report().blockKernels,
-                  " block-mapped kernels\n", exe.source());
-    TensorMap feeds = given.empty() ? testing::randomFeeds(graphs[g], seed + g) : given[g];
-    auto expected = interpret(exe.graph(), feeds);
-    REQUIRE(expected.ok());
-    auto actual = exe.run(feeds);
-    REQUIRE_MESSAGE(actual.ok(), what, ": ", (actual.ok() ? "" : actual.error().message()));
-    for (size_t i = 0; i < expected->size(); ++i) {
-      std::string d =
-          testing::compareTensors((*actual)[i], (*expected)[i], testing::backendTolerance((*expected)[i].dtype()));
-      CHECK_MESSAGE(d.empty(), what, " output ", graphs[g].outputs()[i].name, ": ", d, "\n", exe.source());
-    }
-  }
+  testing::checkOnDevice(
+      device, graphs, names,
+      [&](const std::string& what, const Executable& exe) {
+        CHECK_MESSAGE(exe.report().blockKernels >= mappedAtLeast, what, ": ", exe.report().blockKernels,
+                      " block-mapped kernels\n", exe.source());
+      },
+      given);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "passes/pass_manager.h"
 #include "runtime/exec/executable.h"
 #include "runtime/cuda/cuda_backend.h"
+#include "runtime/cuda/cublas.h"
 #include "runtime/cuda/cuda_driver.h"
 #include "runtime/exec/executable.h"
 #include "tests/codegen/c_renderers/render_test_util.h"
@@ -380,4 +381,18 @@ TEST_CASE("cuda backend: SMELT_CHECK_KERNELS compares each kernel with the refer
   for (size_t o = 0; o < actual->size(); ++o) {
     CHECK(testing::compareTensors((*actual)[o], (*expected)[o], 2e-5).empty());
   }
+}
+
+TEST_CASE("cuda backend: cuBLAS loads where the host keeps it, or says where it looked (no GPU needed)") {
+  // Loading needs no driver: here the toolkit's /usr/local/cuda/lib64 has it, on a GPU host a wheel.
+  std::string description = cuda::cublasDescription();
+  if (!cuda::cublasAvailable(DType::f32)) {
+    CHECK_MESSAGE(description.find("cuBLAS not found") != std::string::npos, description);
+    CHECK(description.find("nvidia/cublas/lib") != std::string::npos);
+    SMELT_SKIP_WITHOUT_GPU(description);
+  }
+  CHECK_MESSAGE(description.starts_with("cuBLAS 1"), description);
+  for (DType t : {DType::f32, DType::f64, DType::f16, DType::bf16}) CHECK(cuda::cublasAvailable(t));
+  CHECK_FALSE(cuda::cublasAvailable(DType::i32));
+  MESSAGE(description);
 }

@@ -1,0 +1,69 @@
+// Products on every device but the CPU, on the device's vendor library where it loads (cuBLAS on
+// CUDA, CLBlast on OpenCL) and generated kernels elsewhere: matmul, batched and broadcast matmul,
+// gemm with transposes and alpha, and a product with a bias-and-relu epilogue, in f32 and f64 (and f16
+// and bf16 where the library takes them), each against the reference interpreter on random inputs.
+#include "runtime/cuda/cublas.h"
+#include "tests/codegen/c_renderers/device_check.h"
+#include "tests/support/gpu_required.h"
+#include "tests/support/random_tensors.h"
+
+#ifdef SMELT_HAVE_OPENCL
+#include "runtime/opencl/clblast.h"
+#endif
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+using namespace smelt;
+
+namespace {
+
+/// Whether `device` has a vendor library for products of `dtype`.
+bool vendorCovers(const DeviceDescription& device, DType dtype) {
+  if (device.kind == DeviceKind::kCuda) return cuda::cublasAvailable(dtype);
+#ifdef SMELT_HAVE_OPENCL
+  if (device.kind == DeviceKind::kOpenCl)
+    return opencl::clblastAvailable(dtype) && (dtype != DType::f64 || device.fp64);
+#endif
+  return false;
+}
+
+Graph products(const std::string& t) {
+  return testing::parseOrFail(fmt::format(R"(graph @products(%a: {0}[48,64], %b: {0}[64,40], %bias: {0}[40],
+    %x: {0}[3,24,32], %y: {0}[3,32,16], %w: {0}[32,20], %c: {0}[40,64]) {{
+  %0 = matmul(%a, %b) : {0}[48,40]
+  %1 = add(%0, %bias) : {0}[48,40]
+  %z = constant() {{value = dense<{0}[]> [0]}} : {0}[]
+  %2 = max(%1, %z) : {0}[48,40]
+  %3 = matmul(%x, %y) : {0}[3,24,16]
+  %4 = matmul(%x, %w) : {0}[3,24,20]
+  %5 = gemm(%a, %c) {{alpha = 0.5, trans_b = 1}} : {0}[48,40]
+  return relu = %2, batched = %3, shared = %4, gemm = %5
+}})",
+                                          t));
+}
+
+}  // namespace
+
+TEST_CASE("device products: matmul, batches, gemm and epilogues on the vendor library, against the reference") {
+  for (const DeviceDescription& device : testing::nonCpuDevices()) {
+    if (device.kind == DeviceKind::kCuda && !cuda::cublasAvailable(DType::f32)) {
+      SMELT_SKIP_WITHOUT_GPU("cuBLAS: " + cuda::cublasDescription());
+    }
+    std::vector<std::string> dtypes = {"f32", "f64"};
+    if (device.kind == DeviceKind::kCuda) dtypes = {"f32", "f64", "f16", "bf16"};
+    for (const std::string& t : dtypes) {
+      const DType dtype = *parseDType(t);
+      if (dtype == DType::f64 && !device.fp64) continue;
+      std::vector<Graph> graphs;
+      graphs.push_back(products(t));
+      testing::checkOnDevice(
+          device, graphs, {fmt::format("products in {}", t)}, [&](const std::string& what, const Executable& exe) {
+            // Four products; the relu's epilogue runs as a kernel after its product.
+            if (vendorCovers(device, dtype)) {
+              CHECK_MESSAGE(exe.report().blas >= 4, what, ": ", exe.report().blas, " products on the vendor library");
+            }
+          });
+    }
+  }
+}
