@@ -71,7 +71,17 @@ CompiledGraph::Impl::~Impl() {
   if (!profiling) return;
   std::vector<std::string> labels, kinds;
   for (const Step& s : steps) {
-    labels.push_back(s.label + " = " + s.node->opName() + describeShape(s.node));
+    std::string label = s.label + " = " + s.node->opName() + describeShape(s.node);
+    // A fused kernel's members (first the node itself: skipped), so a slow kernel names its ops
+    // and the ONNX nodes or layers they came from.
+    if (s.provenance.size() > 1) {
+      std::string members;
+      for (size_t m = 1; m < s.provenance.size() && members.size() < 160; ++m) {
+        members += (members.empty() ? "" : ", ") + s.provenance[m];
+      }
+      label += fmt::format(" [{}{}]", members, members.size() >= 160 ? ", ..." : "");
+    }
+    labels.push_back(std::move(label));
     std::string kind = s.kind == Step::Kind::kHost          ? "host"
                        : s.kind == Step::Kind::kInterpreted ? "interpreted"
                        : s.kind == Step::Kind::kProduct     ? (s.launch ? "BLAS+epilogue" : "BLAS")
@@ -231,6 +241,7 @@ Status CompiledGraph::Impl::prepare(const Graph& source, const std::string& symb
       markSharedBuffers(kernel, step.buffers);
       step.shape = backend->shapeOf(kernel, options);
       if (step.kind == Step::Kind::kInterpreted) step.kind = Step::Kind::kKernel;
+      if (profiling && kernel.provenance.size() > 1) step.provenance = kernel.provenance;
       step.kernel = static_cast<int64_t>(pendingKernels.size());
       step.symbol = symbolPrefix + codegen::CRenderer::symbolFor(kernel, pendingKernels.size());
       pendingKernels.push_back(std::move(kernel));

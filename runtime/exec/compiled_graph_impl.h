@@ -23,6 +23,8 @@ struct Step {
   Kind kind = Kind::kInterpreted;
   const Node* node = nullptr;
   std::string label;
+  /// A kernel's provenance (the IR nodes it came from, with their ONNX or layer names), for profiles.
+  std::vector<std::string> provenance;
   /// Where the node's operands, then its results (then, for a product with an epilogue, the
   /// product) live.
   std::vector<Binding> buffers;
@@ -90,6 +92,9 @@ struct CompiledGraph::Impl {
   bool checkKernels = false;
   bool profiling = false;
   StepProfile profile;
+  /// Whether the stream's timing events can be read (probed on the first profiled run of a device).
+  std::optional<bool> eventTiming;
+  bool probeEventTiming();
 
   // Between prepare() and finish().
   std::chrono::steady_clock::time_point start;

@@ -108,10 +108,21 @@ Status CompiledGraph::Impl::execute() {
     }
   }
   if (profiling && profile.empty()) profile.resize(steps.size());
+  // On a device whose streams time events (CUDA, HIP), each step is timed between two events on the
+  // device, read back after the run: kernel time without a host wait after every step. Elsewhere (the
+  // CPU; OpenCL queues without profiling) the host times each step, waiting for it on a device.
+  const bool counting = profiling && profile.counting();
+  if (counting && !hostMemory && !eventTiming) eventTiming = probeEventTiming();
+  const bool byEvents = counting && !hostMemory && *eventTiming;
+  std::vector<std::pair<std::unique_ptr<DeviceEvent>, std::unique_ptr<DeviceEvent>>> events(byEvents ? steps.size() : 0);
+  if (counting) profile.setClock(hostMemory ? "host" : byEvents ? "device events" : "host, waiting for each step");
   for (size_t i = 0; i < steps.size(); ++i) {
     Step& step = steps[i];
     StepProfile::Clock::time_point started;
     if (profiling) started = StepProfile::now();
+    if (byEvents) {
+      SMELT_TRY(events[i].first, stream->record(true));
+    }
     // SMELT_CHECK_KERNELS=1: the node's operands are copied before it runs (an in-place result may
     // overwrite one), and its results are checked against the reference interpreter.
     std::vector<Tensor> before;
@@ -124,13 +135,30 @@ Status CompiledGraph::Impl::execute() {
       SMELT_TRY(std::vector<Tensor> after, download(step, true));
       SMELT_CHECK_OK(checkAgainstReference(graph, *step.node, step.label, before, after));
     }
-    if (profiling && profile.counting()) {
+    if (byEvents) {
+      SMELT_TRY(events[i].second, stream->record(true));
+    } else if (counting) {
       if (!hostMemory) SMELT_CHECK_OK(stream->synchronize());  // time the step, not its enqueueing
       profile.add(i, started);
     }
   }
+  if (byEvents) {
+    SMELT_CHECK_OK(stream->synchronize());
+    for (size_t i = 0; i < events.size(); ++i) {
+      SMELT_TRY(double ms, events[i].second->elapsedMsSince(*events[i].first));
+      profile.addNanoseconds(i, static_cast<int64_t>(ms * 1e6));
+    }
+  }
   if (profiling) profile.finishRun();
   return Status::success();
+}
+
+bool CompiledGraph::Impl::probeEventTiming() {
+  auto start = stream->record(true);
+  if (!start.ok()) return false;
+  auto end = stream->record(true);
+  if (!end.ok() || !(*end)->synchronize().ok()) return false;
+  return (*end)->elapsedMsSince(**start).ok();
 }
 
 Status CompiledGraph::run(std::span<const Tensor* const> inputs, std::span<const Tensor* const> parameters,

@@ -31,8 +31,8 @@ std::string StepProfile::table(const std::vector<std::string>& labels, const std
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return nanoseconds_[a] > nanoseconds_[b]; });
   int64_t total = std::accumulate(nanoseconds_.begin(), nanoseconds_.end(), int64_t{0});
   double perRun = static_cast<double>(runs);
-  std::string out = fmt::format("profile: {} steps, {} runs after the first, {:.3f} ms per run\n", nanoseconds_.size(), runs,
-                                static_cast<double>(total) / perRun * 1e-6);
+  std::string out = fmt::format("profile: {} steps, {} runs after the first, {:.3f} ms per run (timed: {})\n",
+                                nanoseconds_.size(), runs, static_cast<double>(total) / perRun * 1e-6, clock_);
   out += fmt::format("{:>10} {:>6}  {:<24} {}\n", "ms/run", "share", "kind", "step");
   for (size_t i = 0; i < std::min(rows, order.size()); ++i) {
     size_t s = order[i];

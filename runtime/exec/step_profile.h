@@ -29,6 +29,10 @@ class StepProfile {
   void add(size_t step, Clock::time_point started) {
     nanoseconds_[step] += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - started).count();
   }
+  /// Adds device time measured between two events (CUDA/HIP: kernel time, without the host's waits).
+  void addNanoseconds(size_t step, int64_t nanoseconds) { nanoseconds_[step] += nanoseconds; }
+  /// How the steps were timed, for the table's first line ("device events", "host, waiting for each").
+  void setClock(std::string clock) { clock_ = std::move(clock); }
   void finishRun() { ++runs_; }
   int64_t countedRuns() const { return runs_ > 0 ? runs_ - 1 : 0; }
   /// The table, slowest steps first (at most `rows`), with each step's label and kind ("kernel",
@@ -39,6 +43,7 @@ class StepProfile {
  private:
   std::vector<int64_t> nanoseconds_;
   int64_t runs_ = 0;
+  std::string clock_ = "host";
 };
 
 }  // namespace smelt

@@ -77,6 +77,16 @@ class Cli(unittest.TestCase):
         self.assertIn("fused_0.00-before-collapse-loops.kernel", names)
         self.assertIn("fused_0.06-dce.kernel", names)
 
+    def test_profile_names_each_kernels_ops_and_how_it_was_timed(self):
+        softmax = os.path.join(self.dir, "softmax.ir")
+        with open(softmax, "w") as f:
+            f.write("graph @s(%x: f32[4,512]) {\n  %0 = softmax(%x) {axis = 1} : f32[4,512]\n  return y = %0\n}\n")
+        env = dict(os.environ, SMELT_PROFILE="1")
+        r = subprocess.run([SMELT, "bench", softmax, "--runs", "3"], capture_output=True, text=True, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("(timed: host)", r.stderr)
+        self.assertIn("fused %0 = fused (4x512) [reduce_max %0, sub %1, exp %2, reduce_sum %3, div %4]", r.stderr)
+
     def test_dump_dot(self):
         r = smelt("dump", self.write_ir(), "--format", "dot")
         self.assertEqual(r.returncode, 0, r.stderr)
