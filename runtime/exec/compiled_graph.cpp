@@ -5,6 +5,7 @@
 
 #include "codegen/c_renderer.h"
 #include "codegen/log.h"
+#include "codegen/conv_kernels.h"
 #include "codegen/kernel_passes.h"
 #include "codegen/lower_kernel.h"
 #include "passes/pass_manager.h"
@@ -178,6 +179,51 @@ Status CompiledGraph::Impl::planProduct(Step& step) {
   return Status::success();
 }
 
+Expected<int64_t> CompiledGraph::Impl::addKernel(codegen::Kernel kernel, const std::string& symbolPrefix,
+                                                 LaunchShape& shape, std::string& symbol) {
+  SMELT_CHECK_OK(codegen::runKernelPasses(kernel, backend->kernelPipeline()));
+  if (kernel.blockThreads > 0) ++report.blockKernels;
+  shape = backend->shapeOf(kernel, options);
+  symbol = symbolPrefix + codegen::CRenderer::symbolFor(kernel, pendingKernels.size());
+  pendingKernels.push_back(std::move(kernel));
+  pendingSymbols.push_back(symbol);
+  ++report.kernels;
+  return static_cast<int64_t>(pendingKernels.size()) - 1;
+}
+
+Status CompiledGraph::Impl::planDeviceConvolution(Step& step, const std::string& symbolPrefix) {
+  const GemmPlan& plan = *step.product;
+  const ConvGeometry& g = *plan.conv;
+  if (g.kind != ConvGeometry::Forward) return makeError("{}: only forward convolutions run as im2col + GEMM", step.label);
+  const int64_t plane = g.oh * g.ow, k = g.c / g.groups * g.kh * g.kw;
+  if (g.n > 1 || !g.direct()) {
+    codegen::Im2colShape shape{g.n, g.c, g.h, g.w, g.oh, g.ow, g.kh, g.kw, g.strideH, g.strideW,
+                               g.padTop, g.padLeft, g.dilationH, g.dilationW};
+    SMELT_TRY(codegen::Kernel kernel, codegen::im2colKernel(shape, plan.dtype));
+    SMELT_TRY(step.im2col.kernel, addKernel(std::move(kernel), symbolPrefix, step.im2col.shape, step.im2col.symbol));
+  }
+  if (g.n > 1) {
+    SMELT_TRY(codegen::Kernel kernel, codegen::swapLeadingAxesKernel(g.o, g.n, plane, plan.dtype));
+    SMELT_TRY(step.reorder.kernel, addKernel(std::move(kernel), symbolPrefix, step.reorder.shape, step.reorder.symbol));
+  }
+  // Per group, batched: W_g [o/groups, k] times the group's rows of the columns [k, n*oh*ow].
+  GemmPlan gemm;
+  gemm.anchor = plan.anchor;
+  gemm.dtype = plan.dtype;
+  gemm.m = g.o / g.groups;
+  gemm.n = g.n * plane;
+  gemm.k = k;
+  gemm.batch = g.groups;
+  gemm.strideA = gemm.m * gemm.k;
+  gemm.strideB = gemm.k * gemm.n;
+  gemm.strideC = gemm.m * gemm.n;
+  gemm.operandA = 0;  // the weights
+  gemm.operandB = 1;  // the columns (or the image itself)
+  gemm.tf32 = plan.tf32;
+  step.convGemm = gemm;
+  return Status::success();
+}
+
 Status CompiledGraph::Impl::prepare(const Graph& source, const std::string& symbolPrefix) {
   start = std::chrono::steady_clock::now();
   graph = source.clone();
@@ -223,6 +269,9 @@ Status CompiledGraph::Impl::prepare(const Graph& source, const std::string& symb
     } else if (why.empty() && options.blas) {
       SMELT_CHECK_OK(planProduct(step));
     }
+    if (step.kind == Step::Kind::kProduct && step.product->conv && !hostMemory) {
+      SMELT_CHECK_OK(planDeviceConvolution(step, symbolPrefix));
+    }
     if (step.kind == Step::Kind::kProduct) {
       ++report.blas;
       logger().debug("{}: vendor product {}x{}x{} (batch {}){}", step.label, step.product->m, step.product->n,
@@ -236,16 +285,10 @@ Status CompiledGraph::Impl::prepare(const Graph& source, const std::string& symb
         return makeError("{}: its kernel has {} buffers, the node {} operands and results", step.label,
                          kernel.buffers.size(), step.buffers.size());
       }
-      SMELT_CHECK_OK(codegen::runKernelPasses(kernel, backend->kernelPipeline()));
-      if (kernel.blockThreads > 0) ++report.blockKernels;
       markSharedBuffers(kernel, step.buffers);
-      step.shape = backend->shapeOf(kernel, options);
       if (step.kind == Step::Kind::kInterpreted) step.kind = Step::Kind::kKernel;
       if (profiling && kernel.provenance.size() > 1) step.provenance = kernel.provenance;
-      step.kernel = static_cast<int64_t>(pendingKernels.size());
-      step.symbol = symbolPrefix + codegen::CRenderer::symbolFor(kernel, pendingKernels.size());
-      pendingKernels.push_back(std::move(kernel));
-      ++report.kernels;
+      SMELT_TRY(step.kernel, addKernel(std::move(kernel), symbolPrefix, step.shape, step.symbol));
     } else if (step.kind == Step::Kind::kInterpreted) {
       // An op without a kernel lowering, or one the device lacks (an op or dtype), still runs, on the
       // reference interpreter (on the host), with one warning.
@@ -346,6 +389,13 @@ Status CompiledGraph::Impl::finish(std::shared_ptr<DeviceKernels> loaded, const 
     if (s.kernel >= 0) {
       SMELT_TRY(s.launch, kernels->prepare(s.symbol, s.args, s.shape));
     }
+    for (Step::Helper* h : {&s.im2col, &s.reorder}) {
+      if (h->kernel < 0) continue;
+      // Placeholders: runDeviceConvolution binds both buffers on every run.
+      const int64_t element = static_cast<int64_t>(dtypeSize(s.product->dtype));
+      const KernelBufferArg placeholder[2] = {slotArg(0, element), slotArg(0, element)};
+      SMELT_TRY(h->launch, kernels->prepare(h->symbol, placeholder, h->shape));
+    }
   }
   SMELT_CHECK_OK(stream->synchronize());
   report.device = device->id();
@@ -355,6 +405,7 @@ Status CompiledGraph::Impl::finish(std::shared_ptr<DeviceKernels> loaded, const 
                  report.cacheHits, report.seconds * 1e3);
   pendingKernels.clear();
   pendingKernels.shrink_to_fit();
+  pendingSymbols.clear();
   return Status::success();
 }
 
@@ -383,10 +434,9 @@ Expected<std::vector<std::unique_ptr<CompiledGraph>>> CompiledGraph::compileAll(
     SMELT_TRY(x.backend, backendFor(device));
     // Kernel names are unique within a graph; a prefix keeps them unique across the batch.
     SMELT_CHECK_OK(x.prepare(graphs[g], graphs.size() > 1 ? fmt::format("g{}_", g) : ""));
-    for (Step& s : x.steps) {
-      if (s.kernel < 0) continue;
-      kernels.push_back(&x.pendingKernels[static_cast<size_t>(s.kernel)]);
-      symbols.push_back(s.symbol);
+    for (size_t k = 0; k < x.pendingKernels.size(); ++k) {
+      kernels.push_back(&x.pendingKernels[k]);
+      symbols.push_back(x.pendingSymbols[k]);
     }
     compiled.push_back(std::move(one));
   }

@@ -47,6 +47,18 @@ struct Step {
   std::string symbol;
   /// Where the buffers are, per run, as host pointers (host steps, the CPU's products).
   std::vector<char*> pointers;
+  /// A convolution on a device's BLAS (product->conv, not on the CPU): the im2col kernel before its
+  /// GEMM (none for a 1x1 convolution of one image) and the reorder of [channels, images] to NCHW
+  /// after it (none for one image), each prepared like a step's kernel with its buffers rebound on
+  /// every run; and the GEMM between them (per group, batched), on columns in the scratch region.
+  struct Helper {
+    int64_t kernel = -1;
+    std::string symbol;
+    LaunchShape shape;
+    std::unique_ptr<PreparedLaunch> launch;
+  };
+  Helper im2col, reorder;
+  std::optional<GemmPlan> convGemm;
 };
 
 struct CompiledGraph::Impl {
@@ -99,6 +111,7 @@ struct CompiledGraph::Impl {
   // Between prepare() and finish().
   std::chrono::steady_clock::time_point start;
   std::vector<codegen::Kernel> pendingKernels;
+  std::vector<std::string> pendingSymbols;  // pendingKernels[i]'s symbol
 
   ~Impl();
   /// Phase one: pipeline, plan, steps, kernels lowered (not compiled), arena laid out.
@@ -109,6 +122,11 @@ struct CompiledGraph::Impl {
   Binding bind(const Value* v, const MemoryPlan& plan) const;
   Status planDonations();
   Status planProduct(Step& step);
+  /// Step::im2col, reorder and convGemm for a convolution on a device's BLAS.
+  Status planDeviceConvolution(Step& step, const std::string& symbolPrefix);
+  /// Adds `kernel` to those being compiled (after the backend's kernel passes); its index.
+  Expected<int64_t> addKernel(codegen::Kernel kernel, const std::string& symbolPrefix, LaunchShape& shape,
+                              std::string& symbol);
   /// The arena, a constant or this run's binding, as a kernel argument.
   KernelBufferArg resolve(const Binding& b, int64_t elementBytes) const;
   KernelBufferArg slotArg(int64_t offset, int64_t elementBytes = 1) const {
@@ -118,6 +136,7 @@ struct CompiledGraph::Impl {
   /// Rebinds every step's dynamic buffers to this run's feeds and outputs, then runs the steps.
   Status execute();
   Status runStep(Step& step);
+  Status runDeviceConvolution(Step& step, const ProductBuffers& buffers);
   Status interpretStep(const Step& step);
   /// Copies of a step's operands (or results) to the host, waiting for them.
   Expected<std::vector<Tensor>> download(const Step& step, bool results);

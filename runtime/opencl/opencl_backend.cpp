@@ -30,8 +30,11 @@ std::string OpenClBackend::whyNotKernel(const Node& node) const { return whyNotC
 
 std::optional<GemmPlan> OpenClBackend::planProduct(const Node& node, const CompileOptions&) const {
   std::optional<GemmPlan> plan = planGemm(node, &opencl::clblastAvailable);
-  // CLBlast has no convolution, and f64 only where the device has doubles.
-  if (!plan || plan->conv || lacksDtype(plan->dtype, *device_)) return std::nullopt;
+  // A forward convolution runs as im2col + GEMM (CompiledGraph's device convolutions), and f64 only
+  // where the device has doubles.
+  if (!plan || (plan->conv && plan->conv->kind != ConvGeometry::Forward) || lacksDtype(plan->dtype, *device_)) {
+    return std::nullopt;
+  }
   return plan;
 }
 

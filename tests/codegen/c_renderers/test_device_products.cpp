@@ -43,6 +43,27 @@ Graph products(const std::string& t) {
                                           t));
 }
 
+/// Convolutions as im2col + GEMM on the device's BLAS: several images with a bias and relu, strided,
+/// padded, dilated and grouped, one image, a 1x1 convolution of one image (no im2col), and a residual
+/// add whose output may take its operand's memory (the product then lands in a slot of its own).
+Graph convolutions(const std::string& t) {
+  return testing::parseOrFail(fmt::format(R"(graph @convolutions(%x: {0}[3,4,9,10], %w: {0}[6,4,3,3], %b: {0}[6],
+    %wg: {0}[6,2,3,2], %one: {0}[1,4,9,10], %w1: {0}[5,4,1,1], %wr: {0}[6,6,3,3]) {{
+  %0 = conv2d(%x, %w, %b) {{padding = [1, 1, 1, 1]}} : {0}[3,6,9,10]
+  %z = constant() {{value = dense<{0}[]> [0]}} : {0}[]
+  %1 = max(%0, %z) : {0}[3,6,9,10]
+  %2 = conv2d(%x, %wg) {{stride = [2, 1], padding = [2, 1, 0, 1], dilation = [2, 3], groups = 2}} : {0}[3,6,4,9]
+  %3 = conv2d(%one, %w) {{stride = [2, 2]}} : {0}[1,6,4,4]
+  %4 = conv2d(%one, %w1) : {0}[1,5,9,10]
+  %a = conv2d(%x, %w) {{padding = [1, 1, 1, 1]}} : {0}[3,6,9,10]
+  %ra = max(%a, %z) : {0}[3,6,9,10]
+  %5 = conv2d(%ra, %wr) {{padding = [1, 1, 1, 1]}} : {0}[3,6,9,10]
+  %6 = add(%5, %ra) : {0}[3,6,9,10]
+  return relu = %1, grouped = %2, one_image = %3, pointwise = %4, residual = %6
+}})",
+                                          t));
+}
+
 }  // namespace
 
 TEST_CASE("device products: matmul, batches, gemm and epilogues on the vendor library, against the reference") {
@@ -64,6 +85,24 @@ TEST_CASE("device products: matmul, batches, gemm and epilogues on the vendor li
               CHECK_MESSAGE(exe.report().blas >= 4, what, ": ", exe.report().blas, " products on the vendor library");
             }
           });
+    }
+  }
+}
+
+TEST_CASE("device products: convolutions as im2col and a GEMM on the vendor library, against the reference") {
+  for (const DeviceDescription& device : testing::nonCpuDevices()) {
+    for (std::string t : {"f32", "f64"}) {
+      const DType dtype = *parseDType(t);
+      if (dtype == DType::f64 && !device.fp64) continue;
+      std::vector<Graph> graphs;
+      graphs.push_back(convolutions(t));
+      testing::checkOnDevice(device, graphs, {fmt::format("convolutions in {}", t)},
+                             [&](const std::string& what, const Executable& exe) {
+                               if (vendorCovers(device, dtype)) {
+                                 CHECK_MESSAGE(exe.report().blas >= 4, what, ": ", exe.report().blas,
+                                               " convolutions on the vendor library");
+                               }
+                             });
     }
   }
 }
