@@ -83,9 +83,11 @@ class Writer {
     out_ += fmt::format("// kernel @{} domain [{}]\n", k_.name, fmt::join(k_.domain, ", "));
     for (const std::string& p : k_.provenance) out_ += fmt::format("//   from {}\n", oneLine(p));
     std::vector<std::string> params;
+    const std::string restrict = k_.disjointBuffers ? r_.restrictQualifier() : "";
     for (size_t i = 0; i < k_.buffers.size(); ++i) {
       const KBuffer& b = k_.buffers[i];
-      params.push_back(fmt::format("{}{}{}* b{}", r_.bufferQualifier(), b.output ? "" : "const ", memType(b.dtype), i));
+      params.push_back(fmt::format("{}{}{}* {}b{}", r_.bufferQualifier(), b.output ? "" : "const ", memType(b.dtype),
+                                   restrict, i));
       if (r_.bufferOffsets()) params.push_back(fmt::format("{} b{}_off", i64(), i));
     }
     params.push_back(fmt::format("{} n", i64()));

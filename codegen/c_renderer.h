@@ -53,6 +53,11 @@ class CRenderer {
   virtual std::string helperPrefix() const = 0;
   /// Before a buffer parameter's element type: "__global " (with its space) or "".
   virtual std::string bufferQualifier() const { return ""; }
+  /// How a pointer parameter says that no other parameter reaches its memory ("__restrict__ "),
+  /// written on every buffer of a kernel whose executable found no two buffers sharing memory
+  /// (Kernel::disjointBuffers; never with an in-place result or a product read from its own output).
+  /// Lets the compiler keep loaded values in registers across stores and use the read-only path.
+  virtual std::string restrictQualifier() const { return ""; }
   /// The calling work-item's / thread's linear index, as a 64-bit expression.
   virtual std::string threadIndex() const = 0;
   /// For block-mapped kernels (Kernel::blockThreads, codegen/map_to_blocks.h): the block's index and

@@ -100,6 +100,11 @@ struct Kernel {
   /// power of two), one block of N threads per point, sharing the body's split loops. Top-level
   /// instructions run in every thread, top-level stores in thread 0.
   int32_t blockThreads = 0;
+  /// Set by an executable that checked where the buffers live: no two of them can share memory
+  /// (renderers then mark every pointer restrict: CRenderer::restrictQualifier). Off by default (a
+  /// kernel printed or rendered on its own promises nothing); not part of the text, as the rendered
+  /// source, which the kernel cache's key includes, shows it.
+  bool disjointBuffers = false;
   KBlock body;
   /// The dtype of every SSA value, by id.
   std::vector<DType> types;

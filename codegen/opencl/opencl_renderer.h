@@ -24,6 +24,7 @@ class OpenClRenderer final : public CRenderer {
   std::string threadInBlock() const override { return "(long)get_local_id(0)"; }
   std::string blockBarrier() const override { return "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);"; }
   std::string sharedQualifier() const override { return "__local "; }
+  std::string restrictQualifier() const override { return "restrict "; }
   // PoCL 3.1 computes wrong values in a work-group region holding two split loops when the kernel's
   // buffers are slices of one cl_mem (as an executable's arena binds them); a barrier between the
   // loops avoids it (tests/codegen/c_renderers/test_block_kernels.cpp). A barrier costs a GPU little.

@@ -24,7 +24,20 @@ namespace {
 /// Marks each of the kernel's buffers bound to the same memory as an earlier one (an in-place result,
 /// a product computed in its output): see KBuffer::sameAs. A kArena binding with a negative offset
 /// is memory of its own.
+bool overlaps(const Binding& x, int64_t xBytes, const Binding& y, int64_t yBytes);
+
 void markSharedBuffers(codegen::Kernel& kernel, const std::vector<Binding>& bindings) {
+  // Restrict pointers only when no two buffers may overlap, whatever their types (an in-place cast
+  // shares bytes without being sameAs). A product's own slot (offset not placed yet) is apart.
+  kernel.disjointBuffers = kernel.buffers.size() <= bindings.size();
+  auto bytes = [&](size_t i) {
+    return kernel.buffers[i].numel * static_cast<int64_t>(dtypeSize(kernel.buffers[i].dtype));
+  };
+  for (size_t i = 0; i < kernel.buffers.size() && i < bindings.size() && kernel.disjointBuffers; ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (overlaps(bindings[i], bytes(i), bindings[j], bytes(j))) kernel.disjointBuffers = false;
+    }
+  }
   for (size_t i = 0; i < kernel.buffers.size() && i < bindings.size(); ++i) {
     if (bindings[i].kind == Binding::kArena && bindings[i].index < 0) continue;
     for (size_t j = 0; j < i; ++j) {

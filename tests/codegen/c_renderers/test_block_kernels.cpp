@@ -190,3 +190,40 @@ TEST_CASE("block kernels on devices: a large reduction into one result runs in t
     checkOn(device, graphs, {"global norm and long rows"}, 3);
   }
 }
+
+TEST_CASE("device kernels: pointers are restrict only where no two buffers can share memory") {
+  for (const DeviceDescription& device : devices()) {
+    // Distinct inputs and a result of its own: restrict.
+    Graph distinct = testing::parseOrFail(R"(graph @t(%x: f32[300], %y: f32[300]) {
+  %0 = add(%x, %y) : f32[300]
+  %1 = tanh(%0) : f32[300]
+  return z = %1
+})");
+    // On a vendor library, tanh reads the product where it writes its own result: memory is shared.
+    Graph shared = testing::parseOrFail(R"(graph @t(%x: f32[16,32], %w: f32[32,24], %v: f32[24,8]) {
+  %0 = matmul(%x, %w) : f32[16,24]
+  %1 = tanh(%0) : f32[16,24]
+  %2 = matmul(%1, %v) : f32[16,8]
+  return z = %2
+})");
+    auto a = Executable::compile(distinct, {.device = device.id, .fallback = false});
+    REQUIRE_MESSAGE(a.ok(), (a.ok() ? "" : a.error().message()));
+    CHECK_MESSAGE((*a)->source().find("restrict b0") != std::string::npos, (*a)->source());
+    CHECK_MESSAGE((*a)->source().find("restrict b2") != std::string::npos, (*a)->source());
+    auto b = Executable::compile(shared, {.device = device.id, .fallback = false});
+    REQUIRE_MESSAGE(b.ok(), (b.ok() ? "" : b.error().message()));
+    const std::string& source = (*b)->source();
+    const size_t tanh = source.find("from tanh");
+    REQUIRE(tanh != std::string::npos);
+    const std::string declaration = source.substr(tanh, source.find('{', tanh) - tanh);
+    if ((*b)->report().blas > 0) {
+      CHECK_MESSAGE(declaration.find("restrict") == std::string::npos, source);
+    } else {  // product and tanh computed in one generated kernel: nothing shared
+      CHECK_MESSAGE(declaration.find("restrict") != std::string::npos, source);
+    }
+    std::vector<Graph> graphs;
+    graphs.push_back(std::move(distinct));
+    graphs.push_back(std::move(shared));
+    testing::checkOnDevice(device, graphs, {"distinct", "shared"}, [](const std::string&, const Executable&) {});
+  }
+}
