@@ -122,13 +122,32 @@ def _gpu_section(info):
     summary = info.get("gpu_summary")
     md = ["## GPU", ""]
     if not summary:
-        return md + ["No GPU run yet: none has been available to this project's sessions since the GPU check "
-                     "exists. On a CUDA host, `bash scripts/gpu_check.sh` (README, \"On a GPU host\") builds, "
-                     "tests and times smelt beside PyTorch eager and torch.compile on the same card; its "
-                     "summary goes to docs/gpu_check.md and into this section.", ""]
-    return md + ["From `scripts/gpu_check.sh` (docs/gpu_check.md): smelt's kernel time with the inputs on the "
-                 "GPU between CUDA events, and host-to-host time, beside PyTorch on the same card.", ""] + \
-        summary.splitlines() + [""]
+        md += ["No GPU run yet: none has been available to this project's sessions since the GPU check "
+               "exists. On a CUDA host, `bash scripts/gpu_check.sh` (README, \"On a GPU host\") builds, "
+               "tests and times smelt beside PyTorch eager and torch.compile on the same card; its "
+               "summary goes to docs/gpu_check.md and into this section.", ""]
+    else:
+        md += ["From `scripts/gpu_check.sh` (docs/gpu_check.md): smelt's kernel time with the inputs on the "
+               "GPU between CUDA events, and host-to-host time, beside PyTorch on the same card.", ""] + \
+            summary.splitlines() + [""]
+    measured = "see the summary above" if summary else "not measured: no GPU"
+    md += ["### Targets of the GPU-kernels issue (H100 or H200)", "",
+           "| target | measured | status |", "|---|---|---|"]
+    for target in GPU_TARGETS:
+        md.append("| %s | %s | %s |" % (target, measured, "to check" if summary else "NOT MET (not measured)"))
+    return md + [""]
+
+
+# The GPU-kernels issue's targets, measured by scripts/gpu_check.sh on a lent H100/H200.
+GPU_TARGETS = [
+    "ew_chain (16M f32, fused): at least 85% of the card's measured device-to-device copy bandwidth",
+    "softmax (4096x4096 f32): at least 80% of that bandwidth",
+    "layer_norm (8192x1024 f32): at least 80% of that bandwidth",
+    "gemm 4096^3: within 5% of torch.matmul in the same dtype and TF32 setting",
+    "MLP training step (784-1024-1024-10, batch 256, Adam): at least 1.2x torch.compile",
+    "ResNet-18 training step: at least 1.0x torch.compile",
+    "host time per replayed training step (CUDA graphs): at most 10 us",
+]
 
 
 def markdown(rows, stream, peers, info, device=None):
