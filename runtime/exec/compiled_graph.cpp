@@ -8,6 +8,7 @@
 #include "codegen/conv_kernels.h"
 #include "codegen/kernel_passes.h"
 #include "codegen/lower_kernel.h"
+#include "passes/fusion_groups.h"
 #include "passes/pass_manager.h"
 #include "passes/plan_memory.h"
 #include "runtime/exec/run_support.h"
@@ -265,6 +266,8 @@ Status CompiledGraph::Impl::prepare(const Graph& source, const std::string& symb
     Step step;
     step.node = node.get();
     step.label = graph.labelOf(*node);
+    // A fused node's members for profiles, whatever runs it (a kernel, a product, the interpreter).
+    if (profiling) step.provenance = kernelProvenance(graph, *node);
     for (const Value* o : node->operands()) step.buffers.push_back(bind(o, plan));
     for (const Value* r : node->results()) step.buffers.push_back(bind(r, plan));
     if (hostMemory && options.host && node->op().host) {
@@ -300,7 +303,6 @@ Status CompiledGraph::Impl::prepare(const Graph& source, const std::string& symb
       }
       markSharedBuffers(kernel, step.buffers);
       if (step.kind == Step::Kind::kInterpreted) step.kind = Step::Kind::kKernel;
-      if (profiling && kernel.provenance.size() > 1) step.provenance = kernel.provenance;
       SMELT_TRY(step.kernel, addKernel(std::move(kernel), symbolPrefix, step.shape, step.symbol));
     } else if (step.kind == Step::Kind::kInterpreted) {
       // An op without a kernel lowering, or one the device lacks (an op or dtype), still runs, on the
