@@ -35,6 +35,17 @@ class CudaEvent final : public DeviceEvent {
   void* event_;
 };
 
+class CudaGraph final : public RecordedWork {
+ public:
+  CudaGraph(cuda::Context& context, void* exec) : context_(context), exec_(exec) {}
+  ~CudaGraph() override { context_.destroyGraphExec(exec_); }
+  Status replay(DeviceStream& stream) override;
+
+ private:
+  cuda::Context& context_;
+  void* exec_;
+};
+
 class CudaStream final : public DeviceStream {
  public:
   CudaStream(cuda::Context& context, void* stream, bool owned) : context_(context), stream_(stream), owned_(owned) {}
@@ -50,12 +61,28 @@ class CudaStream final : public DeviceStream {
   Status wait(DeviceEvent& event) override {
     return context_.streamWaitEvent(stream_, static_cast<CudaEvent&>(event).get());
   }
+  Expected<std::unique_ptr<RecordedWork>> capture(const std::function<Status()>& enqueue) override {
+    if (!stream_) return std::unique_ptr<RecordedWork>();  // the legacy default stream cannot be captured
+    SMELT_CHECK_OK(context_.beginCapture(stream_));
+    Status enqueued = enqueue();
+    Expected<void*> exec = context_.endCapture(stream_);  // always ended, so the stream is usable again
+    if (!enqueued.ok()) {
+      if (exec.ok()) context_.destroyGraphExec(*exec);
+      return enqueued.error();
+    }
+    if (!exec.ok()) return exec.error();
+    return std::unique_ptr<RecordedWork>(std::make_unique<CudaGraph>(context_, *exec));
+  }
 
  private:
   cuda::Context& context_;
   void* stream_;
   bool owned_;
 };
+
+Status CudaGraph::replay(DeviceStream& stream) {
+  return context_.launchGraph(exec_, static_cast<CudaStream&>(stream).get());
+}
 
 class CudaPinned final : public PinnedHostMemory {
  public:

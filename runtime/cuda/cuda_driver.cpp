@@ -32,7 +32,9 @@ namespace {
   X(cuMemHostAlloc) X(cuMemFreeHost) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize)   \
   X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventQuery) X(cuEventDestroy)        \
   X(cuStreamWaitEvent) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync)              \
-  X(cuMemsetD8Async) X(cuMemGetInfo) X(cuEventElapsedTime) X(cuDevicePrimaryCtxReset)
+  X(cuMemsetD8Async) X(cuMemGetInfo) X(cuEventElapsedTime) X(cuDevicePrimaryCtxReset)                \
+  X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch)              \
+  X(cuGraphExecDestroy) X(cuGraphDestroy)
 // clang-format on
 #define SMELT_STRINGIZE_INNER(x) #x
 #define SMELT_STRINGIZE(x) SMELT_STRINGIZE_INNER(x)
@@ -445,6 +447,36 @@ void Context::freeHost(void* pointer) {
   if (current.ok() && pointer) api.cuMemFreeHost(pointer);
 }
 
+Status Context::beginCapture(void* stream) {
+  // Relaxed: nothing in a step's enqueueing is unsafe, and other threads' CUDA calls stay allowed.
+  SMELT_CUDA_CALL(cuStreamBeginCapture(static_cast<CUstream>(stream), CU_STREAM_CAPTURE_MODE_RELAXED),
+                  "cuStreamBeginCapture");
+  return Status::success();
+}
+
+Expected<void*> Context::endCapture(void* stream) {
+  CUgraph graph = nullptr;
+  SMELT_CUDA_CALL(cuStreamEndCapture(static_cast<CUstream>(stream), &graph), "cuStreamEndCapture");
+  CUgraphExec exec = nullptr;
+  const DriverApi& api = loadedDriver();
+  ScopedContext current(api, context_);
+  CUresult rc = api.cuGraphInstantiate(&exec, graph, 0);
+  api.cuGraphDestroy(graph);
+  if (rc != CUDA_SUCCESS) return cudaError(api, rc, "cuGraphInstantiate");
+  return static_cast<void*>(exec);
+}
+
+Status Context::launchGraph(void* exec, void* stream) {
+  SMELT_CUDA_CALL(cuGraphLaunch(static_cast<CUgraphExec>(exec), static_cast<CUstream>(stream)), "cuGraphLaunch");
+  return Status::success();
+}
+
+void Context::destroyGraphExec(void* exec) {
+  const DriverApi& api = loadedDriver();
+  ScopedContext current(api, context_);
+  if (exec) api.cuGraphExecDestroy(static_cast<CUgraphExec>(exec));
+}
+
 Expected<void*> Context::createStream() {
   CUstream stream = nullptr;
   SMELT_CUDA_CALL(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
@@ -573,6 +605,10 @@ void Context::freeRaw(std::uint64_t) {}
 Expected<void*> Context::allocateHost(std::size_t) { return unavailable(); }
 void Context::freeHost(void*) {}
 Expected<void*> Context::createStream() { return unavailable(); }
+Status Context::beginCapture(void*) { return unavailable(); }
+Expected<void*> Context::endCapture(void*) { return unavailable(); }
+Status Context::launchGraph(void*, void*) { return unavailable(); }
+void Context::destroyGraphExec(void*) {}
 void Context::destroyStream(void*) {}
 Status Context::synchronizeStream(void*) { return unavailable(); }
 Expected<void*> Context::recordEvent(void*, bool) { return unavailable(); }

@@ -154,6 +154,13 @@ class Context {
   Expected<void*> allocateHost(std::size_t bytes);  ///< page-locked (cuMemHostAlloc)
   void freeHost(void* pointer);
   Expected<void*> createStream();
+  /// Stream capture into a CUDA graph, replayed as one launch: begin on a stream of the context's own
+  /// (not the default stream), end with the instantiated executable graph (CUgraphExec), launch it,
+  /// and destroy it.
+  Status beginCapture(void* stream);
+  Expected<void*> endCapture(void* stream);
+  Status launchGraph(void* exec, void* stream);
+  void destroyGraphExec(void* exec);
   void destroyStream(void* stream);
   Status synchronizeStream(void* stream);
   /// An event recorded on `stream`; `timing` keeps its timestamp for elapsedMs().

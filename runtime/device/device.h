@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -67,11 +68,27 @@ class DeviceEvent {
   virtual Expected<double> elapsedMsSince(DeviceEvent& start);
 };
 
+class DeviceStream;
+
+/// Work recorded once from a stream and replayed as one launch (a CUDA graph): the same kernels and
+/// copies with the same arguments, enqueued with one call.
+class RecordedWork {
+ public:
+  virtual ~RecordedWork() = default;
+  virtual Status replay(DeviceStream& stream) = 0;
+};
+
 /// An ordered queue of copies and launches (a CUDA/HIP stream, an OpenCL in-order queue). Work on
 /// different streams may overlap; events order it.
 class DeviceStream {
  public:
   virtual ~DeviceStream() = default;
+  /// Records what `enqueue` puts on this stream, without running it, for replays; null where the
+  /// device cannot (the default), an error where recording failed (nothing then ran).
+  virtual Expected<std::unique_ptr<RecordedWork>> capture(const std::function<Status()>& enqueue) {
+    (void)enqueue;
+    return std::unique_ptr<RecordedWork>();
+  }
   /// Blocks until everything enqueued so far has finished; reports an asynchronous failure.
   virtual Status synchronize() = 0;
   /// An event after everything enqueued so far; `timing` asks for one elapsedMsSince() can read

@@ -107,6 +107,16 @@ struct CompiledGraph::Impl {
   /// Whether the stream's timing events can be read (probed on the first profiled run of a device).
   std::optional<bool> eventTiming;
   bool probeEventTiming();
+  /// A run recorded for replays (CompileOptions::replay), the dynamic buffers it was recorded with,
+  /// how often they changed, and whether replays are off for this executable.
+  std::unique_ptr<RecordedWork> recorded;
+  std::vector<std::pair<void*, int64_t>> recordedArgs;
+  int rerecords = 0;
+  bool replayOff = false;
+  int64_t executions = 0;
+  /// Replays the recorded run (recording it first where needed); false when this run must launch
+  /// step by step.
+  Expected<bool> replay();
 
   // Between prepare() and finish().
   std::chrono::steady_clock::time_point start;

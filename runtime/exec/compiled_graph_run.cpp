@@ -137,6 +137,10 @@ Status CompiledGraph::Impl::execute() {
       if (step.launch) step.launch->setBuffer(b, step.args[b]);
     }
   }
+  if (!profiling && !checkKernels && options.replay && !hostMemory && !replayOff) {
+    SMELT_TRY(bool replayed, replay());
+    if (replayed) return Status::success();
+  }
   if (profiling && profile.empty()) profile.resize(steps.size());
   // On a device whose streams time events (CUDA, HIP), each step is timed between two events on the
   // device, read back after the run: kernel time without a host wait after every step. Elsewhere (the
@@ -181,6 +185,51 @@ Status CompiledGraph::Impl::execute() {
   }
   if (profiling) profile.finishRun();
   return Status::success();
+}
+
+Expected<bool> CompiledGraph::Impl::replay() {
+  // Not the first run: its one-time work (a library's handle and workspace) must not be recorded.
+  if (executions++ == 0) return false;
+  for (const Step& s : steps) {
+    if (s.kind == Step::Kind::kHost || s.kind == Step::Kind::kInterpreted) {
+      replayOff = true;  // host work cannot be recorded on a device stream
+      return false;
+    }
+  }
+  std::vector<std::pair<void*, int64_t>> args;
+  for (const Step& s : steps) {
+    for (uint32_t b : s.dynamicBuffers) args.emplace_back(s.args[b].memory.handle, s.args[b].byteOffset);
+  }
+  if (!recorded || args != recordedArgs) {
+    // Fed at new addresses: record again, but not on every run (that costs more than it saves).
+    constexpr int kMaxRerecords = 3;
+    if (recorded && ++rerecords > kMaxRerecords) {
+      logger().debug("{}: fed at new addresses {} times; launching step by step from now on", device->id(), rerecords);
+      replayOff = true;
+      recorded.reset();
+      return false;
+    }
+    auto work = stream->capture([&]() -> Status {
+      for (Step& step : steps) {
+        if (Status ran = runStep(step); !ran.ok()) return ran.error().withContext(step.label);
+      }
+      return Status::success();
+    });
+    if (!work.ok()) {
+      logger().warn("{}: recording a run for replays failed; launching step by step: {}", device->id(),
+                    work.error().message());
+      replayOff = true;
+      return false;
+    }
+    if (!*work) {
+      replayOff = true;  // the device cannot record
+      return false;
+    }
+    recorded = std::move(*work);
+    recordedArgs = std::move(args);
+  }
+  SMELT_CHECK_OK(recorded->replay(*stream));
+  return true;
 }
 
 bool CompiledGraph::Impl::probeEventTiming() {

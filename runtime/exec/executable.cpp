@@ -22,6 +22,11 @@ std::string pipelineFromEnvironment() {
 }
 
 // SMELT_BLAS=0 keeps every product on generated kernels.
+bool replayFromEnvironment() {
+  const char* v = std::getenv("SMELT_CUDA_GRAPHS");
+  return !(v && std::string_view(v) == "0");
+}
+
 bool tf32FromEnvironment() {
   const char* tf32 = std::getenv("SMELT_TF32");
   return tf32 && std::string_view(tf32) == "1";

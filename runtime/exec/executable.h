@@ -29,6 +29,8 @@ std::string pipelineFromEnvironment();
 bool blasFromEnvironment();
 /// $SMELT_TF32 == "1".
 bool tf32FromEnvironment();
+/// False when $SMELT_CUDA_GRAPHS is 0.
+bool replayFromEnvironment();
 
 /// How to compile, and where. An aggregate: Executable::compile(graph, {.device = "cuda"}).
 struct CompileOptions {
@@ -47,6 +49,11 @@ struct CompileOptions {
   /// PyTorch's torch.backends.cuda.matmul.allow_tf32; off by default, as there. $SMELT_TF32=1 turns it
   /// on. Only cuBLAS reads it.
   bool tf32 = tf32FromEnvironment();
+  /// Whether a device that can record its streams' work (CUDA graphs) records a run once and replays
+  /// it as one launch on later runs (not the first, whose one-time work is not recorded; recorded
+  /// again when fed at new addresses, and given up after a few such changes). $SMELT_CUDA_GRAPHS=0
+  /// turns it off. Never while profiling or checking kernels, nor with host or interpreted steps.
+  bool replay = replayFromEnvironment();
   /// Whether ops with a host implementation (OpDef::host) run it instead of their kernel (CPU).
   bool host = true;
   /// Outputs whose values may be written over a parameter's fed tensor, (parameter, output) by name: a
