@@ -68,9 +68,8 @@ Expected<KernelImage> cudaKernelImage(std::span<const codegen::Kernel* const> ke
 
 std::optional<GemmPlan> CudaBackend::planProduct(const Node& node, const CompileOptions& options) const {
   std::optional<GemmPlan> plan = planGemm(node, &cuda::cublasAvailable);
-  // A forward convolution runs as im2col + GEMM on cuBLAS (CompiledGraph's device convolutions; cuDNN
-  // is later work); transposed ones and weight gradients stay on generated kernels.
-  if (!plan || (plan->conv && plan->conv->kind != ConvGeometry::Forward) || plan->transposeB) return std::nullopt;
+  // Convolutions run as layout kernels around a GEMM on cuBLAS (runtime/exec/device_convolution.cpp).
+  if (!plan || plan->transposeB) return std::nullopt;
   plan->tf32 = options.tf32;
   return plan;
 }

@@ -205,39 +205,6 @@ Expected<int64_t> CompiledGraph::Impl::addKernel(codegen::Kernel kernel, const s
   return static_cast<int64_t>(pendingKernels.size()) - 1;
 }
 
-Status CompiledGraph::Impl::planDeviceConvolution(Step& step, const std::string& symbolPrefix) {
-  const GemmPlan& plan = *step.product;
-  const ConvGeometry& g = *plan.conv;
-  if (g.kind != ConvGeometry::Forward) return makeError("{}: only forward convolutions run as im2col + GEMM", step.label);
-  const int64_t plane = g.oh * g.ow, k = g.c / g.groups * g.kh * g.kw;
-  if (g.n > 1 || !g.direct()) {
-    codegen::Im2colShape shape{g.n, g.c, g.h, g.w, g.oh, g.ow, g.kh, g.kw, g.strideH, g.strideW,
-                               g.padTop, g.padLeft, g.dilationH, g.dilationW};
-    SMELT_TRY(codegen::Kernel kernel, codegen::im2colKernel(shape, plan.dtype));
-    SMELT_TRY(step.im2col.kernel, addKernel(std::move(kernel), symbolPrefix, step.im2col.shape, step.im2col.symbol));
-  }
-  if (g.n > 1) {
-    SMELT_TRY(codegen::Kernel kernel, codegen::swapLeadingAxesKernel(g.o, g.n, plane, plan.dtype));
-    SMELT_TRY(step.reorder.kernel, addKernel(std::move(kernel), symbolPrefix, step.reorder.shape, step.reorder.symbol));
-  }
-  // Per group, batched: W_g [o/groups, k] times the group's rows of the columns [k, n*oh*ow].
-  GemmPlan gemm;
-  gemm.anchor = plan.anchor;
-  gemm.dtype = plan.dtype;
-  gemm.m = g.o / g.groups;
-  gemm.n = g.n * plane;
-  gemm.k = k;
-  gemm.batch = g.groups;
-  gemm.strideA = gemm.m * gemm.k;
-  gemm.strideB = gemm.k * gemm.n;
-  gemm.strideC = gemm.m * gemm.n;
-  gemm.operandA = 0;  // the weights
-  gemm.operandB = 1;  // the columns (or the image itself)
-  gemm.tf32 = plan.tf32;
-  step.convGemm = gemm;
-  return Status::success();
-}
-
 Status CompiledGraph::Impl::prepare(const Graph& source, const std::string& symbolPrefix) {
   start = std::chrono::steady_clock::now();
   graph = source.clone();
@@ -404,12 +371,15 @@ Status CompiledGraph::Impl::finish(std::shared_ptr<DeviceKernels> loaded, const 
     if (s.kernel >= 0) {
       SMELT_TRY(s.launch, kernels->prepare(s.symbol, s.args, s.shape));
     }
-    for (Step::Helper* h : {&s.im2col, &s.reorder}) {
-      if (h->kernel < 0) continue;
-      // Placeholders: runDeviceConvolution binds both buffers on every run.
-      const int64_t element = static_cast<int64_t>(dtypeSize(s.product->dtype));
-      const KernelBufferArg placeholder[2] = {slotArg(0, element), slotArg(0, element)};
-      SMELT_TRY(h->launch, kernels->prepare(h->symbol, placeholder, h->shape));
+    if (s.conv) {
+      for (auto* helpers : {&s.conv->before, &s.conv->after}) {
+        for (DeviceConvolution::Helper& h : *helpers) {
+          // Placeholders: runDeviceConvolution binds both buffers on every run.
+          const int64_t element = static_cast<int64_t>(dtypeSize(s.product->dtype));
+          const KernelBufferArg placeholder[2] = {slotArg(0, element), slotArg(0, element)};
+          SMELT_TRY(h.launch, kernels->prepare(h.symbol, placeholder, h.shape));
+        }
+      }
     }
   }
   SMELT_CHECK_OK(stream->synchronize());

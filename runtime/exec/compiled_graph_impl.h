@@ -17,6 +17,26 @@
 
 namespace smelt {
 
+/// Where a device convolution's kernels and GEMM read and write: the node's first or second operand,
+/// the columns at the start of the step's scratch, a second buffer after them, or the product.
+enum class ConvPlace : uint8_t { kFirst, kSecond, kColumns, kSecondScratch, kProduct };
+
+struct DeviceConvolution {
+  struct Helper {
+    int64_t kernel = -1;
+    std::string symbol;
+    LaunchShape shape;
+    std::unique_ptr<PreparedLaunch> launch;
+    ConvPlace in = ConvPlace::kFirst, out = ConvPlace::kColumns;
+  };
+  std::vector<Helper> before, after;
+  /// Per group, batched; its operands are places a and b (GemmPlan::operandA = 0, operandB = 1).
+  GemmPlan gemm;
+  ConvPlace a = ConvPlace::kSecond, b = ConvPlace::kColumns, c = ConvPlace::kProduct;
+  /// Where kSecondScratch starts, in elements after the columns.
+  int64_t secondScratch = 0;
+};
+
 /// One node's work in a compiled graph.
 struct Step {
   enum class Kind { kKernel, kProduct, kHost, kInterpreted };
@@ -47,18 +67,11 @@ struct Step {
   std::string symbol;
   /// Where the buffers are, per run, as host pointers (host steps, the CPU's products).
   std::vector<char*> pointers;
-  /// A convolution on a device's BLAS (product->conv, not on the CPU): the im2col kernel before its
-  /// GEMM (none for a 1x1 convolution of one image) and the reorder of [channels, images] to NCHW
-  /// after it (none for one image), each prepared like a step's kernel with its buffers rebound on
-  /// every run; and the GEMM between them (per group, batched), on columns in the scratch region.
-  struct Helper {
-    int64_t kernel = -1;
-    std::string symbol;
-    LaunchShape shape;
-    std::unique_ptr<PreparedLaunch> launch;
-  };
-  Helper im2col, reorder;
-  std::optional<GemmPlan> convGemm;
+  /// A convolution on a device's BLAS (product->conv, not on the CPU): kernels that lay its operands
+  /// out for one GEMM per group (batched), the GEMM, and kernels that bring its product to the
+  /// result's layout (see planDeviceConvolution); each kernel prepared like a step's with its two
+  /// buffers rebound on every run.
+  std::optional<DeviceConvolution> conv;
 };
 
 struct CompiledGraph::Impl {
@@ -132,7 +145,7 @@ struct CompiledGraph::Impl {
   Binding bind(const Value* v, const MemoryPlan& plan) const;
   Status planDonations();
   Status planProduct(Step& step);
-  /// Step::im2col, reorder and convGemm for a convolution on a device's BLAS.
+  /// Step::conv for a convolution on a device's BLAS.
   Status planDeviceConvolution(Step& step, const std::string& symbolPrefix);
   /// Adds `kernel` to those being compiled (after the backend's kernel passes); its index.
   Expected<int64_t> addKernel(codegen::Kernel kernel, const std::string& symbolPrefix, LaunchShape& shape,

@@ -69,32 +69,6 @@ Status CompiledGraph::Impl::interpretStep(const Step& step) {
   return Status::success();
 }
 
-Status CompiledGraph::Impl::runDeviceConvolution(Step& step, const ProductBuffers& buffers) {
-  const GemmPlan& plan = *step.product;
-  const ConvGeometry& g = *plan.conv;
-  const auto element = static_cast<int64_t>(dtypeSize(plan.dtype));
-  KernelBufferArg x = buffers.operands[plan.operandA], w = buffers.operands[plan.operandB];
-  KernelBufferArg columns = buffers.scratch, channelsMajor = buffers.scratch;
-  columns.elementBytes = channelsMajor.elementBytes = x.elementBytes = w.elementBytes = element;
-  channelsMajor.byteOffset += g.c * g.kh * g.kw * g.n * g.oh * g.ow * element;
-  if (step.im2col.launch) {
-    step.im2col.launch->setBuffer(0, x);
-    step.im2col.launch->setBuffer(1, columns);
-    SMELT_CHECK_OK(step.im2col.launch->launch(*stream));
-  }
-  const KernelBufferArg operands[2] = {w, step.im2col.launch ? columns : x};
-  KernelBufferArg result = buffers.product;  // its own slot in the scratch region has no element size
-  result.elementBytes = element;
-  KernelBufferArg product = step.reorder.launch ? channelsMajor : result;
-  SMELT_CHECK_OK(backend->runProduct(*step.convGemm, ProductBuffers{operands, product, {}}, *stream));
-  if (step.reorder.launch) {
-    step.reorder.launch->setBuffer(0, channelsMajor);
-    step.reorder.launch->setBuffer(1, result);
-    SMELT_CHECK_OK(step.reorder.launch->launch(*stream));
-  }
-  return Status::success();
-}
-
 Status CompiledGraph::Impl::runStep(Step& step) {
   switch (step.kind) {
     case Step::Kind::kKernel:
@@ -108,7 +82,7 @@ Status CompiledGraph::Impl::runStep(Step& step) {
                                                  : slotArg(layout.scratchOffset);
       KernelBufferArg scratch = slotArg(layout.scratchOffset + alignUp(step.productBytes, kArenaAlignment));
       ProductBuffers buffers{std::span(step.args).first(operands), product, scratch};
-      if (step.convGemm) {
+      if (step.conv) {
         SMELT_CHECK_OK(runDeviceConvolution(step, buffers));
       } else {
         SMELT_CHECK_OK(backend->runProduct(plan, buffers, *stream));

@@ -1,5 +1,5 @@
-// f32/f64 matmul, gemm and conv2d through a vendor library (the CPU's BLAS, CLBlast on OpenCL without
-// conv2d; runtime/cpu/gemm_run.h runs the CPU's): which nodes qualify
+// f32/f64 matmul, gemm and convolutions through a vendor library (the CPU's BLAS, CLBlast, cuBLAS;
+// runtime/cpu/gemm_run.h runs the CPU's, runtime/exec/device_convolution.cpp a device's convolutions): which nodes qualify
 // (a lone product, or an epilogue kernel whose anchor reads two of the kernel's operands as they are),
 // how the product maps onto row-major GEMM calls (batched, or one call when a shared right-hand side
 // lets the batch fold into M; a convolution as W times its input's im2col columns, per image and
@@ -47,7 +47,8 @@ struct GemmPlan {
   /// and for conv_transpose2d: one product W^T X of every image at once ([o*kh*kw, n*h*w]; X the
   /// input with images and channels swapped), scattered into the output (col2im); `columnElements`
   /// holds X and that product; and for conv2d_weight_grad: dy [o, n*oh*ow] times the im2col matrix
-  /// transposed (built as [n*oh*ow, c*kh*kw]), straight into [o, c/groups*kh*kw].
+  /// transposed (built as [n*oh*ow, c*kh*kw] on the CPU, used transposed on devices), straight into
+  /// [o, c/groups*kh*kw].
   std::optional<ConvGeometry> conv;
   int64_t columnElements = 0;
   /// b is transposed into the columns buffer (k x n) first and multiplied untransposed: oneDNN's

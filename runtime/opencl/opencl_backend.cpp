@@ -30,11 +30,9 @@ std::string OpenClBackend::whyNotKernel(const Node& node) const { return whyNotC
 
 std::optional<GemmPlan> OpenClBackend::planProduct(const Node& node, const CompileOptions&) const {
   std::optional<GemmPlan> plan = planGemm(node, &opencl::clblastAvailable);
-  // A forward convolution runs as im2col + GEMM (CompiledGraph's device convolutions), and f64 only
-  // where the device has doubles.
-  if (!plan || (plan->conv && plan->conv->kind != ConvGeometry::Forward) || lacksDtype(plan->dtype, *device_)) {
-    return std::nullopt;
-  }
+  // Convolutions run as layout kernels around a GEMM (runtime/exec/device_convolution.cpp), and f64
+  // only where the device has doubles.
+  if (!plan || lacksDtype(plan->dtype, *device_)) return std::nullopt;
   return plan;
 }
 

@@ -69,6 +69,33 @@ Graph convolutions(const std::string& t) {
                                           t));
 }
 
+/// A convolution's gradients as layout kernels around a GEMM: transposed convolutions (several
+/// images with a bias, stride, uneven padding, output padding and groups; one dilated image) and
+/// weight gradients (several images, strided, padded and grouped; one image under a 1x1 window, which
+/// reads the image as its columns; one dilated image).
+Graph convolutionGradients(const std::string& t) {
+  return testing::parseOrFail(fmt::format(R"(graph @gradients(%x: {0}[3,4,5,6], %w: {0}[4,3,3,3], %b: {0}[6],
+    %x1: {0}[1,4,5,6], %w1: {0}[4,2,2,3], %i: {0}[3,4,9,10], %dy: {0}[3,6,5,10], %i1: {0}[1,4,9,10],
+    %dp: {0}[1,5,9,10], %dd: {0}[1,6,9,10]) {{
+  %0 = conv_transpose2d(%x, %w, %b) {{groups = 2, output_padding = [1, 0], padding = [1, 0, 1, 1], stride = [2, 2]}} : {0}[3,6,10,12]
+  %1 = conv_transpose2d(%x1, %w1) {{dilation = [2, 1]}} : {0}[1,2,7,8]
+  %2 = conv2d_weight_grad(%i, %dy) {{groups = 2, kernel = [3, 3], padding = [1, 1, 1, 1], stride = [2, 1]}} : {0}[6,2,3,3]
+  %3 = conv2d_weight_grad(%i1, %dp) {{kernel = [1, 1]}} : {0}[5,4,1,1]
+  %4 = conv2d_weight_grad(%i1, %dd) {{dilation = [2, 2], kernel = [3, 3], padding = [2, 2, 2, 2]}} : {0}[6,4,3,3]
+  return transposed = %0, dilated = %1, weights = %2, pointwise = %3, dilated_weights = %4
+}})",
+                                          t));
+}
+
+/// Random feeds for `graph` scaled to a quarter (see convolutions()).
+TensorMap quarterFeeds(const Graph& graph) {
+  TensorMap feeds = testing::randomFeeds(graph, testing::testSeed());
+  for (auto& [name, tensor] : feeds) {
+    for (int64_t i = 0; i < tensor.numel(); ++i) tensor.setDouble(i, tensor.getDouble(i) * 0.25);
+  }
+  return feeds;
+}
+
 }  // namespace
 
 TEST_CASE("device products: matmul, batches, gemm and epilogues on the vendor library, against the reference") {
@@ -94,25 +121,30 @@ TEST_CASE("device products: matmul, batches, gemm and epilogues on the vendor li
   }
 }
 
-TEST_CASE("device products: convolutions as im2col and a GEMM on the vendor library, against the reference") {
+TEST_CASE("device products: convolutions and their gradients on the vendor library, against the reference") {
   for (const DeviceDescription& device : testing::nonCpuDevices()) {
     for (std::string t : {"f32", "f64"}) {
       const DType dtype = *parseDType(t);
       if (dtype == DType::f64 && !device.fp64) continue;
-      std::vector<Graph> graphs;
-      graphs.push_back(convolutions(t));
-      TensorMap feeds = testing::randomFeeds(graphs[0], testing::testSeed());
-      for (auto& [name, tensor] : feeds) {
-        for (int64_t i = 0; i < tensor.numel(); ++i) tensor.setDouble(i, tensor.getDouble(i) * 0.25);
+      struct Case {
+        Graph graph;
+        int64_t products;
+      };
+      Case cases[] = {{convolutions(t), 4}, {convolutionGradients(t), 5}};
+      for (Case& c : cases) {
+        std::vector<Graph> graphs;
+        std::string name = fmt::format("{} in {}", c.graph.name(), t);
+        TensorMap feeds = quarterFeeds(c.graph);
+        graphs.push_back(std::move(c.graph));
+        testing::checkOnDevice(device, graphs, {name},
+                               [&](const std::string& what, const Executable& exe) {
+                                 if (vendorCovers(device, dtype)) {
+                                   CHECK_MESSAGE(exe.report().blas >= c.products, what, ": ", exe.report().blas,
+                                                 " convolutions on the vendor library");
+                                 }
+                               },
+                               {feeds});
       }
-      testing::checkOnDevice(device, graphs, {fmt::format("convolutions in {}", t)},
-                             [&](const std::string& what, const Executable& exe) {
-                               if (vendorCovers(device, dtype)) {
-                                 CHECK_MESSAGE(exe.report().blas >= 4, what, ": ", exe.report().blas,
-                                               " convolutions on the vendor library");
-                               }
-                             },
-                             {feeds});
     }
   }
 }
