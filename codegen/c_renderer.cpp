@@ -107,13 +107,20 @@ class Writer {
       if (shuffles) {
         out_ += fmt::format("  const int lanes = {0} < {1} ? {0} : {1};\n", r_.warpLanes(), k_.blockThreads);
       }
+    } else if (k_.pointsPerThread > 1) {
+      out_ += fmt::format("  {} p0 = ({}) * {};\n  if (p0 >= n) return;\n", i64(), r_.threadIndex(),
+                          k_.pointsPerThread);
     } else {
       out_ += fmt::format("  {} p = {};\n  if (p >= n) return;\n", i64(), r_.threadIndex());
     }
     if (r_.bufferOffsets()) {
       for (size_t i = 0; i < k_.buffers.size(); ++i) out_ += fmt::format("  b{0} += b{0}_off;\n", i);
     }
-    block(k_.body, "  ");
+    if (k_.pointsPerThread > 1) {
+      vectorBody();
+    } else {
+      block(k_.body, "  ");
+    }
     out_ += "}\n";
     if (!error_.empty()) return failure(error_);
     return std::move(out_);
@@ -441,7 +448,8 @@ class Writer {
   std::string load(const KInst& in) const {
     auto buffer = static_cast<size_t>(in.ibits);
     DType t = k_.buffers[buffer].dtype;
-    std::string at = fmt::format("b{}[{}]", buffer, v(in.a));
+    std::string at = lane_ >= 0 && atPoint(in.a) ? fmt::format("l{}.{}", buffer, laneName())
+                                                 : fmt::format("b{}[{}]", buffer, v(in.a));
     if (t == DType::f16) return fmt::format("smelt_h2f({})", at);
     if (t == DType::bf16) return fmt::format("smelt_bf2f({})", at);
     if (t == DType::boolean) return boolOf(at + " != 0");
@@ -496,8 +504,83 @@ class Writer {
     // it: one coalesced transaction per warp. Guarding it with `if (tid == 0)` is what a CUDA author
     // would write, but PoCL 3.1 then skips the next barrier-separated loop entirely (a conditional
     // store, a barrier, a loop: tests/codegen/test_block_kernels.cpp keeps that shape).
-    out_ += fmt::format("{}b{}[{}] = {};\n", indent, st.buffer, v(st.offset), x);
+    if (lane_ >= 0) {
+      out_ += fmt::format("{}s{}.{} = {};\n", indent, st.buffer, laneName(), x);  // vectorBody's check: at p
+    } else {
+      out_ += fmt::format("{}b{}[{}] = {};\n", indent, st.buffer, v(st.offset), x);
+    }
     written_.insert(rootOf(st.buffer));
+  }
+
+  // --- vectorized kernels (Kernel::pointsPerThread, codegen/vectorize.h) ---------------------------
+  bool atPoint(int32_t id) const { return points_.count(id) != 0; }
+  std::string laneName() const { return std::string(1, "xyzw"[lane_]); }
+  /// The vector type of `lanes` elements of buffer type `t` (CUDA, HIP and OpenCL share the names).
+  std::string vectorType(DType t) const {
+    std::string base;
+    switch (t) {
+      case DType::f32: base = "float"; break;
+      case DType::i32: base = "int"; break;
+      case DType::u32: base = "uint"; break;
+      case DType::i16: base = "short"; break;
+      case DType::u16:
+      case DType::f16:
+      case DType::bf16: base = "ushort"; break;
+      case DType::i8: base = "char"; break;
+      default: base = "uchar"; break;  // u8, bool
+    }
+    return fmt::format("{}{}", base, k_.pointsPerThread);
+  }
+  /// Points p0 .. p0 + lanes - 1: the buffers read and written at the point as vectors, the body once
+  /// per lane in its own scope; a thread with fewer points left (or, where the dialect needs it,
+  /// buffers not aligned to their vectors) runs its points one by one.
+  void vectorBody() {
+    const int lanes = k_.pointsPerThread;
+    if (lanes > 4) {
+      error_ = fmt::format("{} points per thread (at most 4)", lanes);
+      return;
+    }
+    for (const KStmt& s : k_.body.stmts) {
+      if (const auto* i = std::get_if<KInst>(&s); i && i->kind == KInstKind::Outer) points_.insert(i->result);
+    }
+    std::set<size_t> loaded, stored;
+    for (const KStmt& s : k_.body.stmts) {
+      if (const auto* i = std::get_if<KInst>(&s); i && i->kind == KInstKind::Load && atPoint(i->a)) {
+        loaded.insert(static_cast<size_t>(i->ibits));
+      } else if (const auto* st = std::get_if<KStore>(&s)) {
+        if (!atPoint(st->offset)) {
+          error_ = "a vectorized kernel stores at an offset that is not its point";
+          return;
+        }
+        stored.insert(static_cast<size_t>(st->buffer));
+      }
+    }
+    std::vector<std::string> aligned;
+    for (const std::set<size_t>* buffers : {&loaded, &stored}) {
+      for (size_t b : *buffers) {
+        const int64_t bytes = lanes * (k_.buffers[b].dtype == DType::boolean ? 1 : dtypeSize(k_.buffers[b].dtype));
+        std::string check = r_.vectorAlignment(fmt::format("b{}", b), bytes);
+        if (!check.empty()) aligned.push_back(check);
+      }
+    }
+    out_ += fmt::format("  if (p0 + {} <= n{}{}) {{\n", lanes, aligned.empty() ? "" : " && ", fmt::join(aligned, " && "));
+    for (size_t b : loaded) {
+      out_ += fmt::format("    {} l{} = {};\n", vectorType(k_.buffers[b].dtype), b,
+                          r_.vectorLoad(vectorType(k_.buffers[b].dtype), fmt::format("b{} + p0", b)));
+    }
+    for (size_t b : stored) out_ += fmt::format("    {} s{};\n", vectorType(k_.buffers[b].dtype), b);
+    for (lane_ = 0; lane_ < lanes; ++lane_) {
+      out_ += fmt::format("    {{\n      {} p = p0 + {};\n", i64(), lane_);
+      block(k_.body, "      ");
+      out_ += "    }\n";
+    }
+    lane_ = -1;
+    for (size_t b : stored) {
+      out_ += "    " + r_.vectorStore(vectorType(k_.buffers[b].dtype), fmt::format("b{} + p0", b), fmt::format("s{}", b)) + "\n";
+    }
+    out_ += fmt::format("  }} else {{\n    for ({0} p = p0; p < n && p < p0 + {1}; ++p) {{\n", i64(), lanes);
+    block(k_.body, "      ");
+    out_ += "    }\n  }\n";
   }
 
   // --- block-mapped kernels ------------------------------------------------------------------------
@@ -712,6 +795,9 @@ class Writer {
   /// Loops entered (0: the body's top level); the buffers stored to since the last barrier.
   int depth_ = 0;
   std::set<int32_t> written_;
+  /// The lane being rendered in vectorBody, or -1, and the values that are the point (outer 0).
+  int lane_ = -1;
+  std::set<int32_t> points_;
   /// Split loops rendered so far.
   int splitLoops_ = 0;
 };

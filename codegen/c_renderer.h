@@ -74,6 +74,18 @@ class CRenderer {
   virtual std::string shuffleDown(const std::string& x, const std::string& delta, const std::string& width) const {
     return "";
   }
+  /// For vectorized kernels (Kernel::pointsPerThread, codegen/vectorize.h): a vector of type `type`
+  /// loaded from `pointer` and stored there, and the condition under which `pointer` may be accessed
+  /// as vectors of `bytes` ("" when element alignment is enough, as for OpenCL's vload/vstore).
+  virtual std::string vectorLoad(const std::string& type, const std::string& pointer) const {
+    return "*(const " + type + "*)(" + pointer + ")";
+  }
+  virtual std::string vectorStore(const std::string& type, const std::string& pointer, const std::string& value) const {
+    return "*(" + type + "*)(" + pointer + ") = " + value + ";";
+  }
+  virtual std::string vectorAlignment(const std::string& pointer, int64_t bytes) const {
+    return "((unsigned long long)" + pointer + " & " + std::to_string(bytes - 1) + ") == 0";
+  }
   /// Whether consecutive split loops get a barrier between them even when neither reads what the
   /// other wrote (a workaround, see OpenClRenderer).
   virtual bool barrierBetweenSplitLoops() const { return false; }

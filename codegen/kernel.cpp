@@ -22,8 +22,9 @@ class Printer {
   explicit Printer(const Kernel& k) : k_(k) {}
 
   std::string run() {
-    out_ += fmt::format("kernel @{} domain [{}]{}\n", k_.name, fmt::join(k_.domain, ", "),
-                        k_.blockThreads > 0 ? fmt::format(" threads {}", k_.blockThreads) : "");
+    out_ += fmt::format("kernel @{} domain [{}]{}{}\n", k_.name, fmt::join(k_.domain, ", "),
+                        k_.blockThreads > 0 ? fmt::format(" threads {}", k_.blockThreads) : "",
+                        k_.pointsPerThread > 1 ? fmt::format(" vector {}", k_.pointsPerThread) : "");
     for (const std::string& p : k_.provenance) out_ += fmt::format("  // from {}\n", p);
     for (size_t i = 0; i < k_.buffers.size(); ++i) {
       const KBuffer& b = k_.buffers[i];

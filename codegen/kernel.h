@@ -100,6 +100,9 @@ struct Kernel {
   /// power of two), one block of N threads per point, sharing the body's split loops. Top-level
   /// instructions run in every thread, top-level stores in thread 0.
   int32_t blockThreads = 0;
+  /// Consecutive points each GPU thread runs (codegen/vectorize.h): 1, or kVectorLanes, with the
+  /// buffers read and written at the point moved as vectors. Sequential renderers ignore it.
+  int32_t pointsPerThread = 1;
   /// Set by an executable that checked where the buffers live: no two of them can share memory
   /// (renderers then mark every pointer restrict: CRenderer::restrictQualifier). Off by default (a
   /// kernel printed or rendered on its own promises nothing); not part of the text, as the rendered

@@ -1,6 +1,8 @@
 // parseKernel (see kernel_parser.h): one statement per line, read with a small cursor.
 #include "codegen/kernel_parser.h"
 
+#include "codegen/vectorize.h"
+
 #include <fmt/format.h>
 
 #include <cctype>
@@ -165,6 +167,13 @@ class Parser {
       auto t = c.integer();
       if (!t || *t <= 0 || *t > 1024 || (*t & (*t - 1)) != 0) return fail("threads must be a power of two up to 1024");
       kernel_.blockThreads = static_cast<int32_t>(*t);
+    }
+    if (c.eat("vector")) {
+      auto lanes = c.integer();
+      if (!lanes || *lanes != kVectorLanes || kernel_.blockThreads > 0) {
+        return fail(fmt::format("vector must be {} (and the kernel not block-mapped)", kVectorLanes));
+      }
+      kernel_.pointsPerThread = static_cast<int32_t>(*lanes);
     }
     if (!c.done()) return fail(fmt::format("unexpected `{}` after the header", c.rest()));
     return Status::success();

@@ -7,6 +7,7 @@
 #include "codegen/map_to_blocks.h"
 #include "codegen/reuse_through_output.h"
 #include "codegen/tile_columns.h"
+#include "codegen/vectorize.h"
 
 #include <fmt/format.h>
 
@@ -36,6 +37,8 @@ constexpr KernelPass kPasses[] = {
     {"tile-columns", "CPU: a column kernel walks rows of tiles of adjacent columns", tileColumns},
     {"map-to-blocks", "GPU: long rows run as one block of threads per point, combined in the block",
      [](Kernel& k) { return mapToBlocks(k); }},
+    {"vectorize", "GPU: a flat elementwise kernel runs 4 points per thread with vector loads and stores",
+     [](Kernel& k) { return vectorize(k); }},
 };
 
 Status dump(const Kernel& kernel, const std::string& dir, size_t index, std::string_view pass) {

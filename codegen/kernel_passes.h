@@ -4,7 +4,7 @@
 //   runKernelPasses(kernel, kLoweringKernelPipeline);            // what lowerToKernel runs
 //   runKernelPasses(kernel, "map-to-blocks");                     // what a GPU backend adds
 // Every lowered kernel goes through kLoweringKernelPipeline; a backend then adds its own
-// (DeviceBackend::adapt: tile-columns on CPUs, map-to-blocks on GPUs). `smelt kernels --kernel-passes`
+// (DeviceBackend::kernelPipeline: tile-columns on CPUs, map-to-blocks and vectorize on GPUs). `smelt kernels --kernel-passes`
 // runs any pipeline, and SMELT_DUMP_DIR receives the kernel after each pass.
 #pragma once
 
@@ -35,8 +35,8 @@ inline constexpr std::string_view kLoweringKernelPipeline =
     "collapse-loops,fuse-loops,reuse-through-output,hoist-reciprocals,cse,dce";
 /// What CPU backends add (column kernels walk rows of tiles).
 inline constexpr std::string_view kCpuKernelPipeline = "tile-columns";
-/// What GPU backends add (long rows run as blocks of threads).
-inline constexpr std::string_view kGpuKernelPipeline = "map-to-blocks";
+/// What GPU backends add (long rows run as blocks of threads, flat elementwise kernels as vectors).
+inline constexpr std::string_view kGpuKernelPipeline = "map-to-blocks,vectorize";
 
 /// Checks a comma-separated pipeline ("none" or "" is empty) and returns its passes; an unknown name
 /// is an error listing the known ones.

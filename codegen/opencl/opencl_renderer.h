@@ -29,6 +29,14 @@ class OpenClRenderer final : public CRenderer {
   // buffers are slices of one cl_mem (as an executable's arena binds them); a barrier between the
   // loops avoids it (tests/codegen/c_renderers/test_block_kernels.cpp). A barrier costs a GPU little.
   bool barrierBetweenSplitLoops() const override { return true; }
+  // vload4 / vstore4 need only the elements' alignment.
+  std::string vectorLoad(const std::string& type, const std::string& pointer) const override {
+    return "vload" + type.substr(type.size() - 1) + "(0, " + pointer + ")";
+  }
+  std::string vectorStore(const std::string& type, const std::string& pointer, const std::string& value) const override {
+    return "vstore" + type.substr(type.size() - 1) + "(" + value + ", 0, " + pointer + ");";
+  }
+  std::string vectorAlignment(const std::string&, int64_t) const override { return ""; }
   std::string typeName(DType type) const override;
   std::string int64Suffix() const override { return "L"; }
   std::string floatToBits(const std::string& x, bool isDouble) const override;

@@ -119,7 +119,7 @@ class CudaLaunch final : public PreparedLaunch {
     // One block per point for a block-mapped kernel; else one thread per point in blocks of 256.
     const unsigned threads = shape_.threadsPerPoint > 0 ? static_cast<unsigned>(shape_.threadsPerPoint) : kBlockSize;
     auto blocks = static_cast<unsigned>(shape_.threadsPerPoint > 0 ? shape_.points
-                                                                    : (shape_.points + kBlockSize - 1) / kBlockSize);
+                                                                    : (shape_.threads() + kBlockSize - 1) / kBlockSize);
     return context_.launch(function_, {blocks, 1, 1}, {threads, 1, 1}, params_, 0,
                            static_cast<CudaStream&>(stream).get());
   }
@@ -138,7 +138,7 @@ class CudaKernels final : public DeviceKernels {
   Expected<std::unique_ptr<PreparedLaunch>> prepare(const std::string& symbol, std::span<const KernelBufferArg> buffers,
                                                     const LaunchShape& shape) override {
     // One 1-D grid covers the domain; cuLaunchKernel takes < 2^31 blocks.
-    const int64_t blocks = shape.threadsPerPoint > 0 ? shape.points : (shape.points + kBlockSize - 1) / kBlockSize;
+    const int64_t blocks = shape.threadsPerPoint > 0 ? shape.points : (shape.threads() + kBlockSize - 1) / kBlockSize;
     if (blocks > std::numeric_limits<int32_t>::max()) {
       return makeError("{}: {} points need more than 2^31 - 1 blocks of {}", symbol, shape.points, kBlockSize);
     }

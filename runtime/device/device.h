@@ -134,13 +134,18 @@ struct KernelBufferArg {
   std::int64_t elementBytes = 1;
 };
 
-/// How a prepared kernel is launched: one work-item / thread per outer point of its domain, or one
-/// block (work-group) of `threadsPerPoint` threads per point for a block-mapped kernel
+/// How a prepared kernel is launched: one work-item / thread per outer point of its domain (or per
+/// `pointsPerThread` of them), or one block (work-group) of `threadsPerPoint` threads per point for a
+/// block-mapped kernel
 /// (codegen/map_to_blocks.h); on the CPU, whether the points are split across the thread pool.
 struct LaunchShape {
   std::int64_t points = 0;
   bool parallel = true;
   std::int32_t threadsPerPoint = 0;
+  /// Consecutive points per thread of a vectorized kernel (codegen/vectorize.h), else 1.
+  std::int32_t pointsPerThread = 1;
+  /// The threads of a kernel that is not block-mapped.
+  std::int64_t threads() const { return (points + pointsPerThread - 1) / pointsPerThread; }
 };
 
 /// One kernel launch with its arguments fixed once: what an executable prepares when it compiles and

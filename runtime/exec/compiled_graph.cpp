@@ -197,6 +197,7 @@ Expected<int64_t> CompiledGraph::Impl::addKernel(codegen::Kernel kernel, const s
                                                  LaunchShape& shape, std::string& symbol) {
   SMELT_CHECK_OK(codegen::runKernelPasses(kernel, backend->kernelPipeline()));
   if (kernel.blockThreads > 0) ++report.blockKernels;
+  if (kernel.pointsPerThread > 1) ++report.vectorKernels;
   shape = backend->shapeOf(kernel, options);
   symbol = symbolPrefix + codegen::CRenderer::symbolFor(kernel, pendingKernels.size());
   pendingKernels.push_back(std::move(kernel));

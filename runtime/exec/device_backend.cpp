@@ -94,7 +94,8 @@ Expected<std::string> cachedImage(const CacheKey& key, size_t kernels, KernelLoa
 }
 
 LaunchShape DeviceBackend::shapeOf(const codegen::Kernel& kernel, const CompileOptions&) const {
-  return LaunchShape{.points = kernel.domainSize(), .parallel = true, .threadsPerPoint = kernel.blockThreads};
+  return LaunchShape{.points = kernel.domainSize(), .parallel = true, .threadsPerPoint = kernel.blockThreads,
+                     .pointsPerThread = kernel.pointsPerThread};
 }
 
 Expected<std::unique_ptr<DeviceBackend>> backendFor(const std::shared_ptr<Device>& device) {

@@ -96,8 +96,9 @@ class DeviceBackend {
   std::shared_ptr<Device> device_;
 };
 
-/// The kernel pipeline of every GPU-like backend (OpenCL, CUDA, HIP): long rows to blocks of threads
-/// (codegen/map_to_blocks.h), unless $SMELT_BLOCKS is 0 (one thread per point, to compare or bisect).
+/// The kernel pipeline of every GPU-like backend (OpenCL, CUDA, HIP): long rows to blocks of threads,
+/// flat elementwise kernels to vectors (codegen/map_to_blocks.h, codegen/vectorize.h), unless $SMELT_BLOCKS is 0 (one thread per point, to
+/// compare or bisect).
 std::string_view gpuKernelPipeline();
 
 /// The kernel cache's key for one image of `kernels` (named `symbols`) built by `backend` ("cuda",

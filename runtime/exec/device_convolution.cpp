@@ -16,8 +16,8 @@ namespace smelt {
 namespace {
 
 codegen::Im2colShape windowOf(const ConvGeometry& g) {
-  return codegen::Im2colShape{g.n,      g.c,       g.h,        g.w,         g.oh,        g.ow,        g.kh,
-                              g.kw,     g.strideH, g.strideW,  g.padTop,    g.padLeft,   g.dilationH, g.dilationW};
+  return codegen::Im2colShape{g.n,  g.c,       g.h,       g.w,      g.oh,      g.ow,        g.kh,
+                              g.kw, g.strideH, g.strideW, g.padTop, g.padLeft, g.dilationH, g.dilationW};
 }
 
 }  // namespace
@@ -49,8 +49,9 @@ Status CompiledGraph::Impl::planDeviceConvolution(Step& step, const std::string&
     case ConvGeometry::Forward: {
       // The image is its own column matrix only when there is one, under a 1x1 window.
       const bool im2col = g.n > 1 || !g.direct();
-      if (im2col) SMELT_CHECK_OK(add(codegen::im2colKernel(windowOf(g), plan.dtype), ConvPlace::kFirst,
-                                     ConvPlace::kColumns, conv.before));
+      if (im2col)
+        SMELT_CHECK_OK(
+            add(codegen::im2colKernel(windowOf(g), plan.dtype), ConvPlace::kFirst, ConvPlace::kColumns, conv.before));
       conv.a = ConvPlace::kSecond;
       conv.b = im2col ? ConvPlace::kColumns : ConvPlace::kFirst;
       if (g.n > 1) {
@@ -83,8 +84,9 @@ Status CompiledGraph::Impl::planDeviceConvolution(Step& step, const std::string&
     }
     case ConvGeometry::WeightGrad: {
       const bool im2col = g.n > 1 || !g.direct();
-      if (im2col) SMELT_CHECK_OK(add(codegen::im2colKernel(windowOf(g), plan.dtype), ConvPlace::kFirst,
-                                     ConvPlace::kColumns, conv.before));
+      if (im2col)
+        SMELT_CHECK_OK(
+            add(codegen::im2colKernel(windowOf(g), plan.dtype), ConvPlace::kFirst, ConvPlace::kColumns, conv.before));
       if (g.n > 1) {
         conv.secondScratch = g.c * taps * gemm.k;
         SMELT_CHECK_OK(add(codegen::swapLeadingAxesKernel(g.n, g.o, g.oh * g.ow, plan.dtype), ConvPlace::kSecond,

@@ -72,6 +72,8 @@ struct CompileReport {
   int64_t kernels = 0;
   /// Of those, kernels run as one block of threads per outer point (GPUs: codegen/map_to_blocks.h).
   int64_t blockKernels = 0;
+  /// Of those, kernels run as vectors of points per thread (GPUs: codegen/vectorize.h).
+  int64_t vectorKernels = 0;
   /// Products (matmul, gemm, conv2d) computed by a vendor library; their epilogues count as kernels.
   int64_t blas = 0;
   /// Kernels whose compiled code came from a cache instead of a compiler.

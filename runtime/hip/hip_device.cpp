@@ -204,7 +204,7 @@ class HipLaunch final : public PreparedLaunch {
     if (shape_.points <= 0) return Status::success();
     const unsigned threads = shape_.threadsPerPoint > 0 ? static_cast<unsigned>(shape_.threadsPerPoint) : kBlockSize;
     auto blocks = static_cast<unsigned>(shape_.threadsPerPoint > 0 ? shape_.points
-                                                                    : (shape_.points + kBlockSize - 1) / kBlockSize);
+                                                                    : (shape_.threads() + kBlockSize - 1) / kBlockSize);
     SMELT_HIP_CALL(hipSetDevice(ordinal_), "hipSetDevice");
     if (HipError rc = injected(Fault::kDeviceLost); rc != kHipSuccess) {
       return hipError(api_, rc, "hipModuleLaunchKernel(" + symbol_ + ")");

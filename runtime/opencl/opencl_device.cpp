@@ -144,7 +144,7 @@ class OpenClLaunch final : public PreparedLaunch {
     // One work-group per point for a block-mapped kernel; else one work-item per point.
     const size_t local = shape_.threadsPerPoint > 0 ? static_cast<size_t>(shape_.threadsPerPoint) : kLocalSize;
     size_t global = shape_.threadsPerPoint > 0 ? static_cast<size_t>(shape_.points) * local
-                                               : (static_cast<size_t>(shape_.points) + kLocalSize - 1) / kLocalSize * kLocalSize;
+                                               : (static_cast<size_t>(shape_.threads()) + kLocalSize - 1) / kLocalSize * kLocalSize;
     cl_int rc = injectLost();
     if (rc == CL_SUCCESS) {
       rc = clEnqueueNDRangeKernel(static_cast<OpenClStream&>(stream).queue(), kernel_.get(), 1, nullptr, &global,

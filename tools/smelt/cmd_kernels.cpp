@@ -41,9 +41,10 @@ Action addKernelsCommand(CLI::App& app) {
   std::vector<std::string_view> known;
   for (const codegen::KernelPass& p : codegen::kernelPasses()) known.push_back(p.name);
   cmd->add_option("--kernel-passes", options->kernelPasses,
-                  fmt::format("Kernel passes after lowering (default: {}, then tile-columns for llvm or "
-                              "map-to-blocks for opencl/cuda/hip; 'none': as lowered). Known: {}",
-                              codegen::kLoweringKernelPipeline, fmt::join(known, ", ")));
+                  fmt::format("Kernel passes after lowering (default: {}, then {} for llvm or {} for "
+                              "opencl/cuda/hip; 'none': as lowered). Known: {}",
+                              codegen::kLoweringKernelPipeline, codegen::kCpuKernelPipeline,
+                              codegen::kGpuKernelPipeline, fmt::join(known, ", ")));
   return [options]() {
     SMELT_TRY_CLI(Graph graph, loadWithGradients(options->file, options->grad));
     if (Status ran = runPipeline(graph, options->passes); !ran) return fail(ran.error().message());

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "codegen/vectorize.h"
 #include "codegen/cuda/cuda_renderer.h"
 #include "codegen/cuda/nvrtc_compiler.h"
 #include "codegen/hip/hip_renderer.h"
@@ -77,9 +78,10 @@ std::vector<Batch> exampleBatches(const codegen::CRenderer& renderer, const std:
   return batches;
 }
 
-/// The edge kernels as one source.
-Batch edgeBatch(const codegen::CRenderer& renderer) {
+/// The edge kernels as one source; `vectorized`: those codegen/vectorize.h takes, vectorized.
+Batch edgeBatch(const codegen::CRenderer& renderer, bool vectorized = false) {
   std::vector<testing::EdgeKernel> edges = testing::edgeKernels();
+  if (vectorized) std::erase_if(edges, [](testing::EdgeKernel& e) { return !codegen::vectorize(e.kernel, 0); });
   std::vector<const codegen::Kernel*> kernels;
   std::vector<std::string> symbols;
   for (size_t i = 0; i < edges.size(); ++i) {
@@ -88,7 +90,7 @@ Batch edgeBatch(const codegen::CRenderer& renderer) {
   }
   auto source = renderer.renderSource(kernels, symbols);
   REQUIRE(source.ok());
-  return {"edge values", std::move(*source), kernels.size()};
+  return {vectorized ? "vectorized edge values" : "edge values", std::move(*source), kernels.size()};
 }
 
 /// The lines a compile log points at ("smelt_kernel.cu(123): error ..."), each with the kernel it is
@@ -155,6 +157,7 @@ TEST_CASE("c-renderers: NVRTC compiles the CUDA C of every op's kernels in every
   codegen::CudaRenderer renderer;
   std::vector<Batch> batches = exampleBatches(renderer);
   batches.push_back(edgeBatch(renderer));
+  batches.push_back(edgeBatch(renderer, true));
   auto [failures, seconds] = compileAll(batches, [](const Batch& b) -> Status {
     SMELT_TRY(cuda::NvrtcOutput out, cuda::compileCuda(b.source, {.arch = "sm_90"}));
     if (out.ptx.find(".target sm_90") == std::string::npos) return makeError("no PTX for sm_90");
@@ -180,6 +183,7 @@ TEST_CASE("c-renderers: HIPRTC compiles the HIP of every op's kernels to a gfx90
   // ~100 kernels per source: the helper process costs ~250 ms per compile.
   std::vector<Batch> batches = exampleBatches(renderer, dtypes, 100);
   batches.push_back(edgeBatch(renderer));
+  batches.push_back(edgeBatch(renderer, true));
   auto [failures, seconds] = compileAll(batches, [](const Batch& b) -> Status {
     SMELT_TRY(hip::HiprtcOutput out, hip::compileHip(b.source, {.arch = "gfx90a", .flags = {"-O3"}}));
     if (out.code_object.size() < 64 || out.code_object.compare(1, 3, "ELF") != 0)
