@@ -24,10 +24,13 @@ void replaceAll(std::string& text, std::string_view from, std::string_view to) {
 
 // The helpers every kernel may call, in C with placeholders for the dialect's names ($HP helper
 // prefix, $U32 / $I64 / $U64 types, $L the 64-bit literal suffix, $F2B / $B2F bit casts). The
-// conversions are ir/half.h's, bit for bit: round to nearest even, NaN kept quiet, f16 subnormals
-// through an exact float add.
+// software conversions are ir/half.h's, bit for bit: round to nearest even, NaN kept quiet, f16
+// subnormals through an exact float add; hardware ones (CRenderer::preludeHeader) round the same way
+// and may return another NaN.
 constexpr std::string_view kPrelude =
-    R"(// f16 (IEEE binary16) and bf16 live in memory as 16-bit patterns and in registers as float.
+    R"(// f16 (IEEE binary16) and bf16 live in memory as 16-bit patterns and in registers as float. A
+// dialect with hardware conversions defines SMELT_HW_F16 / SMELT_HW_BF16 and its own before this.
+#ifndef SMELT_HW_F16
 $HP float smelt_h2f($U32 h) {
   $U32 sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
   if (e == 0x1fu) return $B2F(sign | 0x7f800000u | (m << 13));
@@ -44,14 +47,17 @@ $HP $U32 smelt_f2h(float f) {
   if (a < 0x38800000u) return sign | ($F2B($B2F(a) + 0.5f) - 0x3f000000u);
   return sign | ((a + 0xc8000fffu + ((a >> 13) & 1u)) >> 13);
 }
-// f32 rounded to the nearest f16 (what every f16 instruction does to its result).
-$HP float smelt_rh(float f) { return smelt_h2f(smelt_f2h(f)); }
-$HP float smelt_bf2f($U32 b) { return $B2F(b << 16); }
+#endif
+#ifndef SMELT_HW_BF16
 $HP $U32 smelt_f2bf(float f) {
   $U32 x = $F2B(f);
   if ((x & 0x7fffffffu) > 0x7f800000u) return (x >> 16) | 0x40u;
   return (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
 }
+#endif
+// f32 rounded to the nearest f16 (what every f16 instruction does to its result).
+$HP float smelt_rh(float f) { return smelt_h2f(smelt_f2h(f)); }
+$HP float smelt_bf2f($U32 b) { return $B2F(b << 16); }
 $HP float smelt_rbf(float f) { return smelt_bf2f(smelt_f2bf(f)); }
 // Float -> integer as the cast op: NaN -> 0, truncation, [2^63, 2^64) through u64, >= 2^64 -> 0,
 // <= -2^63 -> INT64_MIN; the caller wraps the result to its width.

@@ -100,7 +100,9 @@ class CRenderer {
   /// The C math function `base` ("exp", "fmod") for float or double arguments: OpenCL's are
   /// overloaded, CUDA's float ones end in 'f'.
   virtual std::string mathFunction(std::string_view base, bool isDouble) const = 0;
-  /// Pragmas or declarations the source opens with (OpenCL's fp64 extension).
+  /// Pragmas or declarations the source opens with (OpenCL's fp64 extension), and the dialect's
+  /// hardware f16 / bf16 conversions: smelt_h2f and smelt_f2h with SMELT_HW_F16 defined, smelt_f2bf
+  /// with SMELT_HW_BF16, in place of the prelude's software ones.
   virtual std::string preludeHeader() const { return ""; }
   /// Whether each buffer parameter is followed by a 64-bit element offset added to it (OpenCL:
   /// every buffer is a slice of one arena cl_mem, and sub-buffers need device alignment).

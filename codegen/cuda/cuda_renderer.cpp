@@ -34,4 +34,28 @@ std::string CudaRenderer::mathFunction(std::string_view base, bool isDouble) con
   return isDouble ? std::string(base) : fmt::format("{}f", base);
 }
 
+std::string CudaRenderer::preludeHeader() const {
+  // cvt rounds to nearest even as ir/half.h does; a NaN becomes the canonical one.
+  return R"(#define SMELT_HW_F16 1
+static __device__ inline float smelt_h2f(unsigned int h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((unsigned short)h));
+  return f;
+}
+static __device__ inline unsigned int smelt_f2h(float f) {
+  unsigned short h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+#if __CUDA_ARCH__ >= 800
+#define SMELT_HW_BF16 1
+static __device__ inline unsigned int smelt_f2bf(float f) {
+  unsigned short b;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b) : "f"(f));
+  return b;
+}
+#endif
+)";
+}
+
 }  // namespace smelt::codegen

@@ -1,7 +1,8 @@
 // CUDA C dialect of the C-family renderer (codegen/c_renderer.h), for NVRTC: extern "C" __global__
 // kernels, one thread per outer point (blockIdx.x * blockDim.x + threadIdx.x, bounds-checked), CUDA's
-// float math functions (expf, ...). f16 and bf16 use the renderer's own 16-bit conversions, so no
-// cuda_fp16.h is needed and the source compiles without the CUDA headers.
+// float math functions (expf, ...). f16 and bf16 convert with the cvt instructions (inline PTX; bf16
+// rounding from sm_80, the prelude's software one before), so no cuda_fp16.h is needed and the source
+// compiles without the CUDA headers.
 //   CudaRenderer r;
 //   SMELT_TRY(std::string source, r.renderSource(kernels, symbols));
 //   SMELT_TRY(auto ptx, cuda::compileCuda(source, {.arch = "compute_90"}));
@@ -32,6 +33,7 @@ class CudaRenderer : public CRenderer {
   std::string floatToBits(const std::string& x, bool isDouble) const override;
   std::string bitsToFloat(const std::string& x, bool isDouble) const override;
   std::string mathFunction(std::string_view base, bool isDouble) const override;
+  std::string preludeHeader() const override;
 };
 
 }  // namespace smelt::codegen

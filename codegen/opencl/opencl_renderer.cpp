@@ -29,7 +29,20 @@ std::string OpenClRenderer::bitsToFloat(const std::string& x, bool isDouble) con
 }
 
 std::string OpenClRenderer::preludeHeader() const {
-  return fp64_ ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "";
+  // vload_half / vstore_half_rte are OpenCL C 1.2 core (no cl_khr_fp16 needed for half pointers):
+  // the device's own conversions, round to nearest even.
+  std::string text = fp64_ ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "";
+  return text + R"(#define SMELT_HW_F16 1
+static inline float smelt_h2f(uint h) {
+  ushort s = (ushort)h;
+  return vload_half(0, (const half*)&s);
+}
+static inline uint smelt_f2h(float f) {
+  ushort s;
+  vstore_half_rte(f, 0, (half*)&s);
+  return s;
+}
+)";
 }
 
 }  // namespace smelt::codegen
