@@ -593,15 +593,20 @@ class Writer {
   /// The register types of the carried values split loops combine, each once.
   std::vector<std::string> combineTypes() const {
     std::vector<std::string> types;
-    for (const KStmt& s : k_.body.stmts) {
+    combineTypes(k_.body, types);
+    return types;
+  }
+  void combineTypes(const KBlock& block, std::vector<std::string>& types) const {
+    for (const KStmt& s : block.stmts) {
       const auto* l = std::get_if<std::shared_ptr<KLoop>>(&s);
-      if (!l || !(*l)->split) continue;
+      if (!l) continue;
+      combineTypes((*l)->body, types);  // a split loop inside a loop every thread runs (map_to_blocks.h)
+      if (!(*l)->split) continue;
       for (int32_t c : (*l)->carried) {
         std::string t = regType(typeOf(c));
         if (std::find(types.begin(), types.end(), t) == types.end()) types.push_back(t);
       }
     }
-    return types;
   }
   static std::string ident(std::string t) {
     for (char& c : t) c = (c == ' ') ? '_' : c;

@@ -4,6 +4,7 @@
 #include "codegen/kernel_walk.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <bit>
 #include <limits>
 #include <optional>
@@ -156,29 +157,69 @@ std::optional<std::vector<KBinary>> splitLoop(const Kernel& kernel, const KLoop&
   return combine;
 }
 
+/// A loop to split and how it combines its carried values.
+struct Split {
+  LoopPtr loop;
+  std::vector<KBinary> combine;
+};
+
+/// The inner loops of `outer` split, it staying sequential in every thread, or nothing. Its body may
+/// hold only loops that split and instructions that are not loads (so every thread computes the same
+/// values: the outer index, the combined totals of the inner loops), and every store in them must land
+/// on its own element for each pair of indices (the store moves at least an inner loop's extent per
+/// outer iteration): a thread then never touches what another thread wrote in an earlier iteration.
+std::optional<std::vector<Split>> splitNest(const Kernel& kernel, const KLoop& outer,
+                                            const std::unordered_map<int32_t, int64_t>& constants) {
+  std::vector<Split> splits;
+  Strides outerStrides(outer, constants);
+  for (const KStmt& s : outer.body.stmts) {
+    if (std::holds_alternative<KStore>(s)) return std::nullopt;
+    if (const auto* i = std::get_if<KInst>(&s)) {
+      if (i->kind == KInstKind::Load) return std::nullopt;
+      continue;
+    }
+    const LoopPtr& inner = std::get<LoopPtr>(s);
+    std::optional<std::vector<KBinary>> combine = splitLoop(kernel, *inner, constants);
+    if (!combine) return std::nullopt;
+    std::vector<Access> accesses;
+    collectAccesses(inner->body, accesses);
+    for (const Access& a : accesses) {
+      std::optional<int64_t> stride = outerStrides.of(a.offset);
+      if (a.store && (!stride || std::abs(*stride) < inner->extent)) return std::nullopt;
+    }
+    splits.push_back({inner, std::move(*combine)});
+  }
+  if (splits.empty()) return std::nullopt;
+  return splits;
+}
+
 }  // namespace
 
 bool mapToBlocks(Kernel& kernel, int32_t maxThreads) {
   // A block per point: the grid's first dimension holds at most 2^31 - 1 blocks.
   if (kernel.blockThreads > 0 || kernel.domainSize() > std::numeric_limits<int32_t>::max()) return false;
-  std::vector<LoopPtr> loops;
-  for (const KStmt& s : kernel.body.stmts) {
-    if (const auto* l = std::get_if<LoopPtr>(&s)) loops.push_back(*l);
-  }
-  int64_t longest = 0;
-  for (const LoopPtr& l : loops) longest = std::max(longest, l->extent);
-  if (longest < kMinBlockRow) return false;
   std::unordered_map<int32_t, int64_t> constants;
   collectConstants(kernel.body, constants);
-  std::vector<std::vector<KBinary>> combines;
-  for (const LoopPtr& l : loops) {
-    std::optional<std::vector<KBinary>> combine = splitLoop(kernel, *l, constants);
-    if (!combine) return false;
-    combines.push_back(std::move(*combine));
+  // Each top-level loop splits itself, or (a nest whose outer loop strides across rows: a batch norm's
+  // loop over the images around its loop over a channel's pixels) the loops in it.
+  std::vector<Split> splits;
+  for (const KStmt& s : kernel.body.stmts) {
+    const auto* l = std::get_if<LoopPtr>(&s);
+    if (!l) continue;
+    if (std::optional<std::vector<KBinary>> combine = splitLoop(kernel, **l, constants)) {
+      splits.push_back({*l, std::move(*combine)});
+    } else if (std::optional<std::vector<Split>> nest = splitNest(kernel, **l, constants)) {
+      splits.insert(splits.end(), nest->begin(), nest->end());
+    } else {
+      return false;
+    }
   }
-  for (size_t i = 0; i < loops.size(); ++i) {
-    loops[i]->split = true;
-    loops[i]->combine = std::move(combines[i]);
+  int64_t longest = 0;
+  for (const Split& split : splits) longest = std::max(longest, split.loop->extent);
+  if (longest < kMinBlockRow) return false;
+  for (Split& split : splits) {
+    split.loop->split = true;
+    split.loop->combine = std::move(split.combine);
   }
   kernel.blockThreads = static_cast<int32_t>(
       std::clamp<int64_t>(static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(longest))), 32, maxThreads));

@@ -12,6 +12,11 @@
 // min, max, and, or) of itself and a value that does not depend on it, no store in it writes an
 // offset independent of the loop index, no buffer is both read and written in it at different
 // offsets, and every offset it reads or writes moves by 0 or 1 element per iteration (coalesced).
+// A top-level loop that cannot split because it strides across rows (a batch norm's loop over the
+// images around its loop over one channel's pixels) stays sequential in every thread while the loops
+// in it split, each combined per outer iteration, when its own body holds no load or store (every
+// thread computes the same values in it) and every store in the inner loops moves at least an inner
+// loop's extent per outer iteration (no element is written in two outer iterations, by two threads).
 #pragma once
 
 #include "codegen/kernel.h"

@@ -227,3 +227,30 @@ TEST_CASE("device kernels: pointers are restrict only where no two buffers can s
     testing::checkOnDevice(device, graphs, {"distinct", "shared"}, [](const std::string&, const Executable&) {});
   }
 }
+
+TEST_CASE("block kernels on devices: batch norm statistics split each image's pixels across the block") {
+  // A channel's loop over the images stays sequential in every thread; its loop over the pixels
+  // splits (map_to_blocks.h's nests), forward and backward.
+  for (const DeviceDescription& device : devices()) {
+    Graph g = testing::parseOrFail(
+        R"(graph @t(%x: f32[3,8,10,13], %s: f32[8], %b: f32[8], %m: f32[8], %v: f32[8], %t: f32[3,8,10,13]) {
+  %y, %nm, %nv = batch_norm_train(%x, %s, %b, %m, %v) {momentum = 0.9} : f32[3,8,10,13], f32[8], f32[8]
+  %0 = mul(%y, %t) : f32[3,8,10,13]
+  %1 = reduce_sum(%0) : f32[]
+  return loss = %1, nm = %nm, nv = %nv
+})");
+    Graph forward = testing::parseOrFail(
+        R"(graph @t(%x: f32[3,8,10,13], %s: f32[8], %b: f32[8], %m: f32[8], %v: f32[8]) {
+  %y, %nm, %nv = batch_norm_train(%x, %s, %b, %m, %v) {momentum = 0.9} : f32[3,8,10,13], f32[8], f32[8]
+  return y = %y, nm = %nm, nv = %nv
+})");
+    std::vector<std::string> wrt = {"x", "s", "b"};
+    auto grads = gradientOfOutputs(g, wrt);
+    REQUIRE_MESSAGE(grads.ok(), (grads.ok() ? "" : grads.error().message()));
+    for (size_t i = 0; i < wrt.size(); ++i) g.addOutput(wrt[i] + ".grad", (*grads)[i]);
+    std::vector<Graph> graphs;
+    graphs.push_back(std::move(forward));
+    graphs.push_back(std::move(g));
+    checkOn(device, graphs, {"batch_norm_train", "batch_norm_train and its gradients"}, 1);
+  }
+}
