@@ -1,8 +1,8 @@
 // split-reductions: a reduction of many elements into few results runs in two deterministic stages,
 // so its first stage has enough independent rows to fill a GPU's SMs (or a CPU's threads) instead of
 // one block (one thread) walking everything. The reduced axes must be the trailing ones (a full
-// reduction, or rows of a few long rows); they are viewed as [G, K/G] chunks, reduced per chunk, and
-// the G partials reduced again:
+// reduction, or rows of a few long rows), viewed as [G, K/G] chunks, reduced per chunk, and the G
+// partials reduced again:
 //   %0 = reduce_sum(%x) : f32[]            ->   %0 = reshape(%g) {shape = [256, 4096]} : f32[256,4096]
 //     (x: f32[1048576] = mul(%g, %g))            %1 = reshape(%g) {shape = [256, 4096]} : f32[256,4096]
 //                                                %2 = mul(%0, %1) : f32[256,4096]
@@ -14,8 +14,13 @@
 // at least kMinRow elements into at most kMaxResults results, K divides into G power-of-two chunks of at
 // least kMinChunk, and G is at least 4. Sums, products, maxima and minima of every dtype split (integers
 // stay exact: they wrap alike in any order); means of floats split (equal chunks: the mean of the
-// chunks' means). The order of the additions changes, which is why it is a pass of its own: the graph
-// before and after computes the same to within rounding, and the same on every run.
+// chunks' means). Or the leading ones (columns: a bias gradient over a huge batch), viewed as [G, K/G,
+// kept...], so the first stage runs G * (kept) column walks of K/G rows instead of (kept) walks of K:
+//   %0 = reduce_sum(%x) {axes = [0]} : f32[16]  ->  %0 = reshape(%x) {shape = [128, 1024, 16]}
+//     (x: f32[131072,16])                            %1 = reduce_sum(%0) {axes = [1]} : f32[128,16]
+//                                                    %2 = reduce_sum(%1) {axes = [0]} : f32[16]
+// The order of the additions changes, which is why it is a pass of its own: the graph before and after
+// computes the same to within rounding, and the same on every run.
 #include "ir/builder.h"
 #include "passes/passes.h"
 
@@ -35,6 +40,10 @@ constexpr int64_t kMaxResults = 1024;
 constexpr int64_t kTargetRows = 256;
 /// ...each of at least this many elements.
 constexpr int64_t kMinChunk = 4096;
+/// A column reduction's first stage aims at this many column walks (a thread each on a GPU)...
+constexpr int64_t kTargetColumns = 32768;
+/// ...each of at least this many rows.
+constexpr int64_t kMinColumnChunk = 256;
 /// Elementwise producers a view moves through, at most (a longer chain keeps its view at this depth).
 constexpr int kMaxSinkDepth = 16;
 
@@ -79,16 +88,25 @@ class SplitReductions final : public Pass {
       const Shape& shape = node->operand(0)->shape();
       const std::vector<int64_t> axes = reducedAxes(*node);
       const auto rank = static_cast<int64_t>(shape.size());
-      // Trailing axes only: [kept..., reduced...].
-      const int64_t kept = rank - static_cast<int64_t>(axes.size());
-      bool trailing = true;
-      for (size_t i = 0; i < axes.size(); ++i) trailing = trailing && axes[i] == kept + static_cast<int64_t>(i);
-      if (!trailing || axes.empty()) continue;
+      // Trailing axes ([kept..., reduced...]) or leading ones ([reduced..., kept...]).
+      const auto reduced = static_cast<int64_t>(axes.size());
+      const int64_t kept = rank - reduced;
+      bool trailing = true, leading = kept > 0;
+      for (int64_t i = 0; i < reduced; ++i) {
+        trailing = trailing && axes[static_cast<size_t>(i)] == kept + i;
+        leading = leading && axes[static_cast<size_t>(i)] == i;
+      }
+      if ((!trailing && !leading) || axes.empty()) continue;
       int64_t results = 1, row = 1;
-      for (int64_t d = 0; d < rank; ++d) (d < kept ? results : row) *= shape[static_cast<size_t>(d)];
+      for (int64_t d = 0; d < rank; ++d) {
+        const bool isReduced = trailing ? d >= kept : d < reduced;
+        (isReduced ? row : results) *= shape[static_cast<size_t>(d)];
+      }
       if (row < kMinRow || results > kMaxResults || results == 0) continue;
-      int64_t parts = static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>((kTargetRows + results - 1) / results)));
-      while (parts > 1 && (row / parts < kMinChunk || row % parts != 0)) parts /= 2;
+      const int64_t target = trailing ? kTargetRows : kTargetColumns;
+      const int64_t minChunk = trailing ? kMinChunk : kMinColumnChunk;
+      int64_t parts = static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>((target + results - 1) / results)));
+      while (parts > 1 && (row / parts < minChunk || row % parts != 0)) parts /= 2;
       if (parts < 4) continue;
 
       if (!viewable(graph, node->operand(0), 0)) continue;
@@ -96,19 +114,21 @@ class SplitReductions final : public Pass {
       std::string label = graph.labelOf(*node);
       Builder b(graph, node->sourceName());
       graph.setInsertionPoint(node);
-      // [kept..., G, K/G]; with keepdims, [kept..., 1 per reduced axis but one, G, K/G], so that the
-      // second stage, keeping its axis, ends in the result's shape.
+      // [kept..., G, K/G] (or [G, K/G, kept...]); with keepdims, 1 per reduced axis but one before
+      // G, so that the second stage, keeping its axis, ends in the result's shape.
       const int64_t keepdims = node->result()->shape().size() == shape.size() ? 1 : 0;
-      Shape chunked(shape.begin(), shape.begin() + kept);
+      Shape chunked;
+      if (trailing) chunked.assign(shape.begin(), shape.begin() + kept);
       if (keepdims) chunked.insert(chunked.end(), axes.size() - 1, 1);
+      const auto chunks = static_cast<int64_t>(chunked.size());  // G's axis; K/G's is the next
       chunked.push_back(parts);
       chunked.push_back(row / parts);
-      const auto last = static_cast<int64_t>(chunked.size()) - 1;
+      if (leading) chunked.insert(chunked.end(), shape.begin() + reduced, shape.end());
       views_.clear();
       Value* x = viewed(b, node->operand(0), chunked, 0);
       const std::string& op = node->opName();
-      Value* partials = b.op(op, {x}, {{"axes", std::vector<int64_t>{last}}, {"keepdims", int64_t{0}}});
-      Value* total = b.op(op, {partials}, {{"axes", std::vector<int64_t>{last - 1}}, {"keepdims", keepdims}});
+      Value* partials = b.op(op, {x}, {{"axes", std::vector<int64_t>{chunks + 1}}, {"keepdims", int64_t{0}}});
+      Value* total = b.op(op, {partials}, {{"axes", std::vector<int64_t>{chunks}}, {"keepdims", keepdims}});
       if (total->shape() != node->result()->shape()) {
         return makeError("splitting {}: the stages give {} instead of {}", label, total->type().toString(),
                          node->result()->type().toString());
