@@ -170,11 +170,22 @@ Expected<bool> CompiledGraph::Impl::replay() {
       return false;
     }
   }
-  std::vector<std::pair<void*, int64_t>> args;
+  // Whether this run's fed and returned buffers are where the recorded run's were (compared in place:
+  // a replayed run allocates nothing).
+  size_t at = 0;
+  bool same = recorded != nullptr;
   for (const Step& s : steps) {
-    for (uint32_t b : s.dynamicBuffers) args.emplace_back(s.args[b].memory.handle, s.args[b].byteOffset);
+    for (uint32_t b : s.dynamicBuffers) {
+      same = same && at < recordedArgs.size() &&
+             recordedArgs[at] == std::pair<void*, int64_t>(s.args[b].memory.handle, s.args[b].byteOffset);
+      ++at;
+    }
   }
-  if (!recorded || args != recordedArgs) {
+  if (!same || at != recordedArgs.size()) {
+    std::vector<std::pair<void*, int64_t>> args;
+    for (const Step& s : steps) {
+      for (uint32_t b : s.dynamicBuffers) args.emplace_back(s.args[b].memory.handle, s.args[b].byteOffset);
+    }
     // Fed at new addresses: record again, but not on every run (that costs more than it saves).
     constexpr int kMaxRerecords = 3;
     if (recorded && ++rerecords > kMaxRerecords) {
