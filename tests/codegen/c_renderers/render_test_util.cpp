@@ -7,7 +7,9 @@
 #include <cmath>
 #include <limits>
 
+#include "codegen/conv_kernels.h"
 #include "codegen/kernel_builder.h"
+#include "codegen/kernel_passes.h"
 #include "codegen/kernel_interpreter.h"
 #include "codegen/lower_kernel.h"
 #include "codegen/map_to_blocks.h"
@@ -101,6 +103,24 @@ std::vector<ExampleKernels> blockKernels() {
     REQUIRE_MESSAGE(grads.ok(), (grads.ok() ? "" : grads.error().message()));
     for (size_t i = 0; i < wrt.size(); ++i) graph.addOutput(wrt[i] + ".grad", (*grads)[i]);
     all.push_back({"normalizations", dtype, mappedKernels(graph, "normalizations and their gradients")});
+  }
+  return all;
+}
+
+std::vector<ExampleKernels> convolutionLayoutKernels() {
+  std::vector<ExampleKernels> all;
+  const codegen::Im2colShape window{.n = 2, .c = 3, .h = 9, .w = 10, .oh = 5, .ow = 10, .kh = 3, .kw = 3,
+                                    .strideH = 2, .padTop = 1, .padLeft = 1};
+  for (DType dtype : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
+    ExampleKernels e{"convolution_layouts", dtype, {}};
+    for (Expected<Kernel> k : {codegen::im2colKernel(window, dtype), codegen::col2imKernel(window, dtype),
+                               codegen::swapLeadingAxesKernel(4, 3, 20, dtype)}) {
+      REQUIRE_MESSAGE(k.ok(), (k.ok() ? "" : k.error().message()));
+      auto passes = codegen::runKernelPasses(*k, codegen::kGpuKernelPipeline);
+      REQUIRE_MESSAGE(passes.ok(), (passes.ok() ? "" : passes.error().message()));
+      e.kernels.push_back(std::move(*k));
+    }
+    all.push_back(std::move(e));
   }
   return all;
 }

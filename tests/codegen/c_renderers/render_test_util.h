@@ -29,6 +29,11 @@ std::vector<ExampleKernels> exampleKernels(const std::vector<DType>& dtypes = {}
 /// a full reduction feeding element loops. Each holds only its mapped kernels (at least one).
 std::vector<ExampleKernels> blockKernels();
 
+/// The layout kernels around a convolution's GEMM on a device (codegen/conv_kernels.h: im2col, col2im,
+/// the swap of leading axes) of a strided, padded window, in f32, f64, f16 and bf16, after the GPU
+/// kernel pipeline.
+std::vector<ExampleKernels> convolutionLayoutKernels();
+
 /// A hand-built kernel, its buffers (inputs filled, outputs zero) and how to compare each output.
 struct EdgeKernel {
   codegen::Kernel kernel;

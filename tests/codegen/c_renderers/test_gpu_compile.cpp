@@ -64,7 +64,8 @@ std::vector<Batch> batchesOf(const codegen::CRenderer& renderer, const std::vect
   return batches;
 }
 
-/// Every op's examples (in `dtypes`, all when empty), then the block-mapped kernels.
+/// Every op's examples (in `dtypes`, all when empty), then the block-mapped kernels, then the
+/// convolutions' layout kernels in every dtype.
 std::vector<Batch> exampleBatches(const codegen::CRenderer& renderer, const std::vector<DType>& dtypes = {},
                                   size_t minKernels = 1) {
   std::vector<Batch> batches = batchesOf(renderer, testing::exampleKernels(dtypes), minKernels);
@@ -75,6 +76,8 @@ std::vector<Batch> exampleBatches(const codegen::CRenderer& renderer, const std:
   std::vector<Batch> mapped = batchesOf(renderer, blocks, 1000);
   for (Batch& b : mapped) b.name = "block-mapped: " + b.name;
   batches.insert(batches.end(), mapped.begin(), mapped.end());
+  std::vector<Batch> layouts = batchesOf(renderer, testing::convolutionLayoutKernels(), 1000);
+  batches.insert(batches.end(), layouts.begin(), layouts.end());
   return batches;
 }
 
