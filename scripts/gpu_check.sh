@@ -156,6 +156,17 @@ else
   failures+=("smelt_train_steps --device cuda")
 fi
 
+# Convolutions run on cuDNN where it loads; the same step with SMELT_CUDNN=0 runs them as im2col +
+# cuBLAS, so both are measured where both exist.
+if timeout "$(limit 60)" env SMELT_CUDNN=0 "$build/bin/smelt_train_steps" --device cuda --only resnet18_train_step \
+  --seconds "$seconds" >"$logs/smelt_model_im2col.log" 2>&1; then
+  smelt_model[resnet18_train_step_im2col]=$(awk '$1 == "median_ms" {print $2}' "$logs/smelt_model_im2col.log")
+  echo "resnet18_train_step (SMELT_CUDNN=0: im2col + cuBLAS): ${smelt_model[resnet18_train_step_im2col]} ms"
+else
+  echo "resnet18_train_step with SMELT_CUDNN=0: FAILED: $(tail -1 "$logs/smelt_model_im2col.log")"
+  failures+=("smelt_train_steps SMELT_CUDNN=0")
+fi
+
 step "PyTorch on the same card: eager, then torch.compile"
 models=mlp_train_step,resnet18_train_step,tiny_latency
 PYTHONUNBUFFERED=1 timeout "$(limit 150)" python3 benchmarks/gpu/torch_gpu.py --mode eager --only "$workloads,$models" \
@@ -184,6 +195,7 @@ step "summary"
   for w in mlp_train_step resnet18_train_step tiny_latency; do
     echo "| $w | ${smelt_model[$w]:--} | $(figure torch_eager.log "$w:host") | $(figure torch_compile.log "$w:host") | $(figure torch_compile.log "$w:compile") |"
   done
+  echo "| resnet18_train_step, im2col + cuBLAS (SMELT_CUDNN=0) | ${smelt_model[resnet18_train_step_im2col]:--} | | | |"
   grep -h ":error" "$logs"/torch_*.log 2>/dev/null | sed 's/^/torch: /'
   echo
   echo "train_digits --backend cuda: test accuracy ${digits:-none}"

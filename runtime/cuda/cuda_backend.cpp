@@ -6,6 +6,7 @@
 #include "codegen/cuda/nvrtc_compiler.h"
 #include "codegen/log.h"
 #include "runtime/cuda/cublas.h"
+#include "runtime/cuda/cudnn.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/cuda_driver.h"
 #include "runtime/exec/executable.h"
@@ -66,11 +67,47 @@ Expected<KernelImage> cudaKernelImage(std::span<const codegen::Kernel* const> ke
   return image;
 }
 
+namespace {
+
+/// A convolution plan as the forward conv2d cuDNN describes it (see cudnn.h): a transposed
+/// convolution is the data gradient of the conv2d from its output to its input.
+cuda::CudnnConvolution cudnnConvolutionOf(const GemmPlan& plan) {
+  const ConvGeometry& g = *plan.conv;
+  cuda::CudnnConvolution c{.dtype = plan.dtype, .tf32 = plan.tf32, .n = g.n, .c = g.c, .h = g.h, .w = g.w, .o = g.o,
+                           .oh = g.oh, .ow = g.ow, .kh = g.kh, .kw = g.kw, .padH = g.padTop, .padW = g.padLeft,
+                           .strideH = g.strideH, .strideW = g.strideW, .dilationH = g.dilationH,
+                           .dilationW = g.dilationW, .groups = g.groups};
+  switch (g.kind) {
+    case ConvGeometry::Forward: c.kind = cuda::CudnnConvolution::Forward; break;
+    case ConvGeometry::WeightGrad: c.kind = cuda::CudnnConvolution::BackwardFilter; break;
+    case ConvGeometry::Transposed:
+      c.kind = cuda::CudnnConvolution::BackwardData;
+      std::swap(c.c, c.o);
+      std::swap(c.h, c.oh);
+      std::swap(c.w, c.ow);
+      break;
+  }
+  return c;
+}
+
+}  // namespace
+
 std::optional<GemmPlan> CudaBackend::planProduct(const Node& node, const CompileOptions& options) const {
   std::optional<GemmPlan> plan = planGemm(node, &cuda::cublasAvailable);
-  // Convolutions run as layout kernels around a GEMM on cuBLAS (runtime/exec/device_convolution.cpp).
   if (!plan || plan->transposeB) return std::nullopt;
   plan->tf32 = options.tf32;
+  // Convolutions on cuDNN where it loads and expresses the window, with the workspace it asks for;
+  // else layout kernels around a GEMM on cuBLAS (runtime/exec/device_convolution.cpp).
+  if (plan->conv && cuda::cudnnAvailable()) {
+    Expected<size_t> workspace = cuda::cudnnWorkspace(cudaContextOf(*device_), cudnnConvolutionOf(*plan));
+    if (workspace.ok()) {
+      plan->nativeConvolution = true;
+      const auto element = static_cast<int64_t>(dtypeSize(plan->dtype));
+      plan->columnElements = (static_cast<int64_t>(*workspace) + element - 1) / element;
+    } else {
+      logger().debug("{}: {}; im2col and cuBLAS instead", node.opName(), workspace.error().message());
+    }
+  }
   return plan;
 }
 
@@ -78,6 +115,12 @@ Status CudaBackend::runProduct(const GemmPlan& p, const ProductBuffers& buffers,
   auto address = [&](const KernelBufferArg& arg) {
     return cudaAddressOf(arg.memory) + static_cast<std::uint64_t>(arg.byteOffset);
   };
+  if (p.nativeConvolution) {
+    const auto workspace = static_cast<size_t>(p.columnElements) * dtypeSize(p.dtype);
+    return cuda::cudnnConvolve(cudaContextOf(*device_), cudaStreamOf(stream), cudnnConvolutionOf(p),
+                               address(buffers.operands[p.operandA]), address(buffers.operands[p.operandB]),
+                               address(buffers.product), address(buffers.scratch), workspace);
+  }
   cuda::CublasGemm call{.dtype = p.dtype, .transA = p.transA, .transB = p.transB, .m = p.m, .n = p.n, .k = p.k,
                         .alpha = p.alpha, .a = address(buffers.operands[p.operandA]),
                         .b = address(buffers.operands[p.operandB]), .c = address(buffers.product),

@@ -253,7 +253,7 @@ Status CompiledGraph::Impl::prepare(const Graph& source, const std::string& symb
     } else if (why.empty() && options.blas) {
       SMELT_CHECK_OK(planProduct(step));
     }
-    if (step.kind == Step::Kind::kProduct && step.product->conv && !hostMemory) {
+    if (step.kind == Step::Kind::kProduct && step.product->conv && !hostMemory && !step.product->nativeConvolution) {
       SMELT_CHECK_OK(planDeviceConvolution(step, symbolPrefix));
     }
     if (step.kind == Step::Kind::kProduct) {

@@ -54,8 +54,11 @@ struct GemmPlan {
   /// b is transposed into the columns buffer (k x n) first and multiplied untransposed: oneDNN's
   /// sgemm with a transposed B ran 30-60% slower than without (see preferUntransposedB).
   bool transposeB = false;
-  /// f32 products may round their inputs to TF32 (CompileOptions::tf32; cuBLAS only).
+  /// f32 products may round their inputs to TF32 (CompileOptions::tf32; cuBLAS and cuDNN only).
   bool tf32 = false;
+  /// A convolution the backend runs itself (cuDNN), with `columnElements` as its workspace, instead
+  /// of layout kernels around a GEMM (runtime/exec/device_convolution.cpp).
+  bool nativeConvolution = false;
 };
 
 /// The GEMM plan for `node`, or nothing when the node does not qualify (a dtype the library lacks,

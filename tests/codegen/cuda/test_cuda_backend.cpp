@@ -15,6 +15,7 @@
 #include "runtime/exec/executable.h"
 #include "runtime/cuda/cuda_backend.h"
 #include "runtime/cuda/cublas.h"
+#include "runtime/cuda/cudnn.h"
 #include "runtime/cuda/cuda_driver.h"
 #include "runtime/exec/executable.h"
 #include "tests/codegen/c_renderers/render_test_util.h"
@@ -381,6 +382,40 @@ TEST_CASE("cuda backend: SMELT_CHECK_KERNELS compares each kernel with the refer
   for (size_t o = 0; o < actual->size(); ++o) {
     CHECK(testing::compareTensors((*actual)[o], (*expected)[o], 2e-5).empty());
   }
+}
+
+TEST_CASE("cuda backend: cuDNN loads where the host keeps it, or says where it looked (no GPU needed)") {
+  std::string description = cuda::cudnnDescription();
+  if (!cuda::cudnnAvailable()) {
+    CHECK_MESSAGE(description.find("libcudnn.so.9") != std::string::npos, description);
+    SMELT_SKIP_WITHOUT_GPU(description);
+  }
+  CHECK_MESSAGE(description.starts_with("cuDNN 9."), description);
+  MESSAGE(description);
+}
+
+TEST_CASE("cuda backend: cuDNN takes the windows its symmetric padding expresses (no GPU needed)") {
+  // x [2, 4, 9, 10] under a 3x3 window.
+  cuda::CudnnConvolution c{.n = 2, .c = 4, .h = 9, .w = 10, .o = 6, .oh = 9, .ow = 10, .kh = 3, .kw = 3, .padH = 1,
+                           .padW = 1};
+  CHECK(cuda::cudnnExpresses(c));  // padding 1 on every side
+  c.oh = 8;                        // padding [1, 0] along the height: one row fewer
+  CHECK_FALSE(cuda::cudnnExpresses(c));
+  c.padH = 0, c.oh = 7;
+  CHECK(cuda::cudnnExpresses(c));
+  // Stride 2: padding [1, 0] gives what padding [1, 1] gives (the last window starts at the same
+  // row), so cuDNN's pad of 1 computes it exactly.
+  c.strideH = 2, c.padH = 1, c.h = 10, c.oh = 5;
+  CHECK(cuda::cudnnExpresses(c));
+  // More padding at the end (ONNX's SAME_UPPER with an even kernel): not expressible.
+  cuda::CudnnConvolution same{.n = 1, .c = 2, .h = 6, .w = 6, .o = 2, .oh = 6, .ow = 6, .kh = 2, .kw = 2};
+  CHECK_FALSE(cuda::cudnnExpresses(same));
+  // Groups must divide both channel counts; dilation widens the window.
+  c = {.n = 1, .c = 4, .h = 9, .w = 9, .o = 6, .oh = 5, .ow = 5, .kh = 3, .kw = 3, .dilationH = 2, .dilationW = 2,
+       .groups = 2};
+  CHECK(cuda::cudnnExpresses(c));
+  c.groups = 3;
+  CHECK_FALSE(cuda::cudnnExpresses(c));
 }
 
 TEST_CASE("cuda backend: cuBLAS loads where the host keeps it, or says where it looked (no GPU needed)") {
