@@ -63,6 +63,14 @@ class DynamicLibrary {
     return reinterpret_cast<Fn*>(address);
   }
 
+  /// `slot` = the function `symbol` (its type from the slot's), or an error naming the library: a
+  /// loader binds a table of entry points with one call each.
+  template <typename Fn>
+  Status bind(Fn*& slot, const char* symbol) const {
+    SMELT_TRY(slot, function<Fn>(symbol));
+    return Status::success();
+  }
+
   /// The name it was opened with ("libnvrtc.so.13").
   const std::string& name() const { return name_; }
   bool isOpen() const { return handle_ != nullptr; }

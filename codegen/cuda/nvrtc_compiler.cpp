@@ -60,12 +60,6 @@ struct NvrtcApi {
   decltype(&::nvrtcGetCUBIN) cubin = nullptr;
 };
 
-template <typename Fn>
-Status bind(const DynamicLibrary& library, Fn*& slot, const char* symbol) {
-  SMELT_TRY(slot, library.template function<Fn>(symbol));
-  return Status::success();
-}
-
 Expected<NvrtcApi*> loadNvrtc() {
   // Plain sonames first (ldconfig knows /usr/local/cuda/lib on these machines), then explicit paths
   // for installs that ldconfig does not know. 13 first: it is the CUDA these machines have.
@@ -81,16 +75,16 @@ Expected<NvrtcApi*> loadNvrtc() {
   api->library = std::move(library).value();
   const DynamicLibrary& lib = api->library;
   for (Status s :
-       {bind(lib, api->version, "nvrtcVersion"), bind(lib, api->errorString, "nvrtcGetErrorString"),
-        bind(lib, api->numSupportedArchs, "nvrtcGetNumSupportedArchs"),
-        bind(lib, api->supportedArchs, "nvrtcGetSupportedArchs"),
-        bind(lib, api->createProgram, "nvrtcCreateProgram"),
-        bind(lib, api->destroyProgram, "nvrtcDestroyProgram"),
-        bind(lib, api->compileProgram, "nvrtcCompileProgram"),
-        bind(lib, api->programLogSize, "nvrtcGetProgramLogSize"),
-        bind(lib, api->programLog, "nvrtcGetProgramLog"),
-        bind(lib, api->ptxSize, "nvrtcGetPTXSize"), bind(lib, api->ptx, "nvrtcGetPTX"),
-        bind(lib, api->cubinSize, "nvrtcGetCUBINSize"), bind(lib, api->cubin, "nvrtcGetCUBIN")})
+       {lib.bind(api->version, "nvrtcVersion"), lib.bind(api->errorString, "nvrtcGetErrorString"),
+        lib.bind(api->numSupportedArchs, "nvrtcGetNumSupportedArchs"),
+        lib.bind(api->supportedArchs, "nvrtcGetSupportedArchs"),
+        lib.bind(api->createProgram, "nvrtcCreateProgram"),
+        lib.bind(api->destroyProgram, "nvrtcDestroyProgram"),
+        lib.bind(api->compileProgram, "nvrtcCompileProgram"),
+        lib.bind(api->programLogSize, "nvrtcGetProgramLogSize"),
+        lib.bind(api->programLog, "nvrtcGetProgramLog"),
+        lib.bind(api->ptxSize, "nvrtcGetPTXSize"), lib.bind(api->ptx, "nvrtcGetPTX"),
+        lib.bind(api->cubinSize, "nvrtcGetCUBINSize"), lib.bind(api->cubin, "nvrtcGetCUBIN")})
     if (!s.ok()) return s.error().withContext("NVRTC not available");
   api->library.leak();  // NVRTC stays loaded for the life of the process
   logger().debug("nvrtc: loaded {}", api->library.name());

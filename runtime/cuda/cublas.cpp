@@ -51,12 +51,6 @@ struct CublasApi {
                        int, long long, const void*, void*, int, int, long long, int, int, int) = nullptr;
 };
 
-template <typename Fn>
-Status bind(const DynamicLibrary& library, Fn*& slot, const char* symbol) {
-  SMELT_TRY(slot, library.template function<Fn>(symbol));
-  return Status::success();
-}
-
 Expected<CublasApi*> loadCublas() {
   // libcublasLt first, from the same place: libcublas needs it, and a wheel's may not be on the
   // loader's path (once loaded, its soname satisfies libcublas's dependency).
@@ -79,9 +73,9 @@ Expected<CublasApi*> loadCublas() {
   }
   const DynamicLibrary& lib = api->blas;
   for (Status s :
-       {bind(lib, api->create, "cublasCreate_v2"), bind(lib, api->destroy, "cublasDestroy_v2"),
-        bind(lib, api->setStream, "cublasSetStream_v2"), bind(lib, api->getProperty, "cublasGetProperty"),
-        bind(lib, api->statusString, "cublasGetStatusString"), bind(lib, api->gemm, "cublasGemmStridedBatchedEx")}) {
+       {lib.bind(api->create, "cublasCreate_v2"), lib.bind(api->destroy, "cublasDestroy_v2"),
+        lib.bind(api->setStream, "cublasSetStream_v2"), lib.bind(api->getProperty, "cublasGetProperty"),
+        lib.bind(api->statusString, "cublasGetStatusString"), lib.bind(api->gemm, "cublasGemmStridedBatchedEx")}) {
     if (!s.ok()) return s.error().withContext("cuBLAS unusable");
   }
   int major = 0, minor = 0, patch = 0;

@@ -94,12 +94,6 @@ struct CudnnApi {
   Call forward = nullptr, data = nullptr, filter = nullptr;
 };
 
-template <typename Fn>
-Status bind(const DynamicLibrary& library, Fn*& slot, const char* symbol) {
-  SMELT_TRY(slot, library.template function<Fn>(symbol));
-  return Status::success();
-}
-
 Expected<CudnnApi*> loadCudnn() {
   if (const char* env = std::getenv("SMELT_CUDNN"); env && std::string_view(env) == "0") {
     return makeError("cuDNN turned off (SMELT_CUDNN=0)");
@@ -116,30 +110,30 @@ Expected<CudnnApi*> loadCudnn() {
     }
   }
   const DynamicLibrary& lib = api->library;
-  for (Status s : {bind(lib, api->create, "cudnnCreate"),
-                   bind(lib, api->setStream, "cudnnSetStream"),
-                   bind(lib, api->version, "cudnnGetVersion"),
-                   bind(lib, api->errorString, "cudnnGetErrorString"),
-                   bind(lib, api->createTensor, "cudnnCreateTensorDescriptor"),
-                   bind(lib, api->destroyTensor, "cudnnDestroyTensorDescriptor"),
-                   bind(lib, api->setTensor, "cudnnSetTensor4dDescriptor"),
-                   bind(lib, api->createFilter, "cudnnCreateFilterDescriptor"),
-                   bind(lib, api->destroyFilter, "cudnnDestroyFilterDescriptor"),
-                   bind(lib, api->setFilter, "cudnnSetFilter4dDescriptor"),
-                   bind(lib, api->createConv, "cudnnCreateConvolutionDescriptor"),
-                   bind(lib, api->destroyConv, "cudnnDestroyConvolutionDescriptor"),
-                   bind(lib, api->setConv, "cudnnSetConvolution2dDescriptor"),
-                   bind(lib, api->setGroups, "cudnnSetConvolutionGroupCount"),
-                   bind(lib, api->setMath, "cudnnSetConvolutionMathType"),
-                   bind(lib, api->forwardAlgos, "cudnnGetConvolutionForwardAlgorithm_v7"),
-                   bind(lib, api->dataAlgos, "cudnnGetConvolutionBackwardDataAlgorithm_v7"),
-                   bind(lib, api->filterAlgos, "cudnnGetConvolutionBackwardFilterAlgorithm_v7"),
-                   bind(lib, api->forwardWorkspace, "cudnnGetConvolutionForwardWorkspaceSize"),
-                   bind(lib, api->dataWorkspace, "cudnnGetConvolutionBackwardDataWorkspaceSize"),
-                   bind(lib, api->filterWorkspace, "cudnnGetConvolutionBackwardFilterWorkspaceSize"),
-                   bind(lib, api->forward, "cudnnConvolutionForward"),
-                   bind(lib, api->data, "cudnnConvolutionBackwardData"),
-                   bind(lib, api->filter, "cudnnConvolutionBackwardFilter")}) {
+  for (Status s : {lib.bind(api->create, "cudnnCreate"),
+                   lib.bind(api->setStream, "cudnnSetStream"),
+                   lib.bind(api->version, "cudnnGetVersion"),
+                   lib.bind(api->errorString, "cudnnGetErrorString"),
+                   lib.bind(api->createTensor, "cudnnCreateTensorDescriptor"),
+                   lib.bind(api->destroyTensor, "cudnnDestroyTensorDescriptor"),
+                   lib.bind(api->setTensor, "cudnnSetTensor4dDescriptor"),
+                   lib.bind(api->createFilter, "cudnnCreateFilterDescriptor"),
+                   lib.bind(api->destroyFilter, "cudnnDestroyFilterDescriptor"),
+                   lib.bind(api->setFilter, "cudnnSetFilter4dDescriptor"),
+                   lib.bind(api->createConv, "cudnnCreateConvolutionDescriptor"),
+                   lib.bind(api->destroyConv, "cudnnDestroyConvolutionDescriptor"),
+                   lib.bind(api->setConv, "cudnnSetConvolution2dDescriptor"),
+                   lib.bind(api->setGroups, "cudnnSetConvolutionGroupCount"),
+                   lib.bind(api->setMath, "cudnnSetConvolutionMathType"),
+                   lib.bind(api->forwardAlgos, "cudnnGetConvolutionForwardAlgorithm_v7"),
+                   lib.bind(api->dataAlgos, "cudnnGetConvolutionBackwardDataAlgorithm_v7"),
+                   lib.bind(api->filterAlgos, "cudnnGetConvolutionBackwardFilterAlgorithm_v7"),
+                   lib.bind(api->forwardWorkspace, "cudnnGetConvolutionForwardWorkspaceSize"),
+                   lib.bind(api->dataWorkspace, "cudnnGetConvolutionBackwardDataWorkspaceSize"),
+                   lib.bind(api->filterWorkspace, "cudnnGetConvolutionBackwardFilterWorkspaceSize"),
+                   lib.bind(api->forward, "cudnnConvolutionForward"),
+                   lib.bind(api->data, "cudnnConvolutionBackwardData"),
+                   lib.bind(api->filter, "cudnnConvolutionBackwardFilter")}) {
     if (!s.ok()) return s.error().withContext("cuDNN unusable");
   }
   const size_t v = api->version();  // major * 10000 + minor * 100 + patch since cuDNN 9
