@@ -601,7 +601,7 @@ class Writer {
       const auto* l = std::get_if<std::shared_ptr<KLoop>>(&s);
       if (!l) continue;
       combineTypes((*l)->body, types);  // a split loop inside a loop every thread runs (map_to_blocks.h)
-      if (!(*l)->split) continue;
+      if ((*l)->combine.empty()) continue;
       for (int32_t c : (*l)->carried) {
         std::string t = regType(typeOf(c));
         if (std::find(types.begin(), types.end(), t) == types.end()) types.push_back(t);
@@ -659,8 +659,10 @@ class Writer {
     ++splitLoops_;
     for (size_t c = 0; c < l.carried.size(); ++c) {
       DType t = typeOf(l.carried[c]);
-      out_ += fmt::format("{}{} {} = tid == 0 ? {} : {};\n", indent, regType(t), v(l.carried[c]), v(l.init[c]),
-                          identity(l.combine[c], t));
+      // A partial loop's init is already this thread's partial (an enclosing loop's carried value).
+      out_ += l.partial ? fmt::format("{}{} {} = {};\n", indent, regType(t), v(l.carried[c]), v(l.init[c]))
+                        : fmt::format("{}{} {} = tid == 0 ? {} : {};\n", indent, regType(t), v(l.carried[c]),
+                                      v(l.init[c]), identity(l.combine[c], t));
     }
     out_ += fmt::format("{0}for ({1} {2} = tid; {2} < {3}; {2} += {4}) {{\n", indent, i64(), v(l.index), l.extent,
                         k_.blockThreads);
@@ -670,8 +672,20 @@ class Writer {
     --depth_;
     for (size_t c = 0; c < l.next.size(); ++c) out_ += fmt::format("{}{} = {};\n", inner, v(l.carried[c]), v(l.next[c]));
     out_ += indent + "}\n";
-    // What the loop wrote stays unseen by other threads until a barrier: the combine's first one, or
-    // the one barrierIfWritten puts before the next thing that reads memory.
+    if (l.partial) {
+      for (size_t c = 0; c < l.results.size(); ++c) {
+        out_ += fmt::format("{}{} {} = {};\n", indent, regType(typeOf(l.results[c])), v(l.results[c]),
+                            v(l.carried[c]));
+      }
+      return;
+    }
+    combineCarried(l, indent);
+  }
+
+  /// Each carried value of `l` combined across the block into its result. What the loop wrote stays
+  /// unseen by other threads until a barrier: the combine's first one, or the one barrierIfWritten
+  /// puts before the next thing that reads memory.
+  void combineCarried(const KLoop& l, const std::string& indent) {
     for (size_t c = 0; c < l.carried.size(); ++c) {
       if (r_.warpLanes().empty()) {
         treeCombine(l, c, indent);
@@ -749,9 +763,14 @@ class Writer {
 
   void loop(const KLoop& l, const std::string& indent) {
     if (l.split && k_.blockThreads > 0) return splitLoop(l, indent);
-    // Carried values are mutable variables, declared before the loop and updated at its end.
+    // Carried values are mutable variables, declared before the loop and updated at its end; per-thread
+    // partials of a combining loop (KLoop::partial) start from the identity but in thread 0.
+    const bool combines = !l.combine.empty() && k_.blockThreads > 0;
     for (size_t c = 0; c < l.carried.size(); ++c) {
-      out_ += fmt::format("{}{} {} = {};\n", indent, regType(typeOf(l.carried[c])), v(l.carried[c]), v(l.init[c]));
+      const DType t = typeOf(l.carried[c]);
+      out_ += fmt::format("{}{} {} = {};\n", indent, regType(t), v(l.carried[c]),
+                          combines ? fmt::format("tid == 0 ? {} : {}", v(l.init[c]), identity(l.combine[c], t))
+                                   : v(l.init[c]));
     }
     out_ += fmt::format("{0}for ({1} {2} = 0; {2} < {3}; ++{2}) {{\n", indent, i64(), v(l.index), l.extent);
     std::string inner = indent + "  ";
@@ -775,6 +794,7 @@ class Writer {
                           readsCarried ? "_next" : "");
     }
     out_ += indent + "}\n";
+    if (combines) return combineCarried(l, indent);
     for (size_t c = 0; c < l.results.size(); ++c) {
       out_ += fmt::format("{}{} {} = {};\n", indent, regType(typeOf(l.results[c])), v(l.results[c]), v(l.carried[c]));
     }

@@ -72,11 +72,10 @@ class Printer {
         std::string head = results.empty() ? "" : fmt::format("{} = ", fmt::join(results, ", "));
         out_ += fmt::format("{}{}loop {} < {}", indent, head, v(l.index), l.extent);
         if (!carried.empty()) out_ += fmt::format(" carry({})", fmt::join(carried, ", "));
-        if (l.split) {
-          std::vector<std::string> ops;
-          for (KBinary op : l.combine) ops.emplace_back(kBinaryName(op));
-          out_ += ops.empty() ? " split" : fmt::format(" split combine({})", fmt::join(ops, ", "));
-        }
+        std::vector<std::string> ops;
+        for (KBinary op : l.combine) ops.emplace_back(kBinaryName(op));
+        if (l.split) out_ += l.partial ? " split partial" : " split";
+        if (!ops.empty()) out_ += fmt::format(" combine({})", fmt::join(ops, ", "));
         out_ += " {\n";
         block(l.body, indent + "  ");
         if (!l.next.empty()) {

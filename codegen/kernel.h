@@ -76,6 +76,11 @@ struct KLoop {
   /// sees. Sequential renderers (LLVM, the kernel interpreter) run the loop as it is.
   bool split = false;
   std::vector<KBinary> combine;
+  /// With `split`: the carried values are not combined after the loop; its results are each thread's
+  /// own partials, which an enclosing loop with `combine` but no `split` combines (map_to_blocks.h's
+  /// nests). Such an enclosing loop runs every iteration in every thread, its carried values per-thread
+  /// partials (init in thread 0, the identity elsewhere), combined after it like a split loop's.
+  bool partial = false;
 };
 
 /// A flat buffer the kernel reads or writes.

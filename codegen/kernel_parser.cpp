@@ -371,7 +371,8 @@ class Parser {
     return Status::success();
   }
 
-  /// `loop %i < E [carry(%c = %init : T, ...)] [split [combine(op, ...)]] {` (results already read).
+  /// `loop %i < E [carry(%c = %init : T, ...)] [split [partial]] [combine(op, ...)] {` (results already
+  /// read).
   Status loopLine(Cursor& c, std::vector<int32_t> results) {
     if (stack_.size() >= kMaxDepth) return fail("loops nest too deep");
     auto loop = std::make_shared<KLoop>();
@@ -399,18 +400,20 @@ class Parser {
       return fail(
           fmt::format("the loop has {} result(s) and carries {} value(s)", results.size(), loop->carried.size()));
     }
-    if (c.eat("split")) {
-      loop->split = true;
-      if (c.eat("combine(")) {
-        do {
-          std::string_view name = c.word();
-          auto op = binaryNamed(name);
-          if (!op) return fail(fmt::format("`{}` is not a combining operation", name));
-          loop->combine.push_back(*op);
-        } while (c.eat(","));
-        if (!c.eat(")")) return fail("expected `)` closing combine(...)");
-      }
-      if (loop->combine.size() != loop->carried.size()) return fail("a split loop combines each carried value");
+    loop->split = c.eat("split");
+    loop->partial = loop->split && c.eat("partial");
+    if (c.eat("combine(")) {
+      do {
+        std::string_view name = c.word();
+        auto op = binaryNamed(name);
+        if (!op) return fail(fmt::format("`{}` is not a combining operation", name));
+        loop->combine.push_back(*op);
+      } while (c.eat(","));
+      if (!c.eat(")")) return fail("expected `)` closing combine(...)");
+    }
+    if (loop->partial && !loop->combine.empty()) return fail("a partial split loop leaves its combine to an outer loop");
+    if ((loop->split && !loop->partial) || !loop->combine.empty()) {
+      if (loop->combine.size() != loop->carried.size()) return fail("a combining loop combines each carried value");
     }
     if (!c.eat("{") || !c.done()) return fail("expected `{` ending the loop's line");
     SMELT_CHECK_OK(define(loop->index, DType::i64));

@@ -157,19 +157,49 @@ std::optional<std::vector<KBinary>> splitLoop(const Kernel& kernel, const KLoop&
   return combine;
 }
 
-/// A loop to split and how it combines its carried values.
+/// What mapToBlocks does to one loop: split it, combining its carried values after it; split it,
+/// leaving them per-thread partials (KLoop::partial); or run it whole in every thread and combine its
+/// carried values (those partials) after it.
 struct Split {
+  enum Mode { kSplit, kPartial, kCombineOnly };
   LoopPtr loop;
   std::vector<KBinary> combine;
+  Mode mode = kSplit;
 };
+
+/// Whether every value `outer` carries only accumulates through one inner loop (init of the inner
+/// carried value, the inner result its next) and every inner carried value is such a link: then the
+/// inner loops can leave their partials per thread and `outer` combine them once, instead of a block
+/// combine per outer iteration. The combining operations per outer carried value, or nothing.
+std::optional<std::vector<KBinary>> chainedCombine(const KLoop& outer, const std::vector<Split>& inner) {
+  std::unordered_map<int32_t, int> uses = useCounts(outer.body);
+  std::vector<KBinary> combine;
+  size_t links = 0;
+  for (size_t k = 0; k < outer.carried.size(); ++k) {
+    std::optional<KBinary> op;
+    for (const Split& split : inner) {
+      for (size_t j = 0; j < split.loop->carried.size(); ++j) {
+        if (split.loop->init[j] == outer.carried[k] && split.loop->results[j] == outer.next[k]) op = split.combine[j];
+      }
+    }
+    if (!op || uses[outer.carried[k]] != 1 || uses[outer.next[k]] != 0) return std::nullopt;
+    combine.push_back(*op);
+    ++links;
+  }
+  size_t innerCarried = 0;
+  for (const Split& split : inner) innerCarried += split.loop->carried.size();
+  if (links != innerCarried) return std::nullopt;
+  return combine;
+}
 
 /// The inner loops of `outer` split, it staying sequential in every thread, or nothing. Its body may
 /// hold only loops that split and instructions that are not loads (so every thread computes the same
 /// values: the outer index, the combined totals of the inner loops), and every store in them must land
 /// on its own element for each pair of indices (the store moves at least an inner loop's extent per
 /// outer iteration): a thread then never touches what another thread wrote in an earlier iteration.
-std::optional<std::vector<Split>> splitNest(const Kernel& kernel, const KLoop& outer,
+std::optional<std::vector<Split>> splitNest(const Kernel& kernel, const LoopPtr& outerLoop,
                                             const std::unordered_map<int32_t, int64_t>& constants) {
+  const KLoop& outer = *outerLoop;
   std::vector<Split> splits;
   Strides outerStrides(outer, constants);
   for (const KStmt& s : outer.body.stmts) {
@@ -190,6 +220,15 @@ std::optional<std::vector<Split>> splitNest(const Kernel& kernel, const KLoop& o
     splits.push_back({inner, std::move(*combine)});
   }
   if (splits.empty()) return std::nullopt;
+  if (!outer.carried.empty()) {
+    if (std::optional<std::vector<KBinary>> combine = chainedCombine(outer, splits)) {
+      for (Split& split : splits) {
+        split.mode = Split::kPartial;
+        split.combine.clear();
+      }
+      splits.push_back({outerLoop, std::move(*combine), Split::kCombineOnly});
+    }
+  }
   return splits;
 }
 
@@ -208,17 +247,20 @@ bool mapToBlocks(Kernel& kernel, int32_t maxThreads) {
     if (!l) continue;
     if (std::optional<std::vector<KBinary>> combine = splitLoop(kernel, **l, constants)) {
       splits.push_back({*l, std::move(*combine)});
-    } else if (std::optional<std::vector<Split>> nest = splitNest(kernel, **l, constants)) {
+    } else if (std::optional<std::vector<Split>> nest = splitNest(kernel, *l, constants)) {
       splits.insert(splits.end(), nest->begin(), nest->end());
     } else {
       return false;
     }
   }
   int64_t longest = 0;
-  for (const Split& split : splits) longest = std::max(longest, split.loop->extent);
+  for (const Split& split : splits) {
+    if (split.mode != Split::kCombineOnly) longest = std::max(longest, split.loop->extent);
+  }
   if (longest < kMinBlockRow) return false;
   for (Split& split : splits) {
-    split.loop->split = true;
+    split.loop->split = split.mode != Split::kCombineOnly;
+    split.loop->partial = split.mode == Split::kPartial;
     split.loop->combine = std::move(split.combine);
   }
   kernel.blockThreads = static_cast<int32_t>(

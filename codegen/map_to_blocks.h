@@ -14,9 +14,12 @@
 // offsets, and every offset it reads or writes moves by 0 or 1 element per iteration (coalesced).
 // A top-level loop that cannot split because it strides across rows (a batch norm's loop over the
 // images around its loop over one channel's pixels) stays sequential in every thread while the loops
-// in it split, each combined per outer iteration, when its own body holds no load or store (every
-// thread computes the same values in it) and every store in the inner loops moves at least an inner
-// loop's extent per outer iteration (no element is written in two outer iterations, by two threads).
+// in it split, when its own body holds no load or store (every thread computes the same values in it)
+// and every store in the inner loops moves at least an inner loop's extent per outer iteration (no
+// element is written in two outer iterations, by two threads). Where the outer loop's carried values
+// only accumulate through the inner loops (a sum over the images of sums over the pixels), the inner
+// loops keep per-thread partials (`split partial`) and the outer loop combines them once after its
+// last iteration (`combine(...)` without `split`); otherwise each inner loop combines per iteration.
 #pragma once
 
 #include "codegen/kernel.h"

@@ -113,7 +113,11 @@ TEST_CASE("kernel text: bad input is an error naming the line and the problem") 
       {"  %0 = const 1.0 : f32\n  %2 = loop %1 < 4 carry(%3 = %0 : f32) {\n  }\n",
        "a loop that carries values ends with `yield`"},
       {"  %0 = const 1.0 : f32\n  %2 = loop %1 < 4 carry(%3 = %0 : f32) split {\n",
-       "a split loop combines each carried value"},
+       "a combining loop combines each carried value"},
+      {"  %0 = const 1.0 : f32\n  %2 = loop %1 < 4 carry(%3 = %0 : f32) split partial combine(add) {\n",
+       "a partial split loop leaves its combine to an outer loop"},
+      {"  %0 = const 1.0 : f32\n  %2, %5 = loop %1 < 4 carry(%3 = %0 : f32, %4 = %0 : f32) combine(add) {\n",
+       "a combining loop combines each carried value"},
   };
   for (const Case& c : cases) {
     auto parsed = codegen::parseKernel(header + c.body);
