@@ -103,6 +103,13 @@ std::vector<ExampleKernels> blockKernels() {
     REQUIRE_MESSAGE(grads.ok(), (grads.ok() ? "" : grads.error().message()));
     for (size_t i = 0; i < wrt.size(); ++i) graph.addOutput(wrt[i] + ".grad", (*grads)[i]);
     all.push_back({"normalizations", dtype, mappedKernels(graph, "normalizations and their gradients")});
+    // Batch norm's statistics: nests whose inner loops keep per-thread partials (map_to_blocks.h).
+    Graph bn = parseOrFail(exampleFor(R"(graph @t(%x: $T[3,8,10,13], %s: $T[8], %b: $T[8], %m: $T[8], %v: $T[8]) {
+  %y, %nm, %nv = batch_norm_train(%x, %s, %b, %m, %v) {momentum = 0.9} : $T[3,8,10,13], $T[8], $T[8]
+  return y = %y, nm = %nm, nv = %nv
+})",
+                                      dtype));
+    all.push_back({"batch_norm_train", dtype, mappedKernels(bn, "batch_norm_train")});
   }
   return all;
 }

@@ -25,8 +25,9 @@ struct ExampleKernels {
 std::vector<ExampleKernels> exampleKernels(const std::vector<DType>& dtypes = {});
 
 /// Kernels a GPU backend maps to blocks of threads (codegen/map_to_blocks.h), mapped: every reducing
-/// op in every dtype over rows of 700, softmax, log_softmax and layer_norm with their gradients, and
-/// a full reduction feeding element loops. Each holds only its mapped kernels (at least one).
+/// op in every dtype over rows of 700, softmax, log_softmax and layer_norm with their gradients,
+/// batch_norm_train's statistics (nests of partial loops), and a full reduction feeding element loops.
+/// Each holds only its mapped kernels (at least one).
 std::vector<ExampleKernels> blockKernels();
 
 /// The layout kernels around a convolution's GEMM on a device (codegen/conv_kernels.h: im2col, col2im,
