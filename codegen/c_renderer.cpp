@@ -2,6 +2,8 @@
 // writer below emits one C declaration per SSA value; each dialect's hooks supply the names.
 #include "codegen/c_renderer.h"
 
+#include "codegen/kernel_walk.h"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -747,10 +749,7 @@ class Writer {
   void barrierIfWritten(int32_t buffer, const std::string& indent) {
     if (written_.count(rootOf(buffer)) != 0) barrier(indent);
   }
-  int32_t rootOf(int32_t buffer) const {
-    int32_t same = k_.buffers[static_cast<size_t>(buffer)].sameAs;
-    return same >= 0 ? same : buffer;
-  }
+  int32_t rootOf(int32_t buffer) const { return memoryOf(k_, buffer); }
   static void loadsIn(const KBlock& b, std::vector<int32_t>& out) {
     for (const KStmt& s : b.stmts) {
       if (const KInst* i = std::get_if<KInst>(&s)) {

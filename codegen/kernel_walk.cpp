@@ -83,6 +83,11 @@ bool loadsAny(const KBlock& b, const std::unordered_set<int64_t>& buffers) {
   return false;
 }
 
+int32_t memoryOf(const Kernel& kernel, int32_t buffer) {
+  for (int32_t same = buffer; same >= 0; same = kernel.buffers[static_cast<size_t>(same)].sameAs) buffer = same;
+  return buffer;
+}
+
 std::unordered_set<int64_t> inputsSharingMemoryWith(const Kernel& kernel, int32_t buffer) {
   const KBuffer& out = kernel.buffers[static_cast<size_t>(buffer)];
   std::unordered_set<int64_t> inputs;

@@ -37,6 +37,10 @@ void renameBlock(KBlock& b, const std::unordered_map<int32_t, int32_t>& map);
 bool loadsAny(const KStmt& s, const std::unordered_set<int64_t>& buffers);
 bool loadsAny(const KBlock& b, const std::unordered_set<int64_t>& buffers);
 
+/// The buffer whose memory `buffer` is (KBuffer::sameAs followed to its end): in-place pairs compare
+/// equal through it.
+int32_t memoryOf(const Kernel& kernel, int32_t buffer);
+
 /// The inputs the memory planner may let output `buffer` overwrite in place: those of its dtype and
 /// size (rewrites that write an output early must not read them afterwards).
 std::unordered_set<int64_t> inputsSharingMemoryWith(const Kernel& kernel, int32_t buffer);

@@ -138,18 +138,14 @@ std::optional<std::vector<KBinary>> splitLoop(const Kernel& kernel, const KLoop&
   Strides strides(loop, constants);
   std::vector<Access> accesses;
   collectAccesses(loop.body, accesses);
-  auto root = [&](int32_t b) {
-    int32_t same = kernel.buffers[static_cast<size_t>(b)].sameAs;
-    return same >= 0 ? same : b;
-  };
   std::unordered_map<int32_t, std::unordered_set<int32_t>> offsets;
   std::unordered_set<int32_t> written;
   for (const Access& a : accesses) {
     std::optional<int64_t> stride = strides.of(a.offset);
     if (!stride || (*stride != 0 && *stride != 1)) return std::nullopt;
     if (a.store && *stride == 0) return std::nullopt;
-    offsets[root(a.buffer)].insert(a.offset);
-    if (a.store) written.insert(root(a.buffer));
+    offsets[memoryOf(kernel, a.buffer)].insert(a.offset);
+    if (a.store) written.insert(memoryOf(kernel, a.buffer));
   }
   for (int32_t b : written) {
     if (offsets[b].size() != 1) return std::nullopt;

@@ -1,18 +1,13 @@
 // vectorize (see vectorize.h).
 #include "codegen/vectorize.h"
 
+#include "codegen/kernel_walk.h"
+
 #include <unordered_set>
 
 namespace smelt::codegen {
 
 namespace {
-
-/// The buffer `index` resolves to once in-place aliases (KBuffer::sameAs) are followed.
-int32_t rootOf(const Kernel& kernel, int32_t index) {
-  while (kernel.buffers[static_cast<size_t>(index)].sameAs >= 0)
-    index = kernel.buffers[static_cast<size_t>(index)].sameAs;
-  return index;
-}
 
 bool narrow(DType t) { return t == DType::boolean || dtypeSize(t) <= 4; }
 
@@ -32,11 +27,11 @@ bool vectorize(Kernel& kernel, int64_t minPoints) {
   for (const KStmt& s : kernel.body.stmts) {
     if (const auto* st = std::get_if<KStore>(&s)) {
       if (!point.count(st->offset) || !narrow(kernel.buffers[static_cast<size_t>(st->buffer)].dtype)) return false;
-      stored.insert(rootOf(kernel, st->buffer));
+      stored.insert(memoryOf(kernel, st->buffer));
     } else if (const auto* i = std::get_if<KInst>(&s); i && i->kind == KInstKind::Load) {
       const auto buffer = static_cast<int32_t>(i->ibits);
       if (!point.count(i->a)) {
-        readElsewhere.insert(rootOf(kernel, buffer));
+        readElsewhere.insert(memoryOf(kernel, buffer));
       } else if (!narrow(kernel.buffers[static_cast<size_t>(buffer)].dtype)) {
         return false;
       }
