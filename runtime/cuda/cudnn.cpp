@@ -157,10 +157,17 @@ Error cudnnError(const CudnnApi& api, CudnnStatus status, std::string_view what)
 /// bound to one stream at a time).
 using ShapeKey = std::tuple<int, int, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
                             int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
+class Descriptors;
+/// A shape's descriptors, described once, and the algorithm chosen for them with its workspace.
+struct Plan {
+  std::unique_ptr<Descriptors> descriptors;
+  int algorithm = 0;
+  size_t workspace = 0;
+};
 struct State {
   std::mutex mutex;
   std::map<const Context*, Handle> handles;
-  std::map<std::pair<const Context*, ShapeKey>, std::pair<int, size_t>> algorithms;  // algo, workspace
+  std::map<std::pair<const Context*, ShapeKey>, Plan> plans;
 };
 State& state() {
   static auto* s = new State();  // never destroyed: contexts live for the process too
@@ -304,17 +311,18 @@ Expected<Handle> handleFor(const CudnnApi& api, const Context& context) {
   return handle;
 }
 
-/// The algorithm and workspace for `conv`, chosen once per context and shape, under state().mutex.
-Expected<std::pair<int, size_t>> algorithmFor(const CudnnApi& api, Context& context, Handle handle,
-                                              Descriptors& descriptors, const CudnnConvolution& conv) {
+/// The descriptors, algorithm and workspace for `conv`, made once per context and shape (compiling
+/// asks first; every run then only calls), under state().mutex.
+Expected<Plan*> planFor(const CudnnApi& api, Context& context, Handle handle, const CudnnConvolution& conv) {
   auto key = std::pair{static_cast<const Context*>(&context), keyOf(conv)};
-  auto it = state().algorithms.find(key);
-  if (it != state().algorithms.end()) return it->second;
-  SMELT_TRY(auto chosen, descriptors.choose(handle, conv.kind));
+  if (auto it = state().plans.find(key); it != state().plans.end()) return &it->second;
+  Plan plan{std::make_unique<Descriptors>(api)};
+  SMELT_CHECK_OK(plan.descriptors->describe(conv));
+  SMELT_TRY(auto chosen, plan.descriptors->choose(handle, conv.kind));
+  std::tie(plan.algorithm, plan.workspace) = chosen;
   logger().debug("cuda: cuDNN algorithm {} ({} bytes of workspace) for a {} convolution of [{},{},{},{}]", chosen.first,
                  chosen.second, dtypeName(conv.dtype), conv.n, conv.c, conv.h, conv.w);
-  (void)api;
-  return state().algorithms[key] = chosen;
+  return &(state().plans[key] = std::move(plan));
 }
 
 }  // namespace
@@ -343,10 +351,8 @@ Expected<size_t> cudnnWorkspace(Context& context, const CudnnConvolution& conv) 
   size_t bytes = 0;
   SMELT_CHECK_OK(context.withCurrent([&]() -> Status {
     SMELT_TRY(Handle handle, handleFor(*api, context));
-    Descriptors descriptors(*api);
-    SMELT_CHECK_OK(descriptors.describe(conv));
-    SMELT_TRY(auto chosen, algorithmFor(*api, context, handle, descriptors, conv));
-    bytes = chosen.second;
+    SMELT_TRY(Plan * plan, planFor(*api, context, handle, conv));
+    bytes = plan->workspace;
     return Status::success();
   }));
   return bytes;
@@ -359,13 +365,11 @@ Status cudnnConvolve(Context& context, void* stream, const CudnnConvolution& con
   return context.withCurrent([&]() -> Status {
     SMELT_TRY(Handle handle, handleFor(*api, context));
     if (CudnnStatus s = api->setStream(handle, stream); s != kSuccess) return cudnnError(*api, s, "cudnnSetStream");
-    Descriptors descriptors(*api);
-    SMELT_CHECK_OK(descriptors.describe(conv));
-    SMELT_TRY(auto chosen, algorithmFor(*api, context, handle, descriptors, conv));
-    if (chosen.second > workspaceBytes) {
-      return makeError("cuDNN: the convolution needs {} bytes of workspace, {} given", chosen.second, workspaceBytes);
+    SMELT_TRY(Plan * plan, planFor(*api, context, handle, conv));
+    if (plan->workspace > workspaceBytes) {
+      return makeError("cuDNN: the convolution needs {} bytes of workspace, {} given", plan->workspace, workspaceBytes);
     }
-    return descriptors.run(handle, conv, chosen.first, first, second, result, workspace, workspaceBytes);
+    return plan->descriptors->run(handle, conv, plan->algorithm, first, second, result, workspace, workspaceBytes);
   });
 }
 
