@@ -715,10 +715,15 @@ class Writer {
   void shuffleCombine(const KLoop& l, size_t c, const std::string& indent) {
     DType t = typeOf(l.carried[c]);
     const std::string reg = regType(t), red = "smelt_red_" + ident(reg), x = v(l.carried[c]);
+    // The shuffle runs once per step into its own variable, by every lane: a combine such as max's
+    // NaN test evaluates its operands conditionally, and a shuffle some lanes of the warp skip waits
+    // for them forever (it hung softmax on an H100).
     auto warpCombine = [&](const std::string& in) {
-      std::string shuffled = fmt::format("({}){}", reg, r_.shuffleDown(x, "s", "lanes"));
-      out_ += fmt::format("{0}{1}for (int s = lanes / 2; s > 0; s >>= 1) {2} = {3};\n", indent, in, x,
-                          combineExpr(l.combine[c], t, x, shuffled, indent + in + "  "));
+      const std::string other = x + "_o", inner = indent + in + "  ";
+      out_ += fmt::format("{0}{1}for (int s = lanes / 2; s > 0; s >>= 1) {{\n", indent, in);
+      out_ += fmt::format("{}{} {} = ({}){};\n", inner, reg, other, reg, r_.shuffleDown(x, "s", "lanes"));
+      std::string combined = combineExpr(l.combine[c], t, x, other, inner);
+      out_ += fmt::format("{}{} = {};\n{}{}}}\n", inner, x, combined, indent, in);
     };
     warpCombine("");
     out_ += fmt::format("{}if (tid % lanes == 0) {}[tid / lanes] = {};\n", indent, red, x);

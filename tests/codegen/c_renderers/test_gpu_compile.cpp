@@ -152,6 +152,26 @@ size_t kernelCount(const std::vector<Batch>& batches) {
 
 }  // namespace
 
+// A warp shuffle that some lanes skip waits for them forever: on an H100, max's NaN-aware combine
+// evaluated its shuffled operand inside `||` and `?:`, and softmax hung.
+TEST_CASE("c-renderers: every warp shuffle is a statement of its own, run by every lane, never inside ?:, || or &&") {
+  const std::regex alone(R"(^\s*[A-Za-z_][\w ]* v\d+_o = \([\w ]+\)__shfl_down(_sync)?\([^?|&]*\);$)");
+  codegen::CudaRenderer cuda;
+  codegen::HipRenderer hip;
+  size_t shuffles = 0;
+  for (const codegen::CRenderer* renderer : {static_cast<const codegen::CRenderer*>(&cuda), static_cast<const codegen::CRenderer*>(&hip)}) {
+    for (const Batch& b : exampleBatches(*renderer)) {
+      std::istringstream lines(b.source);
+      for (std::string line; std::getline(lines, line);) {
+        if (line.find("__shfl") == std::string::npos) continue;
+        ++shuffles;
+        CHECK_MESSAGE(std::regex_match(line, alone), renderer->backend(), " ", b.name, ": ", line);
+      }
+    }
+  }
+  CHECK(shuffles > 0);
+}
+
 TEST_CASE("c-renderers: NVRTC compiles the CUDA C of every op's kernels in every dtype to PTX and CUBIN for sm_90") {
   if (auto version = cuda::nvrtcVersion(); !version.ok()) {
     MESSAGE(version.error().message());

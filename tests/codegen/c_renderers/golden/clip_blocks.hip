@@ -19,12 +19,18 @@ extern "C" __global__ void k0_fused_0(const float* b0, const float* b1, float* b
     float v6 = v2 + v5;
     v2 = v6;
   }
-  for (int s = lanes / 2; s > 0; s >>= 1) v2 = v2 + (float)__shfl_down(v2, s, lanes);
+  for (int s = lanes / 2; s > 0; s >>= 1) {
+    float v2_o = (float)__shfl_down(v2, s, lanes);
+    v2 = v2 + v2_o;
+  }
   if (tid % lanes == 0) smelt_red_float[tid / lanes] = v2;
   __syncthreads();
   if (tid < lanes) {
     v2 = tid < 256 / lanes ? smelt_red_float[tid] : 0.0f;
-    for (int s = lanes / 2; s > 0; s >>= 1) v2 = v2 + (float)__shfl_down(v2, s, lanes);
+    for (int s = lanes / 2; s > 0; s >>= 1) {
+      float v2_o = (float)__shfl_down(v2, s, lanes);
+      v2 = v2 + v2_o;
+    }
     if (tid == 0) smelt_red_float[0] = v2;
   }
   __syncthreads();

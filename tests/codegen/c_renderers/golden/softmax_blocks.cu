@@ -21,12 +21,18 @@ extern "C" __global__ void k0_fused_0(const float* b0, float* b1, long long n) {
     float v12 = v9 != v9 || v11 != v11 ? v9 + v11 : v11 > v9 ? v11 : v9;
     v9 = v12;
   }
-  for (int s = lanes / 2; s > 0; s >>= 1) v9 = v9 != v9 || (float)__shfl_down_sync(0xffffffffu, v9, s, lanes) != (float)__shfl_down_sync(0xffffffffu, v9, s, lanes) ? v9 + (float)__shfl_down_sync(0xffffffffu, v9, s, lanes) : (float)__shfl_down_sync(0xffffffffu, v9, s, lanes) > v9 ? (float)__shfl_down_sync(0xffffffffu, v9, s, lanes) : v9;
+  for (int s = lanes / 2; s > 0; s >>= 1) {
+    float v9_o = (float)__shfl_down_sync(0xffffffffu, v9, s, lanes);
+    v9 = v9 != v9 || v9_o != v9_o ? v9 + v9_o : v9_o > v9 ? v9_o : v9;
+  }
   if (tid % lanes == 0) smelt_red_float[tid / lanes] = v9;
   __syncthreads();
   if (tid < lanes) {
     v9 = tid < 256 / lanes ? smelt_red_float[tid] : (-__uint_as_float(0x7f800000u));
-    for (int s = lanes / 2; s > 0; s >>= 1) v9 = v9 != v9 || (float)__shfl_down_sync(0xffffffffu, v9, s, lanes) != (float)__shfl_down_sync(0xffffffffu, v9, s, lanes) ? v9 + (float)__shfl_down_sync(0xffffffffu, v9, s, lanes) : (float)__shfl_down_sync(0xffffffffu, v9, s, lanes) > v9 ? (float)__shfl_down_sync(0xffffffffu, v9, s, lanes) : v9;
+    for (int s = lanes / 2; s > 0; s >>= 1) {
+      float v9_o = (float)__shfl_down_sync(0xffffffffu, v9, s, lanes);
+      v9 = v9 != v9 || v9_o != v9_o ? v9 + v9_o : v9_o > v9 ? v9_o : v9;
+    }
     if (tid == 0) smelt_red_float[0] = v9;
   }
   __syncthreads();
@@ -43,12 +49,18 @@ extern "C" __global__ void k0_fused_0(const float* b0, float* b1, long long n) {
     b1[v19] = v22;
     v18 = v23;
   }
-  for (int s = lanes / 2; s > 0; s >>= 1) v18 = v18 + (float)__shfl_down_sync(0xffffffffu, v18, s, lanes);
+  for (int s = lanes / 2; s > 0; s >>= 1) {
+    float v18_o = (float)__shfl_down_sync(0xffffffffu, v18, s, lanes);
+    v18 = v18 + v18_o;
+  }
   if (tid % lanes == 0) smelt_red_float[tid / lanes] = v18;
   __syncthreads();
   if (tid < lanes) {
     v18 = tid < 256 / lanes ? smelt_red_float[tid] : 0.0f;
-    for (int s = lanes / 2; s > 0; s >>= 1) v18 = v18 + (float)__shfl_down_sync(0xffffffffu, v18, s, lanes);
+    for (int s = lanes / 2; s > 0; s >>= 1) {
+      float v18_o = (float)__shfl_down_sync(0xffffffffu, v18, s, lanes);
+      v18 = v18 + v18_o;
+    }
     if (tid == 0) smelt_red_float[0] = v18;
   }
   __syncthreads();
