@@ -159,8 +159,14 @@ Expected<PooledBuffer> MemoryPool::rentFrom(std::size_t bytes, std::size_t zeroF
   buffer.bytes_ = bytes;
   // A recycled block held another tensor: zero it (from `zeroFrom`: the renter overwrites the rest)
   // unless it was poisoned on return.
+  // The zeros must have landed before the renter's first use, which may be on a stream of its own
+  // that nothing orders after the default one (CUDA's non-blocking streams): wait for them here.
+  // On an H100 a graph's constants, uploaded on its own stream into a recycled arena, were zeroed
+  // after the upload.
   if (recycled && !options_.poison && zeroFrom < buffer.memory_.bytes) {
-    SMELT_CHECK_OK(device_->fill(buffer.memory_, zeroFrom, buffer.memory_.bytes - zeroFrom, 0, device_->defaultStream()));
+    DeviceStream& stream = device_->defaultStream();
+    SMELT_CHECK_OK(device_->fill(buffer.memory_, zeroFrom, buffer.memory_.bytes - zeroFrom, 0, stream));
+    SMELT_CHECK_OK(stream.synchronize());
   }
   return buffer;
 }
@@ -175,7 +181,9 @@ void MemoryPool::giveBack(DeviceMemory memory, std::uint64_t generation) {
   }
   if (options_.caching && options_.poison) {
     // Best effort: a failed fill (a lost device) must not keep the block from being freed below.
-    if (!device_->fill(memory, 0, memory.bytes, kPoison, device_->defaultStream()).ok()) {
+    // Waited for, as rentFrom's zeros are: the next renter's stream is not ordered after this one.
+    DeviceStream& stream = device_->defaultStream();
+    if (!device_->fill(memory, 0, memory.bytes, kPoison, stream).ok() || !stream.synchronize().ok()) {
       std::lock_guard lock(mutex_);
       stats_.inUseBytes -= static_cast<std::int64_t>(memory.bytes);
       device_->release(memory);
