@@ -97,11 +97,12 @@ Error cublasError(const CublasApi& api, CublasStatus status, std::string_view wh
   return makeError("{}: {} ({})", what, text ? text : "unknown cuBLAS status", status);
 }
 
-/// One cuBLAS handle per context, made on first use with the context current (it allocates its
-/// workspace there). Calls are serialized: a handle is bound to one stream at a time.
+/// One cuBLAS handle per context and epoch, made on first use with the context current (it allocates
+/// its workspace there). A reset's handles are left behind, never destroyed: their context is gone.
+/// Calls are serialized: a handle is bound to one stream at a time.
 struct Handles {
   std::mutex mutex;
-  std::map<const Context*, Handle> byContext;
+  std::map<std::pair<const Context*, std::uint64_t>, Handle> byContext;
 };
 Handles& handles() {
   static auto* h = new Handles();  // never destroyed: contexts live for the process too
@@ -141,7 +142,7 @@ Status cublasGemm(Context& context, void* stream, const CublasGemm& g) {
   const void* beta = compute == kCompute64F ? static_cast<const void*>(&beta64) : &beta32;
   std::lock_guard lock(handles().mutex);
   return context.withCurrent([&]() -> Status {
-    Handle& handle = handles().byContext[&context];
+    Handle& handle = handles().byContext[{&context, context.epoch()}];
     if (!handle) {
       if (CublasStatus s = api->create(&handle); s != kSuccess) {
         handle = nullptr;

@@ -274,7 +274,8 @@ Expected<Context> Context::open(int ordinal) {
 Context::Context(Context&& other) noexcept
     : context_(std::exchange(other.context_, nullptr)),
       device_(std::exchange(other.device_, -1)),
-      info_(std::move(other.info_)) {}
+      info_(std::move(other.info_)),
+      epoch_(other.epoch_) {}
 
 Context& Context::operator=(Context&& other) noexcept {
   if (this != &other) {
@@ -282,6 +283,7 @@ Context& Context::operator=(Context&& other) noexcept {
     context_ = std::exchange(other.context_, nullptr);
     device_ = std::exchange(other.device_, -1);
     info_ = std::move(other.info_);
+    epoch_ = other.epoch_;
   }
   return *this;
 }
@@ -353,6 +355,7 @@ Status Context::synchronize() {
 Status Context::reset() {
   const DriverApi& api = loadedDriver();
   // Destroys every allocation, module and stream of the primary context, then takes it again.
+  ++epoch_;
   if (CUresult rc = api.cuDevicePrimaryCtxReset(device_); rc != CUDA_SUCCESS) {
     return cudaError(api, rc, fmt::format("cuDevicePrimaryCtxReset({})", info_.ordinal));
   }

@@ -138,6 +138,9 @@ class Context {
   /// Resets the device's primary context after a sticky error (ErrorKind::kDeviceLost) and retains
   /// it again: every allocation, module, stream and event made in it before is gone.
   Status reset();
+  /// How many resets this context has been through: libraries' handles (cuBLAS, cuDNN) made in it
+  /// are kept per context and epoch, since the CUcontext a reset gives back may be the same pointer.
+  std::uint64_t epoch() const { return epoch_; }
 
   /// Allocates `bytes` of device memory.
   Expected<DeviceMemory> allocate(std::size_t bytes);
@@ -183,6 +186,7 @@ class Context {
   void* context_ = nullptr;  // CUcontext
   int device_ = -1;          // CUdevice
   DeviceInfo info_;
+  std::uint64_t epoch_ = 0;
 };
 
 }  // namespace smelt::cuda

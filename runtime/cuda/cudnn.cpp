@@ -166,8 +166,10 @@ struct Plan {
 };
 struct State {
   std::mutex mutex;
-  std::map<const Context*, Handle> handles;
-  std::map<std::pair<const Context*, ShapeKey>, Plan> plans;
+  // Per context and epoch (Context::epoch): what a reset left behind is never used again.
+  using ContextKey = std::pair<const Context*, std::uint64_t>;
+  std::map<ContextKey, Handle> handles;
+  std::map<std::pair<ContextKey, ShapeKey>, Plan> plans;
 };
 State& state() {
   static auto* s = new State();  // never destroyed: contexts live for the process too
@@ -301,7 +303,7 @@ class Descriptors {
 
 /// The context's handle (made on first use, with the context current), under state().mutex.
 Expected<Handle> handleFor(const CudnnApi& api, const Context& context) {
-  Handle& handle = state().handles[&context];
+  Handle& handle = state().handles[{&context, context.epoch()}];
   if (!handle) {
     if (CudnnStatus s = api.create(&handle); s != kSuccess) {
       handle = nullptr;
@@ -314,7 +316,7 @@ Expected<Handle> handleFor(const CudnnApi& api, const Context& context) {
 /// The descriptors, algorithm and workspace for `conv`, made once per context and shape (compiling
 /// asks first; every run then only calls), under state().mutex.
 Expected<Plan*> planFor(const CudnnApi& api, Context& context, Handle handle, const CudnnConvolution& conv) {
-  auto key = std::pair{static_cast<const Context*>(&context), keyOf(conv)};
+  auto key = std::pair{State::ContextKey{&context, context.epoch()}, keyOf(conv)};
   if (auto it = state().plans.find(key); it != state().plans.end()) return &it->second;
   Plan plan{std::make_unique<Descriptors>(api)};
   SMELT_CHECK_OK(plan.descriptors->describe(conv));
