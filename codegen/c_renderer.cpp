@@ -69,6 +69,14 @@ $HP $I64 smelt_f2i(float x) {
   if (x <= -9223372036854775808.0f) return -9223372036854775807$L - 1;
   return ($I64)x;
 }
+// Integer pow (ir/int_pow.h): exact, modulo 2^64; the caller wraps to its width.
+$HP $U64 smelt_ipow($U64 a, $U64 b) {
+  $U64 r = 1;
+  for (; b != 0; b >>= 1, a *= a) {
+    if (b & 1) r *= a;
+  }
+  return r;
+}
 )";
 
 constexpr std::string_view kPreludeDouble = R"($HP $I64 smelt_d2i(double x) {
@@ -382,10 +390,12 @@ class Writer {
       case KBinary::Max:
         return fmt::format("{1} > {0} ? {1} : {0}", a, b);
       case KBinary::Pow: {
-        bool dbl = r_.fp64();
-        std::string f = r_.typeName(dbl ? DType::f64 : DType::f32);
-        std::string p = fmt::format("{}(({}){}, ({}){})", r_.mathFunction("pow", dbl), f, a, f, b);
-        return wrap(t, fmt::format("{}({})", dbl ? "smelt_d2i" : "smelt_f2i", p));
+        // ir/int_pow.h: a negative exponent truncates 1/a^-b to 1, -1 or 0.
+        std::string u64 = r_.typeName(DType::u64);
+        std::string p = wrap(t, fmt::format("smelt_ipow(({}){}, ({}){})", u64, a, u64, b));
+        if (isUnsigned) return p;
+        return fmt::format("{1} < 0 ? ({2})({0} == 1 ? 1 : {0} == -1 ? (({1} & 1) != 0 ? -1 : 1) : 0) : {3}", a, b, T,
+                           p);
       }
       case KBinary::And:
         return wrap(t, fmt::format("{} & {}", a, b));

@@ -2,6 +2,8 @@
 // bool), statements executed in order, loops iterated with their carried values.
 #include "codegen/kernel_interpreter.h"
 
+#include "ir/int_pow.h"
+
 #include <cmath>
 #include <limits>
 
@@ -244,7 +246,9 @@ class Interpreter {
         break;
       case KBinary::Min: r.i = isUnsigned ? (ub < ua ? b : a) : (b < a ? b : a); break;
       case KBinary::Max: r.i = isUnsigned ? (ub > ua ? b : a) : (b > a ? b : a); break;
-      case KBinary::Pow: r.i = doubleToInt(t, std::pow(intToDouble(t, a), intToDouble(t, b))); break;
+      case KBinary::Pow:
+        r.i = wrapTo(t, isUnsigned ? static_cast<int64_t>(wrappingPow(ua, ub)) : wrappingPowSigned(a, b));
+        break;
       case KBinary::And: r.i = wrapTo(t, a & b); break;
       case KBinary::Or: r.i = wrapTo(t, a | b); break;
       case KBinary::Xor: r.i = wrapTo(t, a ^ b); break;

@@ -166,6 +166,45 @@ class Renderer {
   }
   LValue* fconst(Type* t, double v) { return llvm::ConstantFP::get(t, v); }
 
+  /// Integer pow's helper for `ty` (ir/int_pow.h), made once per module: square and multiply modulo
+  /// 2^bits, the exponent read as unsigned (the caller handles a negative one).
+  llvm::Function* intPowFunction(Type* ty) {
+    std::string name = fmt::format("smelt.ipow.i{}", ty->getIntegerBitWidth());
+    if (llvm::Function* f = module_->getFunction(name)) return f;
+    auto* f = llvm::Function::Create(llvm::FunctionType::get(ty, {ty, ty}, false), llvm::Function::InternalLinkage,
+                                     name, module_.get());
+    f->addFnAttr(llvm::Attribute::AlwaysInline);
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+    auto* entry = llvm::BasicBlock::Create(ctx_, "entry", f);
+    auto* loop = llvm::BasicBlock::Create(ctx_, "loop", f);
+    auto* done = llvm::BasicBlock::Create(ctx_, "done", f);
+    llvm::IRBuilder<> fb(entry);
+    auto zero = llvm::ConstantInt::get(ty, 0);
+    auto one = llvm::ConstantInt::get(ty, 1);
+    fb.CreateCondBr(fb.CreateICmpEQ(f->getArg(1), zero), done, loop);
+    fb.SetInsertPoint(loop);
+    llvm::PHINode* r = fb.CreatePHI(ty, 2);
+    llvm::PHINode* base = fb.CreatePHI(ty, 2);
+    llvm::PHINode* e = fb.CreatePHI(ty, 2);
+    LValue* odd = fb.CreateICmpNE(fb.CreateAnd(e, one), zero);
+    LValue* nextR = fb.CreateSelect(odd, fb.CreateMul(r, base), r);
+    LValue* nextBase = fb.CreateMul(base, base);
+    LValue* nextE = fb.CreateLShr(e, one);
+    r->addIncoming(one, entry);
+    r->addIncoming(nextR, loop);
+    base->addIncoming(f->getArg(0), entry);
+    base->addIncoming(nextBase, loop);
+    e->addIncoming(f->getArg(1), entry);
+    e->addIncoming(nextE, loop);
+    fb.CreateCondBr(fb.CreateICmpEQ(nextE, zero), done, loop);
+    fb.SetInsertPoint(done);
+    llvm::PHINode* result = fb.CreatePHI(ty, 2);
+    result->addIncoming(one, entry);
+    result->addIncoming(nextR, loop);
+    fb.CreateRet(result);
+    return f;
+  }
+
   LValue* floatUnary(KUnary op, LValue* x) {
     Type* t = x->getType();
     if (t->isFloatTy()) {
@@ -290,10 +329,13 @@ class Renderer {
       case KBinary::Max:
         return b_.CreateSelect(isUnsigned ? b_.CreateICmpUGT(c, a) : b_.CreateICmpSGT(c, a), c, a);
       case KBinary::Pow: {
-        auto* dbl = b_.getDoubleTy();
-        LValue* x = isUnsigned ? b_.CreateUIToFP(a, dbl) : b_.CreateSIToFP(a, dbl);
-        LValue* y = isUnsigned ? b_.CreateUIToFP(c, dbl) : b_.CreateSIToFP(c, dbl);
-        return doubleToInt(intrinsic2(llvm::Intrinsic::pow, x, y), ty);
+        LValue* p = b_.CreateCall(intPowFunction(ty), {a, c});
+        if (isUnsigned) return p;
+        // ir/int_pow.h: a negative exponent truncates 1/a^-b to 1, -1 or 0.
+        LValue* ofMinusOne = b_.CreateSelect(b_.CreateICmpNE(b_.CreateAnd(c, one), zero), minusOne, one);
+        LValue* truncated = b_.CreateSelect(b_.CreateICmpEQ(a, one), one,
+                                            b_.CreateSelect(b_.CreateICmpEQ(a, minusOne), ofMinusOne, zero));
+        return b_.CreateSelect(b_.CreateICmpSLT(c, zero), truncated, p);
       }
       case KBinary::And: return b_.CreateAnd(a, c);
       case KBinary::Or: return b_.CreateOr(a, c);

@@ -1,4 +1,5 @@
 // Binary elementwise ops with numpy broadcasting: one table row each (see elementwise.h).
+#include "ir/int_pow.h"
 #include "ir/ops/elementwise.h"
 #include "ir/ops/register_ops.h"
 
@@ -92,11 +93,12 @@ void registerBinaryOps(OpRegistry& registry) {
        .gradLhs = [](Builder& b, V, V bv, V, V dy) { return b.div(dy, bv); },
        // -dy*a/b^2 = -dy*y/b.
        .gradRhs = [](Builder& b, V, V bv, V y, V dy) { return b.neg(b.div(b.mul(dy, y), bv)); }},
-      // Integers go through double and truncate, as the contract says (no signedFn/unsignedFn).
       {.name = "pow",
-       .summary = "lhs ^ rhs",
+       .summary = "lhs ^ rhs (integers: exact, wrapping; a negative exponent truncates 1/a^-b)",
        .dtypes = dtypes::kNumeric,
        .floatFn = [](double a, double b) { return std::pow(a, b); },
+       .signedFn = wrappingPowSigned,
+       .unsignedFn = wrappingPow,
        // b*a^(b-1)*dy, and 0 where b == 0 (PyTorch: no 0*inf at a == 0).
        .gradLhs = [](Builder& b, V a, V bv, V, V dy) {
          V slope = b.mul(bv, b.op("pow", {a, b.sub(bv, b.scalarLike(1.0, bv))}));

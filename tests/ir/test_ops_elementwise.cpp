@@ -209,13 +209,22 @@ TEST_CASE("integer division truncates toward zero, x/0 = 0 and MIN/-1 wraps") {
   checkDoubles(out[0], {-3.5, kInf}, 0);
 }
 
-TEST_CASE("pow: floats in double, integers through double and truncated") {
+TEST_CASE("pow: floats in double; integers exact and wrapping, negative exponents truncated") {
   auto out = runOutputs(oneNode("pow", {"f64[3]", "f64[3]"}, "", "f64[3]"),
                         {{"a", Tensor::of<double>({3}, {2, 9, 2})}, {"b", Tensor::of<double>({3}, {10, 0.5, -1})}});
   checkDoubles(out[0], {1024, 3, 0.5}, 0);
-  out = runOutputs(oneNode("pow", {"i32[4]", "i32[4]"}, "", "i32[4]"),
-                   {{"a", Tensor::of<int32_t>({4}, {2, -2, 3, 2})}, {"b", Tensor::of<int32_t>({4}, {10, 3, 0, -1})}});
-  checkInts(out[0], {1024, -8, 1, 0});
+  out = runOutputs(oneNode("pow", {"i32[8]", "i32[8]"}, "", "i32[8]"),
+                   {{"a", Tensor::of<int32_t>({8}, {2, -2, 3, 2, 1, -1, -1, 2})},
+                    {"b", Tensor::of<int32_t>({8}, {10, 3, 0, -1, -5, -3, -4, 31})}});
+  checkInts(out[0], {1024, -8, 1, 0, 1, -1, 1, INT32_MIN});
+  // 3^39 needs 62 bits exactly (a double pow rounds it); 3^40 wraps as 3 * 3^39 does.
+  out = runOutputs(oneNode("pow", {"i64[2]", "i64[2]"}, "", "i64[2]"),
+                   {{"a", Tensor::of<int64_t>({2}, {3, 3})}, {"b", Tensor::of<int64_t>({2}, {39, 40})}});
+  const uint64_t p39 = 4052555153018976267ULL;
+  checkInts(out[0], {static_cast<int64_t>(p39), static_cast<int64_t>(3 * p39)});
+  out = runOutputs(oneNode("pow", {"u8[2]", "u8[2]"}, "", "u8[2]"),
+                   {{"a", Tensor::of<uint8_t>({2}, {3, 2})}, {"b", Tensor::of<uint8_t>({2}, {5, 8})}});
+  checkInts(out[0], {243, 0});
 }
 
 TEST_CASE("min and max propagate NaN and are exact on 64-bit integers") {

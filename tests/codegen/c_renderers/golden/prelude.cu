@@ -56,6 +56,14 @@ static __device__ inline long long smelt_f2i(float x) {
   if (x <= -9223372036854775808.0f) return -9223372036854775807LL - 1;
   return (long long)x;
 }
+// Integer pow (ir/int_pow.h): exact, modulo 2^64; the caller wraps to its width.
+static __device__ inline unsigned long long smelt_ipow(unsigned long long a, unsigned long long b) {
+  unsigned long long r = 1;
+  for (; b != 0; b >>= 1, a *= a) {
+    if (b & 1) r *= a;
+  }
+  return r;
+}
 static __device__ inline long long smelt_d2i(double x) {
   if (x != x) return 0;
   if (x >= 9223372036854775808.0) return x >= 18446744073709551616.0 ? 0 : (long long)(unsigned long long)x;
