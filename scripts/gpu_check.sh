@@ -15,6 +15,8 @@
 # keeps and benchmarks/run_benchmarks.py puts in docs/BENCHMARKS.md's GPU section.
 #   bash scripts/gpu_check.sh              # on the GPU host (device tool: carry [".debs"])
 #   bash scripts/gpu_check.sh --dry-run    # here: everything up to the first call that needs a GPU
+# The device tool brings back at most 8 files from $OUT: SMELT_GPU_ARCHIVE=$OUT/gpu_logs.tgz packs every
+# log into that one file when the script ends, however it ends.
 # SMELT_GPU_CHECK_ONLY=ew_chain,softmax_rows limits the workloads; SMELT_GPU_CHECK_SECONDS (default 3)
 # is each measurement's time budget; SMELT_GPU_CHECK_DEADLINE (default 480 s) bounds the whole run:
 # each step gets at most what is left (a step cut short is reported as such), so the summary always
@@ -31,6 +33,9 @@ seconds=${SMELT_GPU_CHECK_SECONDS:-3}
 deadline=${SMELT_GPU_CHECK_DEADLINE:-480}
 workloads=${SMELT_GPU_CHECK_ONLY:-ew_chain,softmax_rows,layernorm,gemm2048,linear_relu,mlp_train}
 mkdir -p "$logs" "$build"
+if [ -n "${SMELT_GPU_ARCHIVE:-}" ]; then
+  trap 'tar czf "$SMELT_GPU_ARCHIVE" -C "$(dirname "$logs")" "$(basename "$logs")"' EXIT
+fi
 summary=$logs/summary.md
 : >"$summary"
 started=$(date +%s)
@@ -113,7 +118,7 @@ gpu=$(head -1 "$logs/gpu.txt")
 
 step "tests (SMELT_REQUIRE_GPU=1)"
 export SMELT_CACHE_DIR=$build/kernel-cache
-(cd "$build" && SMELT_REQUIRE_GPU=1 timeout "$(limit 240)" ctest -j "$(nproc)" --output-on-failure \
+(cd "$build" && SMELT_REQUIRE_GPU=1 timeout "$(limit 240)" ctest -j "$(nproc)" --timeout 60 --output-on-failure \
   -R 'codegen/(cuda|nvrtc)|codegen/c-renderers: NVRTC|codegen/block kernels|codegen/vector kernels|codegen/device products|runtime/|nn/') >"$logs/tests.log" 2>&1
 tests_rc=$?
 grep -E "tests passed|tests failed|\*\*\*Failed|Timeout" "$logs/tests.log" | tail -20
@@ -169,7 +174,7 @@ fi
 
 step "PyTorch on the same card: eager, then torch.compile"
 models=mlp_train_step,resnet18_train_step,tiny_latency
-PYTHONUNBUFFERED=1 timeout "$(limit 150)" python3 benchmarks/gpu/torch_gpu.py --mode eager --only "$workloads,$models" \
+PYTHONUNBUFFERED=1 timeout "$(limit 150)" python3 benchmarks/gpu/torch_gpu.py --mode eager --only "copy_bandwidth,$workloads,$models" \
   --max-seconds "$seconds" --runs 50 >"$logs/torch_eager.log" 2>&1 || failures+=("torch eager (log: torch_eager.log)")
 # torch.compile of ResNet-18's training step takes a minute or more on its own: left out unless asked
 # for (SMELT_GPU_CHECK_COMPILE_RESNET=1).
@@ -178,6 +183,41 @@ compiled_models=mlp_train_step,tiny_latency
 PYTHONUNBUFFERED=1 timeout "$(limit 240)" python3 benchmarks/gpu/torch_gpu.py --mode compile --only "$workloads,$compiled_models" \
   --max-seconds "$seconds" --runs 50 >"$logs/torch_compile.log" 2>&1 || failures+=("torch.compile (log: torch_compile.log)")
 figure() { awk -v k="$2" '$1 == k {print $2}' "$logs/$1" 2>/dev/null; }
+
+# The GPU-kernels issue's targets from the figures above: a memory-bound kernel's bandwidth (the
+# fewest bytes it must move: its input read once, its output written once) against the card's copy
+# bandwidth, and the training steps against torch.compile's.
+targets() {
+  local copy
+  copy=$(awk -F'[: ]' '$1 == "copy_bandwidth" && $2 == "GBps" {print $3}' "$logs/torch_eager.log" 2>/dev/null)
+  echo "### Targets of the GPU-kernels issue"
+  echo
+  echo "Device-to-device copy (PyTorch, 1 GiB f32, read + write): ${copy:-not measured} GB/s."
+  echo
+  echo "| target | measured | status |"
+  echo "|---|---|---|"
+  share() {  # name, bytes, wanted fraction
+    local ms=${smelt_device[$1]:-}
+    if [ -z "$ms" ] || [ -z "$copy" ]; then echo "| $1: at least $3 of the copy bandwidth | not measured | NOT MET (not measured) |"; return; fi
+    awk -v n="$1" -v b="$2" -v ms="$ms" -v c="$copy" -v want="$3" 'BEGIN {
+      gbps = b / (ms * 1e6); f = gbps / c
+      printf "| %s: at least %d%% of the copy bandwidth | %.3f ms, %.0f GB/s, %.0f%% | %s |\n", n, want * 100, ms, gbps, f * 100, f >= want ? "met" : "NOT MET" }'
+  }
+  share ew_chain 134217728 0.85
+  share softmax_rows 134217728 0.80
+  share layernorm 67117056 0.80
+  ratio() {  # name, torch.compile figure, wanted ratio
+    local ms=${smelt_model[$1]:-} theirs
+    theirs=$(figure torch_compile.log "$1:host")
+    if [ -z "$ms" ] || [ -z "$theirs" ]; then echo "| $1: at least ${3}x torch.compile | not measured | NOT MET (not measured) |"; return; fi
+    awk -v n="$1" -v ms="$ms" -v t="$theirs" -v want="$3" 'BEGIN {
+      r = t / ms; printf "| %s: at least %sx torch.compile | %.3f ms vs %.3f ms, x%.2f | %s |\n", n, want, ms, t, r, r >= want ? "met" : "NOT MET" }'
+  }
+  ratio mlp_train_step "" 1.2
+  ratio resnet18_train_step "" 1.0
+  echo "| gemm 4096^3 within 5% of torch.matmul | not measured (the check times gemm2048) | NOT MET (not measured) |"
+  echo "| host time per replayed training step at most 10 us | not measured | NOT MET (not measured) |"
+}
 
 step "summary"
 {
@@ -197,6 +237,8 @@ step "summary"
   done
   echo "| resnet18_train_step, im2col + cuBLAS (SMELT_CUDNN=0) | ${smelt_model[resnet18_train_step_im2col]:--} | | | |"
   grep -h ":error" "$logs"/torch_*.log 2>/dev/null | sed 's/^/torch: /'
+  echo
+  targets
   echo
   echo "train_digits --backend cuda: test accuracy ${digits:-none}"
   echo "tests: $(grep -E 'tests passed' "$logs/tests.log" | tail -1)"

@@ -3,6 +3,7 @@
   NAME:device MS   median kernel time with the inputs already on the GPU, between two CUDA events
   NAME:host MS     median wall time from host inputs to host outputs (copy in, run, copy out, wait)
   NAME:compile MS  torch.compile's first call (tracing, Inductor, Triton's build), compile mode only
+  copy_bandwidth:GBps X  the card's device-to-device copy (1 GiB, read + write), when asked for
   torch_gpu.py --mode eager|compile [--only NAME,...] [--runs N] [--max-seconds S] [--device cpu]
 (--device cpu runs the same code on the CPU with wall-clock times: the GPU check's dry run.)
 Correctness first: each workload's GPU result is compared with the same function on the CPU (random
@@ -146,7 +147,21 @@ def run_model_workload(name, args):
     timing.report(name + ":host", wall_ms(step, args, args.max_seconds))
 
 
+def copy_bandwidth(args):
+    """The card's device-to-device copy bandwidth, the ceiling of a memory-bound kernel: 1 GiB of f32
+    copied between CUDA events, bytes read plus bytes written. `copy_bandwidth:GBps X`."""
+    x = torch.randn(1 << 28, device=DEVICE)
+    y = torch.empty_like(x)
+    ms = event_ms(lambda: y.copy_(x), args, args.max_seconds) if DEVICE == "cuda" else wall_ms(lambda: y.copy_(x), args, args.max_seconds)
+    if not torch.equal(x, y):
+        print("copy_bandwidth:error the copy differs from its source", flush=True)
+        return
+    print("copy_bandwidth:GBps %.1f" % (2 * x.numel() * 4 / (ms * 1e6)), flush=True)
+
+
 def run(name, args):
+    if name == "copy_bandwidth":
+        return copy_bandwidth(args)
     if name in MODEL_WORKLOADS:
         return run_model_workload(name, args)
     compile_it = args.mode == "compile"

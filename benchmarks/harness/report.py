@@ -130,6 +130,8 @@ def _gpu_section(info):
         md += ["From `scripts/gpu_check.sh` (docs/gpu_check.md): smelt's kernel time with the inputs on the "
                "GPU between CUDA events, and host-to-host time, beside PyTorch on the same card.", ""] + \
             summary.splitlines() + [""]
+    if summary and "### Targets" in summary:
+        return md  # the check's own table, with its figures
     measured = "see the summary above" if summary else "not measured: no GPU"
     md += ["### Targets of the GPU-kernels issue (H100 or H200)", "",
            "| target | measured | status |", "|---|---|---|"]
