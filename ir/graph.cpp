@@ -115,7 +115,7 @@ Expected<Node*> Graph::addNode(std::string_view opName, std::vector<Value*> oper
   std::vector<TensorType> operandTypes;
   for (Value* v : operands) operandTypes.push_back(v->type());
   OpCall call(*op, label, operandTypes, complete);
-  SMELT_TRY(std::vector<TensorType> resultTypes, op->infer(call));
+  SMELT_TRY(std::vector<TensorType> resultTypes, inferResultTypes(call));
 
   auto node = std::make_unique<Node>();
   node->op_ = op;
@@ -234,8 +234,27 @@ void Graph::removeObserver(GraphObserver* observer) {
   observers_.erase(std::remove(observers_.begin(), observers_.end(), observer), observers_.end());
 }
 
+Graph::DimRange Graph::dimRange(const std::string& symbol) const {
+  auto it = dimRanges_.find(symbol);
+  return it == dimRanges_.end() ? DimRange{} : it->second;
+}
+
+std::vector<std::string> Graph::symbolicDims() const {
+  std::vector<std::string> names;
+  auto collect = [&](const Value* v) {
+    for (int64_t d : v->shape()) {
+      std::string name = dimSymbolName(d);
+      if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    }
+  };
+  for (const Value* v : inputs_) collect(v);
+  for (const Value* v : parameters_) collect(v);
+  return names;
+}
+
 Graph Graph::clone() const {
   Graph copy(name_);
+  copy.dimRanges_ = dimRanges_;
   std::unordered_map<const Value*, Value*> map;
   for (Value* v : inputs_) map[v] = copy.addInput(v->name(), v->type());
   for (Value* v : parameters_) map[v] = copy.addParameterLike(*v);

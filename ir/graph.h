@@ -5,6 +5,7 @@
 #include "ir/attribute.h"
 #include "ir/op_registry.h"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -110,6 +111,19 @@ class Graph {
   const std::string& name() const { return name_; }
   void setName(std::string name) { name_ = std::move(name); }
 
+  /// The values a symbolic dimension of this graph may take ("dim N in [1, 256]" in the text IR);
+  /// a symbol without a declared range takes any extent from 1 to kMaxElements.
+  struct DimRange {
+    int64_t min = 1;
+    int64_t max = kMaxElements;
+    bool operator==(const DimRange&) const = default;
+  };
+  DimRange dimRange(const std::string& symbol) const;
+  void setDimRange(const std::string& symbol, DimRange range) { dimRanges_[symbol] = range; }
+  const std::map<std::string, DimRange>& dimRanges() const { return dimRanges_; }
+  /// The symbolic dimensions of the inputs' and parameters' types, in order of first appearance.
+  std::vector<std::string> symbolicDims() const;
+
   /// Adds a graph input. Names of inputs and parameters must be unique (see isNameTaken).
   Value* addInput(std::string name, TensorType type);
   /// Adds a parameter with an initial value.
@@ -171,6 +185,7 @@ class Graph {
   /// Recomputes every node's printed number after an insertion or removal mid-graph.
   void renumber();
   std::string name_;
+  std::map<std::string, DimRange> dimRanges_;
   std::vector<std::unique_ptr<Value>> values_;
   std::vector<Value*> inputs_;
   std::vector<Value*> parameters_;

@@ -1,6 +1,8 @@
 // Reference interpreter.
 #include "ir/interpreter.h"
 
+#include "ir/dims.h"
+
 #include <unordered_map>
 
 namespace smelt {
@@ -25,6 +27,21 @@ Expected<std::vector<Tensor>> evaluateNode(const Graph& graph, const Node& node,
 }
 
 Expected<std::vector<Tensor>> interpret(const Graph& graph, const TensorMap& feeds) {
+  if (!graph.symbolicDims().empty()) {
+    // The feeds bind the symbolic dimensions; the static graph they give is what runs.
+    std::vector<TensorType> fed;
+    for (const Value* v : graph.inputs()) {
+      auto it = feeds.find(v->name());
+      if (it == feeds.end()) return makeError("input '{}' ({}) was not fed", v->name(), v->type().toString());
+      if (!typeAccepts(v->type(), it->second.type())) {
+        return makeError("input '{}' expects {}, got {}", v->name(), v->type().toString(), it->second.type().toString());
+      }
+      fed.push_back(it->second.type());
+    }
+    SMELT_TRY(DimBinding binding, bindingFromInputs(graph, fed));
+    SMELT_TRY(Graph bound, bindDims(graph, binding));
+    return interpret(bound, feeds);
+  }
   std::unordered_map<const Value*, Tensor> env;
   for (const auto& [name, tensor] : feeds) {
     Value* v = graph.findInput(name);

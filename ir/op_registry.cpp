@@ -61,6 +61,23 @@ void OpRegistry::finalize() {
   std::sort(sorted_.begin(), sorted_.end(), [](const OpDef* a, const OpDef* b) { return a->name < b->name; });
 }
 
+Expected<std::vector<TensorType>> inferResultTypes(const OpCall& call) {
+  for (size_t i = 0; i < call.numOperands(); ++i) {
+    const TensorType& t = call.operand(i);
+    if (!t.isStatic() && !call.op().symbolicDims) {
+      return call.error("operand #{} is {}: {} does not take symbolic dimensions yet; bind them first (ir/dims.h)", i,
+                        t.toString(), call.op().name);
+    }
+  }
+  SMELT_TRY(std::vector<TensorType> results, call.op().infer(call));
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (Status limits = checkShapeLimits(results[i].shape); !limits) {
+      return call.error("result #{}: {}", i, limits.error().message());
+    }
+  }
+  return results;
+}
+
 Expected<AttrMap> completeAttributes(const OpDef& op, std::string_view label, size_t numOperands, AttrMap attrs) {
   if (numOperands < op.minOperands() || numOperands > op.maxOperands()) {
     std::string expected = op.minOperands() == op.maxOperands() ? std::to_string(op.minOperands())

@@ -136,6 +136,10 @@ struct OpDef {
   /// them is run by the registry-wide tests through `example`.
   DTypeSet dtypes;
   InferFn infer;
+  /// Whether `infer` takes operands with symbolic extents (ir/type.h): it only copies, compares and
+  /// broadcasts extents, never computes with one (or, as reshape, handles them itself). The graph
+  /// refuses symbolic operands to any other op with an error naming the node.
+  bool symbolicDims = false;
   ReferenceFn reference;
   /// A complete IR graph using the op, with `$T` standing for each dtype in `dtypes`. The registry
   /// tests parse it for every dtype, verify it, round-trip it and run it on random inputs.
@@ -204,6 +208,11 @@ class OpRegistry {
   std::vector<std::unique_ptr<OpDef>> ops_;
   std::vector<const OpDef*> sorted_;
 };
+
+/// The op's inference for `call`, guarded for symbolic extents: symbolic operands only where the op
+/// takes them (OpDef::symbolicDims), and every result shape within checkShapeLimits (an extent an op
+/// computed from a symbol is an error naming the node, never a wrong shape).
+Expected<std::vector<TensorType>> inferResultTypes(const OpCall& call);
 
 /// Checks operand count and attribute names/kinds against `op`, fills in default attributes, and returns
 /// the complete attribute map. Errors start with `label`.

@@ -61,6 +61,7 @@ class Parser {
     }
     SMELT_CHECK_OK(expectPunct(")"));
     SMELT_CHECK_OK(expectPunct("{"));
+    while (isKeyword("dim")) SMELT_CHECK_OK(parseDimRange(graph));
     while (isKeyword("param") || isKeyword("state")) SMELT_CHECK_OK(parseParameter(graph));
     while (!isKeyword("return")) {
       if (peek().kind == TokenKind::End) return fail(peek(), "expected 'return' before the end of the graph");
@@ -133,6 +134,29 @@ class Parser {
     return v;
   }
 
+  /// `dim N in [1, 256]`: the range of a symbolic dimension of the graph's inputs.
+  Status parseDimRange(Graph& graph) {
+    next();
+    const Token& nameTok = peek();
+    if (nameTok.kind != TokenKind::Identifier || !isValidSymbolName(nameTok.text)) {
+      return fail(nameTok, fmt::format("expected a dimension's name after 'dim', got {}", describe(nameTok)));
+    }
+    std::string name = next().text;
+    SMELT_CHECK_OK(expectKeyword("in"));
+    SMELT_CHECK_OK(expectPunct("["));
+    const Token& minTok = peek();
+    SMELT_TRY(int64_t min, parseInt());
+    SMELT_CHECK_OK(expectPunct(","));
+    SMELT_TRY(int64_t max, parseInt());
+    SMELT_CHECK_OK(expectPunct("]"));
+    if (min < 0 || max < min || max > kMaxElements) {
+      return fail(minTok, fmt::format("dim {}: [{}, {}] is no range of extents (0 <= min <= max <= 2^40)", name, min, max));
+    }
+    if (graph.dimRanges().count(name)) return fail(nameTok, fmt::format("dim {} is declared twice", name));
+    graph.setDimRange(name, {min, max});
+    return Status::success();
+  }
+
   Expected<TensorType> parseType() {
     const Token& t = peek();
     if (t.kind != TokenKind::Identifier) return fail(t, fmt::format("expected a type like f32[2,3], got {}", describe(t)));
@@ -144,6 +168,14 @@ class Parser {
     if (!isPunct("]")) {
       while (true) {
         const Token& dt = peek();
+        if (dt.kind == TokenKind::Identifier) {
+          // A symbolic dimension, bound when the graph runs.
+          if (!isValidSymbolName(dt.text)) return fail(dt, fmt::format("'{}' cannot name a dimension", dt.text));
+          type.shape.push_back(dimSymbol(next().text));
+          if (!isPunct(",")) break;
+          next();
+          continue;
+        }
         SMELT_TRY(int64_t d, parseInt());
         if (d < 0) return fail(dt, fmt::format("dimension {} is negative", d));
         if (d > kMaxElements) return fail(dt, fmt::format("dimension {} is too large", d));
@@ -273,7 +305,9 @@ class Parser {
     if (isKeyword("dense")) {
       next();
       SMELT_CHECK_OK(expectPunct("<"));
+      const Token& typeTok = peek();
       SMELT_TRY(TensorType type, parseType());
+      if (!type.isStatic()) return fail(typeTok, fmt::format("a tensor literal has a static type, not {}", type.toString()));
       SMELT_CHECK_OK(expectPunct(">"));
       SMELT_TRY(Tensor tensor, parseTensorBody(type));
       return Attribute(std::move(tensor));
@@ -378,7 +412,9 @@ class Parser {
     std::string key = next().text;
     if (values_.count(key)) return fail(vt, fmt::format("%{} is defined twice", key));
     SMELT_CHECK_OK(expectPunct(":"));
+    const Token& typeTok = peek();
     SMELT_TRY(TensorType type, parseType());
+    if (!type.isStatic()) return fail(typeTok, fmt::format("parameter %{} has a static type, not {}", key, type.toString()));
     if (!isPunct("=")) {
       values_[key] = graph.addFedParameter(symbolName(key), type, trainable);
       return Status::success();

@@ -200,6 +200,9 @@ void printGraphInto(std::string& out, const Graph& graph, const PrintOptions& op
     args.push_back(fmt::format("{}: {}", names[v], v->type().toString()));
   }
   out += fmt::format("graph @{}({}) {{\n", printName(graph.name()), fmt::join(args, ", "));
+  for (const auto& [symbol, range] : graph.dimRanges()) {
+    out += fmt::format("{}  dim {} in [{}, {}]\n", indent, symbol, range.min, range.max);
+  }
   for (const Value* v : graph.parameters()) {
     names[v] = "%" + printName(v->name());
     // A parameter without a value (fed on every run, as the model API's are) prints without `= body`.

@@ -3,15 +3,88 @@
 
 #include <fmt/ranges.h>
 
+#include <cctype>
+#include <mutex>
+#include <unordered_map>
+
 namespace smelt {
+
+namespace {
+
+/// The interned symbol names, process-wide (never shrinks: symbols are few).
+struct Symbols {
+  std::mutex mutex;
+  std::vector<std::string> names;
+  std::unordered_map<std::string, int64_t> ids;
+};
+Symbols& symbols() {
+  static auto* s = new Symbols();
+  return *s;
+}
+
+/// The id `extent` encodes, or -1.
+int64_t symbolId(int64_t extent) {
+  if (extent >= 0 || extent < kSymbolBase || (extent - kSymbolBase) % kSymbolStride != 0) return -1;
+  int64_t id = (extent - kSymbolBase) / kSymbolStride;
+  std::lock_guard lock(symbols().mutex);
+  return id < static_cast<int64_t>(symbols().names.size()) ? id : -1;
+}
+
+std::string extentToString(int64_t d) {
+  std::string name = d < 0 ? dimSymbolName(d) : "";
+  return name.empty() ? std::to_string(d) : name;
+}
+
+}  // namespace
+
+bool isValidSymbolName(std::string_view name) {
+  if (name.empty() || name.size() > 64 || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_')) {
+    return false;
+  }
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return true;
+}
+
+int64_t dimSymbol(std::string_view name) {
+  Symbols& s = symbols();
+  std::lock_guard lock(s.mutex);
+  auto [it, added] = s.ids.try_emplace(std::string(name), static_cast<int64_t>(s.names.size()));
+  if (added) s.names.emplace_back(name);
+  return kSymbolBase + it->second * kSymbolStride;
+}
+
+bool isSymbolic(int64_t extent) { return symbolId(extent) >= 0; }
+
+std::string dimSymbolName(int64_t extent) {
+  int64_t id = symbolId(extent);
+  if (id < 0) return "";
+  std::lock_guard lock(symbols().mutex);
+  return symbols().names[static_cast<size_t>(id)];
+}
+
+bool isStatic(std::span<const int64_t> shape) {
+  for (int64_t d : shape) {
+    if (d < 0) return false;
+  }
+  return true;
+}
 
 int64_t numElements(std::span<const int64_t> shape) {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape) {
+    if (d < 0) return -1;
+    n *= d;
+  }
   return n;
 }
 
-std::string shapeToString(std::span<const int64_t> shape) { return fmt::format("[{}]", fmt::join(shape, ",")); }
+std::string shapeToString(std::span<const int64_t> shape) {
+  std::vector<std::string> parts;
+  for (int64_t d : shape) parts.push_back(extentToString(d));
+  return fmt::format("[{}]", fmt::join(parts, ","));
+}
 
 std::vector<int64_t> contiguousStrides(std::span<const int64_t> shape) {
   std::vector<int64_t> strides(shape.size(), 1);
@@ -29,7 +102,7 @@ Expected<Shape> broadcastShapes(std::span<const int64_t> a, std::span<const int6
     int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
     if (da != db && da != 1 && db != 1) {
       return makeError("shapes {} and {} do not broadcast (dimension {}: {} vs {})", shapeToString(a),
-                       shapeToString(b), i, da, db);
+                       shapeToString(b), i, extentToString(da), extentToString(db));
     }
     out[i] = da == 1 ? db : da;
   }
@@ -42,6 +115,8 @@ Status checkShapeLimits(std::span<const int64_t> shape) {
   }
   int64_t n = 1;
   for (int64_t d : shape) {
+    if (isSymbolic(d)) continue;
+    if (d < -kMaxElements) return makeError("shape {} has an extent computed from a symbolic dimension", shapeToString(shape));
     if (d < 0) return makeError("shape {} has a negative extent", shapeToString(shape));
     if (d > kMaxElements || (d != 0 && n > kMaxElements / d)) {
       return makeError("shape {} has too many elements (at most 2^40)", shapeToString(shape));

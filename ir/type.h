@@ -6,12 +6,32 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace smelt {
 
-/// A static shape: one extent per dimension; rank 0 is a scalar.
+/// A shape: one extent per dimension; rank 0 is a scalar. An extent is a count, or a symbolic
+/// dimension ("N" in f32[N,784]) that a graph's run binds (ir/dims.h).
 using Shape = std::vector<int64_t>;
+
+/// Symbolic dimensions are interned by name, process-wide, and stored in a Shape as negative extents
+/// on a sparse grid far below any count: kSymbolBase + id * kSymbolStride. Only ops that declare it
+/// take them (OpDef::symbolicDims); as a second guard, arithmetic on one (N - 1, N / 2, k * N with
+/// wrapping) lands off the grid and, the base being an odd pattern rather than a power of two, far
+/// from any count, so checkShapeLimits rejects it.
+inline constexpr int64_t kSymbolBase = -0x3a5c9e1d7b4f2a63;
+inline constexpr int64_t kSymbolStride = int64_t{1} << 24;
+/// The extent standing for the symbol `name` (a letter or '_' first, then letters, digits, '_').
+int64_t dimSymbol(std::string_view name);
+/// Whether `extent` is a symbolic dimension (one dimSymbol made).
+bool isSymbolic(int64_t extent);
+/// A symbolic extent's name ("N"); empty for a count.
+std::string dimSymbolName(int64_t extent);
+/// Whether every extent of `shape` is a count.
+bool isStatic(std::span<const int64_t> shape);
+/// Whether `name` can name a symbolic dimension.
+bool isValidSymbolName(std::string_view name);
 
 /// Limits on static shapes, enforced by the parser and by every op's inference: with extents and
 /// element counts below 2^40, all index arithmetic in the reference and generated kernels stays far
@@ -19,9 +39,9 @@ using Shape = std::vector<int64_t>;
 inline constexpr int64_t kMaxRank = 16;
 inline constexpr int64_t kMaxElements = int64_t{1} << 40;
 
-/// The number of elements of a shape (1 for a scalar).
+/// The number of elements of a static shape (1 for a scalar); -1 for a shape with a symbolic extent.
 int64_t numElements(std::span<const int64_t> shape);
-/// "[32,784]".
+/// "[32,784]", "[N,784]".
 std::string shapeToString(std::span<const int64_t> shape);
 /// Row-major strides in elements.
 std::vector<int64_t> contiguousStrides(std::span<const int64_t> shape);
@@ -33,16 +53,21 @@ struct TensorType {
 
   int64_t rank() const { return static_cast<int64_t>(shape.size()); }
   int64_t numel() const { return numElements(shape); }
-  size_t byteSize() const { return static_cast<size_t>(numel()) * dtypeSize(dtype); }
+  /// 0 for a symbolic shape: memory is planned only for bound (static) graphs.
+  size_t byteSize() const { return numel() < 0 ? 0 : static_cast<size_t>(numel()) * dtypeSize(dtype); }
+  bool isStatic() const { return smelt::isStatic(shape); }
   /// "f32[32,784]"; a scalar prints as "f32[]".
   std::string toString() const;
   bool operator==(const TensorType&) const = default;
 };
 
-/// The numpy broadcast of two shapes, or an error naming both.
+/// The numpy broadcast of two shapes, or an error naming both. A symbolic extent broadcasts with 1
+/// and with itself; against another symbol or a count other than 1 it is an error (the two are not
+/// known to be equal).
 Expected<Shape> broadcastShapes(std::span<const int64_t> a, std::span<const int64_t> b);
 
-/// Fails when `shape` exceeds kMaxRank or kMaxElements (or has a negative extent).
+/// Fails when `shape` exceeds kMaxRank or kMaxElements (its static extents; a symbol counts as 1), or
+/// has a negative extent that is no symbol (computed from one by an op's inference).
 Status checkShapeLimits(std::span<const int64_t> shape);
 
 /// Normalizes a possibly negative axis against `rank`; fails when out of range.

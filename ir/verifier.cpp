@@ -30,7 +30,7 @@ Status verifyGraph(const Graph& graph) {
     }
     SMELT_TRY(AttrMap attrs, completeAttributes(node->op(), label, node->numOperands(), node->attrs()));
     OpCall call(node->op(), label, operandTypes, attrs);
-    SMELT_TRY(std::vector<TensorType> inferred, node->op().infer(call));
+    SMELT_TRY(std::vector<TensorType> inferred, inferResultTypes(call));
     if (inferred.size() != node->results().size()) {
       return makeError("{}: has {} results, its op infers {}", label, node->results().size(), inferred.size());
     }

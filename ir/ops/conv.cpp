@@ -623,6 +623,7 @@ void registerConvOps(OpRegistry& registry) {
       .fusion = FusionKind::Opaque,
       .dtypes = dtypes::kFloat,
       .infer = inferConv2d,
+      .symbolicDims = true,
       .reference = referenceConv2d,
       .example = R"(graph @t(%x: $T[2,4,5,5], %w: $T[6,2,3,3], %b: $T[6], %dw: $T[4,1,3,3]) {
   %0 = conv2d(%x, %w, %b) {groups = 2, padding = [1, 1, 1, 1], stride = [2, 2]} : $T[2,6,3,3]

@@ -36,6 +36,7 @@ OpDef makeUnaryOp(UnaryRow row) {
   def.operands = {{"x"}};
   def.attrs = row.attrs;
   def.fusion = FusionKind::Elementwise;
+  def.symbolicDims = true;
   def.dtypes = row.dtypes;
   DTypeSet allowed = row.dtypes;
   def.infer = [allowed, validate = row.validate](const OpCall& call) -> Expected<std::vector<TensorType>> {
@@ -101,6 +102,7 @@ OpDef makeBinaryOp(BinaryRow row) {
   def.summary = row.summary;
   def.operands = {{"lhs"}, {"rhs"}};
   def.fusion = FusionKind::Elementwise;
+  def.symbolicDims = true;
   def.dtypes = row.dtypes;
   DTypeSet allowed = row.dtypes;
   bool predicate = row.predicate;

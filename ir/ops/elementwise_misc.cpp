@@ -146,6 +146,7 @@ void registerElementwiseMiscOps(OpRegistry& registry) {
       .fusion = FusionKind::Elementwise,
       .dtypes = dtypes::kAll,
       .infer = inferWhere,
+      .symbolicDims = true,
       .reference = referenceWhere,
       .example = R"(graph @t(%c: bool[2,1], %x: $T[3], %y: $T[1,3]) {
   %0 = where(%c, %x, %y) : $T[2,3]
@@ -174,6 +175,7 @@ void registerElementwiseMiscOps(OpRegistry& registry) {
         SMELT_CHECK_OK(expectDType(call, 0, dtypes::kNumeric));
         return single(call.operand(0));
       },
+      .symbolicDims = true,
       .reference = referenceClip,
       .example = R"(graph @t(%x: $T[2,3]) {
   %0 = clip(%x) {max = 3.5, min = 1.5} : $T[2,3]
@@ -197,6 +199,7 @@ void registerElementwiseMiscOps(OpRegistry& registry) {
       .fusion = FusionKind::Elementwise,
       .dtypes = dtypes::kAll,
       .infer = inferCast,
+      .symbolicDims = true,
       .reference = referenceCast,
       .example = R"(graph @t(%x: $T[2,3]) {
   %0 = cast(%x) {to = "f32"} : f32[2,3]

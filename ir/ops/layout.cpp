@@ -93,7 +93,21 @@ Expected<std::vector<TensorType>> inferReshape(const OpCall& call) {
       known *= shape[i];
     }
   }
-  if (inferred >= 0) {
+  if (!x.isStatic()) {
+    // One symbolic extent, carried by the -1: the other extents must hold the same count on both sides
+    // ([N,3,4] to [-1,12] is [N,12]). Anything else would need arithmetic on the symbol.
+    int64_t symbol = 0, rest = 1, symbols = 0;
+    for (int64_t d : x.shape) {
+      if (d < 0) symbol = d, ++symbols;
+      else rest *= d;
+    }
+    if (symbols != 1 || inferred < 0 || rest != known) {
+      return call.error("cannot reshape {} to {}: with a symbolic dimension the target needs one -1 standing for it "
+                        "and the other extents must hold the same number of elements",
+                        x.toString(), shapeToString(shape));
+    }
+    shape[inferred] = symbol;
+  } else if (inferred >= 0) {
     // A 0 entry is a literal empty dimension (ONNX allowzero), which leaves -1 undetermined.
     if (known == 0) {
       return call.error("attribute 'shape' {} has a 0 entry, so its -1 cannot be inferred", shapeToString(shape));
@@ -121,8 +135,21 @@ Expected<std::vector<TensorType>> inferFlatten(const OpCall& call) {
   if (a < 0 || a > x.rank()) {
     return call.error("attribute 'axis' {} is out of range [{}, {}] for {}", axis, -x.rank(), x.rank(), x.toString());
   }
-  int64_t outer = numElements(std::span(x.shape).first(static_cast<size_t>(a)));
-  int64_t inner = numElements(std::span(x.shape).subspan(static_cast<size_t>(a)));
+  std::span<const int64_t> head = std::span(x.shape).first(static_cast<size_t>(a));
+  std::span<const int64_t> tail = std::span(x.shape).subspan(static_cast<size_t>(a));
+  // A symbolic extent survives alone in its half, beside extents of 1 ([N,512,1,1] to [N,512]).
+  auto extentOf = [&](std::span<const int64_t> dims) -> Expected<int64_t> {
+    if (isStatic(dims)) return numElements(dims);
+    int64_t symbol = 0, count = 0;
+    for (int64_t d : dims) {
+      if (d < 0) symbol = d, ++count;
+      else if (d != 1) count = 2;
+    }
+    if (count != 1) return call.error("cannot flatten {} at axis {}: a symbolic dimension would be multiplied", x.toString(), axis);
+    return symbol;
+  };
+  SMELT_TRY(int64_t outer, extentOf(head));
+  SMELT_TRY(int64_t inner, extentOf(tail));
   return single(TensorType{x.dtype, {outer, inner}});
 }
 
@@ -250,6 +277,7 @@ void registerLayoutOps(OpRegistry& registry) {
       .fusion = FusionKind::Injective,
       .dtypes = dtypes::kAll,
       .infer = inferTranspose,
+      .symbolicDims = true,
       .reference = referenceTranspose,
       .example = unaryExample("[2,3,4]", "transpose", "perm = [1, 2, 0]", "[3,4,2]"),
       .gradient = transposeGradient,
@@ -263,6 +291,7 @@ void registerLayoutOps(OpRegistry& registry) {
       .fusion = FusionKind::Injective,
       .dtypes = dtypes::kAll,
       .infer = inferReshape,
+      .symbolicDims = true,
       .reference = referenceSameBytes,
       .example = unaryExample("[2,3,4]", "reshape", "shape = [4, -1]", "[4,6]"),
       .gradient = reshapeGradient,
@@ -276,6 +305,7 @@ void registerLayoutOps(OpRegistry& registry) {
       .fusion = FusionKind::Injective,
       .dtypes = dtypes::kAll,
       .infer = inferFlatten,
+      .symbolicDims = true,
       .reference = referenceSameBytes,
       .example = unaryExample("[2,3,4]", "flatten", "axis = -1", "[6,4]"),
       .gradient = reshapeGradient,

@@ -370,6 +370,7 @@ void registerLinalgOps(OpRegistry& registry) {
       .fusion = FusionKind::Opaque,
       .dtypes = dtypes::kNumeric,
       .infer = inferMatmul,
+      .symbolicDims = true,
       .reference = referenceMatmul,
       .example = R"(graph @t(%a: $T[2,1,3,4], %b: $T[5,4,2], %v: $T[4], %m: $T[4,3]) {
   %0 = matmul(%a, %b) : $T[2,5,3,2]

@@ -298,6 +298,7 @@ void registerNormalizationOps(OpRegistry& registry) {
       .fusion = FusionKind::Reduction,
       .dtypes = dtypes::kFloat,
       .infer = inferLayerNorm,
+      .symbolicDims = true,
       .reference = referenceLayerNorm,
       .example = R"(graph @t(%x: $T[2,3,4], %s: $T[3,4], %b: $T[4]) {
   %0 = layer_norm(%x, %s, %b) {axis = -2} : $T[2,3,4]

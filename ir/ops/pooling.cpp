@@ -720,6 +720,7 @@ void registerPoolingOps(OpRegistry& registry) {
       .fusion = FusionKind::Opaque,
       .dtypes = dtypes::kNumeric,
       .infer = [](const OpCall& call) { return inferPool(call, dtypes::kNumeric, true); },
+      .symbolicDims = true,
       .reference = referenceMaxPool,
       .example = R"(graph @t(%x: $T[2,3,6,6]) {
   %0 = max_pool2d(%x) {ceil_mode = 1, kernel = [3, 3], stride = [2, 2]} : $T[2,3,3,3]
@@ -803,6 +804,7 @@ void registerPoolingOps(OpRegistry& registry) {
         SMELT_CHECK_OK(expectFlag(call, "count_include_pad"));
         return inferPool(call, dtypes::kFloat, false);
       },
+      .symbolicDims = true,
       .reference = referenceAvgPool,
       .example = R"(graph @t(%x: $T[2,3,5,5]) {
   %0 = avg_pool2d(%x) {ceil_mode = 1, count_include_pad = 1, kernel = [3, 3], padding = [1, 1, 1, 1], stride = [2, 2]} : $T[2,3,3,3]
@@ -827,6 +829,7 @@ void registerPoolingOps(OpRegistry& registry) {
       .fusion = FusionKind::Reduction,
       .dtypes = dtypes::kFloat,
       .infer = inferGlobalPool,
+      .symbolicDims = true,
       .reference = [](const OpCall& call,
                       std::span<const Tensor> in) { return referenceGlobalPool(call, in, planeMean); },
       .example = R"(graph @t(%x: $T[2,3,4,5]) {
@@ -848,6 +851,7 @@ void registerPoolingOps(OpRegistry& registry) {
       .fusion = FusionKind::Reduction,
       .dtypes = dtypes::kFloat,
       .infer = inferGlobalPool,
+      .symbolicDims = true,
       .reference = [](const OpCall& call,
                       std::span<const Tensor> in) { return referenceGlobalPool(call, in, planeMax); },
       .example = R"(graph @t(%x: $T[2,3,4,5]) {

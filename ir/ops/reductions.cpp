@@ -232,6 +232,7 @@ OpDef makeReduceOp(ReduceRow row) {
   def.summary = row.summary;
   def.operands = {{"x"}};
   def.attrs = {{"axes", AttrKind::Ints, std::vector<int64_t>{}}, {"keepdims", AttrKind::Int, int64_t{0}}};
+  def.symbolicDims = true;
   for (const AttrSpec& a : row.extraAttrs) def.attrs.push_back(a);
   def.fusion = FusionKind::Reduction;
   def.dtypes = row.dtypes;
@@ -450,6 +451,7 @@ OpDef makeSoftmaxOp(std::string name, std::string summary, ReferenceFn reference
       .fusion = FusionKind::Reduction,
       .dtypes = dtypes::kFloat,
       .infer = inferSoftmax,
+      .symbolicDims = true,
       .reference = std::move(reference),
       .example = fmt::format(R"(graph @t(%x: $T[2,3,4]) {{
   %0 = {0}(%x) : $T[2,3,4]

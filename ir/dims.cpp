@@ -1,0 +1,132 @@
+// Binding symbolic dimensions (see dims.h).
+#include "ir/dims.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <charconv>
+#include <unordered_map>
+
+namespace smelt {
+
+bool typeAccepts(const TensorType& declared, const TensorType& fed) {
+  if (declared.dtype != fed.dtype || declared.rank() != fed.rank()) return false;
+  for (size_t d = 0; d < declared.shape.size(); ++d) {
+    if (!isSymbolic(declared.shape[d]) && declared.shape[d] != fed.shape[d]) return false;
+  }
+  return true;
+}
+
+std::string bindingToString(const DimBinding& binding) {
+  std::vector<std::string> parts;
+  for (const auto& [name, value] : binding) parts.push_back(fmt::format("{}={}", name, value));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+Status parseDimAssignment(std::string_view text, DimBinding& binding) {
+  size_t eq = text.find('=');
+  std::string_view name = text.substr(0, eq), number = eq == std::string_view::npos ? "" : text.substr(eq + 1);
+  if (eq == std::string_view::npos || !isValidSymbolName(name)) {
+    return makeError("--dim '{}': expected NAME=EXTENT, like N=8", text);
+  }
+  int64_t value = -1;
+  auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+  if (ec != std::errc() || end != number.data() + number.size() || value < 0 || value > kMaxElements) {
+    return makeError("--dim '{}': '{}' is no extent (0 to 2^40)", text, number);
+  }
+  if (auto [it, added] = binding.emplace(name, value); !added && it->second != value) {
+    return makeError("--dim {}: given twice, as {} and {}", name, it->second, value);
+  }
+  return Status::success();
+}
+
+namespace {
+
+Status checkInRange(const Graph& graph, const std::string& symbol, int64_t value, std::string_view where) {
+  Graph::DimRange r = graph.dimRange(symbol);
+  if (value < r.min || value > r.max) {
+    return makeError("graph @{}: {}{} = {} is outside its range [{}, {}]", graph.name(), where, symbol, value, r.min,
+                     r.max);
+  }
+  return Status::success();
+}
+
+}  // namespace
+
+Expected<DimBinding> bindingFromInputs(const Graph& graph, std::span<const TensorType> fed) {
+  if (fed.size() != graph.inputs().size()) {
+    return makeError("graph @{}: {} input types given, it has {} inputs", graph.name(), fed.size(),
+                     graph.inputs().size());
+  }
+  DimBinding binding;
+  std::unordered_map<std::string, std::string> boundBy;  // symbol -> the input and dimension that bound it
+  for (size_t i = 0; i < fed.size(); ++i) {
+    const Value* input = graph.inputs()[i];
+    const Shape& declared = input->shape();
+    const Shape& given = fed[i].shape;
+    if (given.size() != declared.size()) {
+      return makeError("graph @{}: input '{}' is declared {}, fed rank {} ({})", graph.name(), input->name(),
+                       input->type().toString(), given.size(), shapeToString(given));
+    }
+    for (size_t d = 0; d < declared.size(); ++d) {
+      std::string symbol = dimSymbolName(declared[d]);
+      if (symbol.empty()) {
+        if (given[d] != declared[d]) {
+          return makeError("graph @{}: input '{}' is declared {}, fed {} (dimension #{})", graph.name(), input->name(),
+                           input->type().toString(), shapeToString(given), d);
+        }
+        continue;
+      }
+      std::string where = fmt::format("input '{}' dimension #{}", input->name(), d);
+      if (auto [it, added] = binding.emplace(symbol, given[d]); !added && it->second != given[d]) {
+        return makeError("graph @{}: {} is {} = {}, but {} made {} = {}", graph.name(), where, symbol, given[d],
+                         boundBy[symbol], symbol, it->second);
+      }
+      boundBy.emplace(symbol, where);
+      SMELT_CHECK_OK(checkInRange(graph, symbol, given[d], where + ": "));
+    }
+  }
+  return binding;
+}
+
+Status checkBinding(const Graph& graph, const DimBinding& binding) {
+  std::vector<std::string> symbols = graph.symbolicDims();
+  for (const auto& [name, value] : binding) {
+    if (std::find(symbols.begin(), symbols.end(), name) == symbols.end()) {
+      return makeError("graph @{}: has no symbolic dimension {} (it has: {})", graph.name(), name,
+                       symbols.empty() ? std::string("none") : fmt::format("{}", fmt::join(symbols, ", ")));
+    }
+  }
+  for (const std::string& s : symbols) {
+    auto it = binding.find(s);
+    if (it == binding.end())
+      return makeError("graph @{}: dimension {} is not bound (--dim {}=EXTENT)", graph.name(), s, s);
+    SMELT_CHECK_OK(checkInRange(graph, s, it->second, ""));
+  }
+  return Status::success();
+}
+
+Expected<Graph> bindDims(const Graph& graph, const DimBinding& binding) {
+  SMELT_CHECK_OK(checkBinding(graph, binding));
+  Graph bound(graph.name());
+  std::unordered_map<const Value*, Value*> map;
+  for (const Value* v : graph.inputs()) {
+    TensorType t = v->type();
+    for (int64_t& d : t.shape) {
+      if (std::string symbol = dimSymbolName(d); !symbol.empty()) d = binding.at(symbol);
+    }
+    SMELT_CHECK_OK(checkShapeLimits(t.shape));
+    map[v] = bound.addInput(v->name(), std::move(t));
+  }
+  for (const Value* v : graph.parameters()) map[v] = bound.addParameterLike(*v);
+  for (const auto& node : graph.nodes()) {
+    std::vector<Value*> operands;
+    for (const Value* o : node->operands()) operands.push_back(map.at(o));
+    SMELT_TRY(Node * n, bound.addNode(node->opName(), std::move(operands), node->attrs(), node->sourceName()));
+    for (size_t r = 0; r < node->results().size(); ++r) map[node->result(r)] = n->result(r);
+  }
+  for (const GraphOutput& o : graph.outputs()) bound.addOutput(o.name, map.at(o.value));
+  return bound;
+}
+
+}  // namespace smelt

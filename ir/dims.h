@@ -1,0 +1,43 @@
+// Binding a graph's symbolic dimensions (ir/type.h): from the shapes fed to a run, or given by name
+// (`smelt --dim N=8`), into a static graph every pass, backend and plan takes.
+//   SMELT_TRY(DimBinding b, bindingFromInputs(graph, {x.type()}));  // {"N": 40}
+//   SMELT_TRY(Graph fixed, bindDims(graph, b));                     // f32[N,784] is now f32[40,784]
+#pragma once
+
+#include "ir/graph.h"
+
+#include <map>
+#include <span>
+#include <string>
+
+namespace smelt {
+
+/// Values of symbolic dimensions by name: {"N": 40}.
+using DimBinding = std::map<std::string, int64_t>;
+
+/// Whether a tensor of type `fed` may feed a value declared `declared`: the same dtype and rank, and
+/// equal extents where `declared` has counts (a symbolic extent takes any; bindingFromInputs checks
+/// that one symbol gets one extent, in its range).
+bool typeAccepts(const TensorType& declared, const TensorType& fed);
+
+/// "N=40, T=7"; "" when empty.
+std::string bindingToString(const DimBinding& binding);
+
+/// Parses "N=8" into `binding` (the CLI's --dim); an error says what is wrong.
+Status parseDimAssignment(std::string_view text, DimBinding& binding);
+
+/// The binding the types fed to a graph's inputs give (one per input, in order): each symbolic extent
+/// of an input's declared type takes the fed extent. A fed rank or static extent that differs from the
+/// declared one, a symbol fed two different extents, or an extent outside the symbol's range is an
+/// error naming the input, the dimension and the values.
+Expected<DimBinding> bindingFromInputs(const Graph& graph, std::span<const TensorType> fed);
+
+/// Fails unless `binding` gives every symbolic dimension of `graph` an extent in its range, and names
+/// no symbol the graph lacks.
+Status checkBinding(const Graph& graph, const DimBinding& binding);
+
+/// A static copy of `graph`: every symbolic extent of its inputs replaced by its bound value, and every
+/// node's types inferred again from them.
+Expected<Graph> bindDims(const Graph& graph, const DimBinding& binding);
+
+}  // namespace smelt
