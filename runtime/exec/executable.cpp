@@ -3,6 +3,8 @@
 #include "runtime/exec/executable.h"
 
 #include "codegen/log.h"
+#include "ir/dims.h"
+#include "ir/verifier.h"
 #include "runtime/cpu/cpu_device.h"
 #include "runtime/device/device_list.h"
 #include "runtime/device/memory_pool.h"
@@ -12,6 +14,7 @@
 #include "runtime/placement/placement.h"
 
 #include <cstdlib>
+#include <map>
 
 namespace smelt {
 
@@ -48,6 +51,29 @@ struct Executable::Impl {
   int fallbacks = 0;
   int reinitializations = 0;
   bool released = false;
+
+  /// A graph with symbolic dimensions, as given: every binding its runs bring compiles once into an
+  /// executable of its own (a specialization), kept for the next run with that binding.
+  std::optional<Graph> symbolic;
+  std::map<DimBinding, std::unique_ptr<Executable>> byBinding;
+  Executable* current = nullptr;
+
+  /// The specialization for inputs of types `fed`, compiled on first use.
+  Expected<Executable*> specializationFor(std::span<const TensorType> fed) {
+    SMELT_TRY(DimBinding binding, bindingFromInputs(*symbolic, fed));
+    auto it = byBinding.find(binding);
+    if (it == byBinding.end()) {
+      logger().info("@{}: compiling for {} (a new binding of its symbolic dimensions; {} compiled before)",
+                    symbolic->name(), bindingToString(binding), byBinding.size());
+      SMELT_TRY(Graph bound, bindDims(*symbolic, binding));
+      CompileOptions specialized = options;
+      specialized.device = deviceId;
+      SMELT_TRY(std::unique_ptr<Executable> exe, Executable::compile(bound, specialized));
+      it = byBinding.emplace(std::move(binding), std::move(exe)).first;
+    }
+    current = it->second.get();
+    return current;
+  }
 
   Status compileOn(const std::shared_ptr<Device>& on) {
     SMELT_TRY(std::vector<std::unique_ptr<CompiledGraph>> one, CompiledGraph::compileAll({&*source, 1}, on, options));
@@ -120,6 +146,28 @@ Expected<std::vector<std::unique_ptr<Executable>>> Executable::compileAll(std::s
   std::vector<std::unique_ptr<Executable>> exes;
   if (graphs.empty()) return exes;
   SMELT_TRY(std::shared_ptr<Device> device, chooseDevice(graphs.front(), options.device));
+  bool anySymbolic = false;
+  for (const Graph& g : graphs) anySymbolic = anySymbolic || !g.symbolicDims().empty();
+  if (anySymbolic) {
+    // Each on its own: a symbolic graph compiles when its first run binds its dimensions.
+    for (const Graph& graph : graphs) {
+      if (graph.symbolicDims().empty()) {
+        CompileOptions on = options;
+        on.device = device->id();
+        SMELT_TRY(std::unique_ptr<Executable> exe, compile(graph, on));
+        exes.push_back(std::move(exe));
+        continue;
+      }
+      SMELT_CHECK_OK(verifyGraph(graph));
+      std::unique_ptr<Executable> exe(new Executable());
+      exe->impl_->options = options;
+      exe->impl_->symbolic = graph.clone();
+      exe->impl_->device = device;
+      exe->impl_->deviceId = device->id();
+      exes.push_back(std::move(exe));
+    }
+    return exes;
+  }
   Expected<std::vector<std::unique_ptr<CompiledGraph>>> compiled = CompiledGraph::compileAll(graphs, device, options);
   const bool onCpu = device->kind() == DeviceKind::kCpu;
   if (!compiled && !onCpu && options.fallback && isOutOfMemory(compiled.error())) {
@@ -153,7 +201,23 @@ Expected<std::vector<Tensor>> Executable::run(const TensorMap& feeds) {
   return outputs;
 }
 
+namespace {
+
+template <typename T>
+std::vector<TensorType> typesOf(std::span<const T* const> tensors) {
+  std::vector<TensorType> types;
+  for (const T* t : tensors) types.push_back(t ? t->type() : TensorType{});
+  return types;
+}
+
+}  // namespace
+
 Status Executable::run(const TensorMap& feeds, std::vector<Tensor>& outputs) {
+  if (impl_->symbolic) {
+    SMELT_TRY(BoundFeeds fed, bindFeeds(*impl_->symbolic, feeds));
+    SMELT_TRY(Executable * exe, impl_->specializationFor(typesOf<Tensor>(fed.inputs)));
+    return exe->run(feeds, outputs);
+  }
   if (!impl_->compiled) return makeError("@{}: no executable left after a failed recovery (see the warnings above)", impl_->source->name());
   SMELT_TRY(BoundFeeds fed, bindFeeds(graph(), feeds));
   return run(fed.inputs, fed.parameters, outputs);
@@ -162,6 +226,10 @@ Status Executable::run(const TensorMap& feeds, std::vector<Tensor>& outputs) {
 Status Executable::run(std::span<const Tensor* const> inputs, std::span<const Tensor* const> parameters,
                        std::vector<Tensor>& outputs) {
   Impl& x = *impl_;
+  if (x.symbolic) {
+    SMELT_TRY(Executable * exe, x.specializationFor(typesOf<Tensor>(inputs)));
+    return exe->run(inputs, parameters, outputs);
+  }
   if (!x.compiled) return makeError("@{}: no executable left after a failed recovery (see the warnings above)", x.source->name());
   // A device another executable reset since: compile again before running on dead memory.
   if (x.compiled->generation() != x.device->generation() && x.source) {
@@ -174,6 +242,11 @@ Status Executable::run(std::span<const Tensor* const> inputs, std::span<const Te
 }
 
 Status Executable::run(const DeviceTensorMap& feeds, std::vector<DeviceTensor>& outputs) {
+  if (impl_->symbolic) {
+    SMELT_TRY(BoundFeedsOf<DeviceTensor> fed, bindFeeds(*impl_->symbolic, feeds));
+    SMELT_TRY(Executable * exe, impl_->specializationFor(typesOf<DeviceTensor>(fed.inputs)));
+    return exe->run(feeds, outputs);
+  }
   if (!impl_->compiled) return makeError("@{}: no executable left after a failed recovery (see the warnings above)", impl_->source->name());
   SMELT_TRY(BoundFeedsOf<DeviceTensor> fed, bindFeeds(graph(), feeds));
   return run(fed.inputs, fed.parameters, outputs);
@@ -182,6 +255,10 @@ Status Executable::run(const DeviceTensorMap& feeds, std::vector<DeviceTensor>& 
 Status Executable::run(std::span<const DeviceTensor* const> inputs, std::span<const DeviceTensor* const> parameters,
                        std::vector<DeviceTensor>& outputs) {
   Impl& x = *impl_;
+  if (x.symbolic) {
+    SMELT_TRY(Executable * exe, x.specializationFor(typesOf<DeviceTensor>(inputs)));
+    return exe->run(inputs, parameters, outputs);
+  }
   if (!x.compiled) return makeError("@{}: no executable left after a failed recovery (see the warnings above)", x.source->name());
   // Device tensors cannot follow the executable to another device: a failure here is the caller's
   // to handle (their memory died with the device's context).
@@ -192,17 +269,52 @@ void Executable::releaseParameterValues() {
   impl_->released = true;
   if (impl_->compiled) impl_->compiled->releaseParameterValues();
   if (impl_->source) impl_->source->releaseParameterValues();
+  if (impl_->symbolic) impl_->symbolic->releaseParameterValues();
+  for (auto& [binding, exe] : impl_->byBinding) exe->releaseParameterValues();
 }
-bool Executable::donated(size_t output) const { return impl_->compiled && impl_->compiled->donated(output); }
-const Graph& Executable::graph() const { return impl_->compiled->graph(); }
-const CompileReport& Executable::report() const { return impl_->compiled->report(); }
-const std::shared_ptr<Device>& Executable::device() const { return impl_->device; }
-const std::string& Executable::deviceId() const { return impl_->deviceId; }
-int Executable::fallbacks() const { return impl_->fallbacks; }
-int Executable::reinitializations() const { return impl_->reinitializations; }
-const std::string& Executable::source() const { return impl_->compiled->loadInfo().source; }
-const std::string& Executable::assembly() const { return impl_->compiled->loadInfo().assembly; }
-const std::string& Executable::target() const { return impl_->compiled->loadInfo().target; }
+
+// A symbolic executable answers for the specialization its last run used (the source graph, an
+// empty report and program before its first run).
+namespace {
+const std::string kNothing;
+const CompileReport kNoReport;
+}  // namespace
+
+bool Executable::donated(size_t output) const {
+  if (impl_->symbolic) return impl_->current && impl_->current->donated(output);
+  return impl_->compiled && impl_->compiled->donated(output);
+}
+const Graph& Executable::graph() const {
+  if (impl_->symbolic) return impl_->current ? impl_->current->graph() : *impl_->symbolic;
+  return impl_->compiled->graph();
+}
+const CompileReport& Executable::report() const {
+  if (impl_->symbolic) return impl_->current ? impl_->current->report() : kNoReport;
+  return impl_->compiled->report();
+}
+const std::shared_ptr<Device>& Executable::device() const {
+  return impl_->current ? impl_->current->device() : impl_->device;
+}
+const std::string& Executable::deviceId() const {
+  return impl_->current ? impl_->current->deviceId() : impl_->deviceId;
+}
+int Executable::fallbacks() const { return impl_->current ? impl_->current->fallbacks() : impl_->fallbacks; }
+int Executable::reinitializations() const {
+  return impl_->current ? impl_->current->reinitializations() : impl_->reinitializations;
+}
+int Executable::specializations() const { return static_cast<int>(impl_->byBinding.size()); }
+const std::string& Executable::source() const {
+  if (impl_->symbolic) return impl_->current ? impl_->current->source() : kNothing;
+  return impl_->compiled->loadInfo().source;
+}
+const std::string& Executable::assembly() const {
+  if (impl_->symbolic) return impl_->current ? impl_->current->assembly() : kNothing;
+  return impl_->compiled->loadInfo().assembly;
+}
+const std::string& Executable::target() const {
+  if (impl_->symbolic) return impl_->current ? impl_->current->target() : kNothing;
+  return impl_->compiled->loadInfo().target;
+}
 
 std::vector<std::string> backendNames() {
   std::vector<std::string> names = {"llvm"};

@@ -98,8 +98,8 @@ class Executable {
                                                                        const CompileOptions& options = {});
   ~Executable();
 
-  /// Runs on `feeds` (every graph input, exactly its type; parameters by name override their
-  /// values); returns the outputs in graph order.
+  /// Runs on `feeds` (every graph input, exactly its type, a symbolic dimension taking any extent in
+  /// its range; parameters by name override their values); returns the outputs in graph order.
   Expected<std::vector<Tensor>> run(const TensorMap& feeds);
   /// The same into `outputs`, reusing its tensors when their types match (no allocation at all on
   /// repeated runs; on the CPU kernels write graph outputs straight into them).
@@ -133,6 +133,10 @@ class Executable {
   /// How many times it moved to the CPU, or reset its device and compiled again.
   int fallbacks() const;
   int reinitializations() const;
+  /// A graph with symbolic dimensions (ir/dims.h) compiles once per binding its runs bring, on the
+  /// first run with that binding; each such compile is logged (SMELT_LOG=info) and counted here. 0
+  /// for static graphs.
+  int specializations() const;
   /// The rendered program (OpenCL C, CUDA C, HIP; empty on the CPU), what the device loaded where it
   /// is text (PTX), and the target it was compiled for ("sm_90", "gfx90a").
   const std::string& source() const;

@@ -2,6 +2,7 @@
 // the caller's output tensors, and (SMELT_CHECK_KERNELS) compare a kernel's results with the reference.
 #pragma once
 
+#include "ir/dims.h"
 #include "ir/interpreter.h"
 
 #include <map>
@@ -29,7 +30,7 @@ Expected<BoundFeedsOf<T>> bindFeeds(const Graph& graph, const std::map<std::stri
   for (const Value* v : graph.inputs()) {
     auto it = feeds.find(v->name());
     if (it == feeds.end()) return makeError("input '{}' ({}) was not fed", v->name(), v->type().toString());
-    if (!(it->second.type() == v->type())) {
+    if (!typeAccepts(v->type(), it->second.type())) {
       return makeError("input '{}' expects {}, got {}", v->name(), v->type().toString(), it->second.type().toString());
     }
     bound.inputs.push_back(&it->second);
