@@ -8,6 +8,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -69,16 +70,19 @@ Expected<TensorType> inputTypeOf(const onnx::ValueInfoProto& info, const OnnxImp
     type.shape = given->second;
     return type;
   }
-  if (!tt.has_shape()) return makeError("graph input '{}' has no shape; smelt needs static shapes", name);
+  if (!tt.has_shape()) return makeError("graph input '{}' has no shape (not even its rank)", name);
   int64_t numel = 1;
   for (int d = 0; d < tt.shape().dim_size(); ++d) {
     const auto& dim = tt.shape().dim(d);
-    if (dim.has_dim_param()) {
-      return makeError("graph input '{}': dimension #{} is dynamic ('{}'); smelt needs static shapes", name, d,
-                       dim.dim_param());
-    }
-    if (!dim.has_dim_value()) {
-      return makeError("graph input '{}': dimension #{} is dynamic (no size); smelt needs static shapes", name, d);
+    // A named dimension ('batch') is a symbolic dimension of that name, bound when the model runs; one
+    // without a name or a size gets a name of its own.
+    if (dim.has_dim_param() || !dim.has_dim_value()) {
+      std::string symbol = dim.has_dim_param() ? dim.dim_param() : fmt::format("{}_{}", name, d);
+      for (char& c : symbol) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+      if (symbol.empty() || std::isdigit(static_cast<unsigned char>(symbol[0]))) symbol = "d_" + symbol;
+      if (!isValidSymbolName(symbol)) return makeError("graph input '{}': dimension #{} has no usable name", name, d);
+      type.shape.push_back(dimSymbol(symbol));
+      continue;
     }
     int64_t v = dim.dim_value();
     if (v < 0) return makeError("graph input '{}': dimension #{} is negative ({})", name, d, v);

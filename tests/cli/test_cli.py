@@ -141,6 +141,50 @@ class Cli(unittest.TestCase):
         r = smelt("run", self.write_ir(), "--input", f"x={self.dir}/x.npy", "--input", f"k={self.dir}/k.npy")
         self.assert_one_line_error(r, "expects f32[3]", "f64[3]")
 
+    SYMBOLIC_IR = """graph @rows(%x: f32[N,3], %k: f32[3]) {
+  dim N in [1, 64]
+  %0 = mul(%x, %k) : f32[N,3]
+  %1 = softmax(%0) {axis = 1} : f32[N,3]
+  return y = %1
+}
+"""
+
+    def test_symbolic_dims_bind_from_inputs_or_dim(self):
+        path = os.path.join(self.dir, "rows.ir")
+        with open(path, "w") as f:
+            f.write(self.SYMBOLIC_IR)
+        k = np.random.default_rng().uniform(0.5, 2, (3,)).astype(np.float32)
+        np.save(os.path.join(self.dir, "k.npy"), k)
+        for n in (1, 5):
+            x = np.random.default_rng().uniform(-2, 2, (n, 3)).astype(np.float32)
+            np.save(os.path.join(self.dir, "x.npy"), x)
+            r = smelt("run", path, "--input", f"x={self.dir}/x.npy", "--input", f"k={self.dir}/k.npy",
+                      "--output-dir", self.dir)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn(f"y: f32[{n},3]", r.stdout)
+            e = np.exp(x * k - (x * k).max(axis=1, keepdims=True))
+            np.testing.assert_allclose(np.load(os.path.join(self.dir, "y.npy")), e / e.sum(axis=1, keepdims=True),
+                                       rtol=1e-5)
+        # dump keeps the symbols; the commands that compile bind them with --dim.
+        r = smelt("dump", path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("dim N in [1, 64]", r.stdout)
+        self.assertIn("%x: f32[N,3]", r.stdout)
+        r = smelt("dump", path, "--dim", "N=8")
+        self.assertIn("%x: f32[8,3]", r.stdout)
+        r = smelt("kernels", path, "--dim", "N=8")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("kernel", r.stdout)
+        r = smelt("bench", path, "--dim", "N=16", "--runs", "2")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("median_ms", r.stdout)
+        self.assert_one_line_error(smelt("kernels", path), "dimension N is not bound", "--dim N=")
+        self.assert_one_line_error(smelt("bench", path, "--dim", "N=65", "--runs", "1"), "N = 65 is outside its range [1, 64]")
+        self.assert_one_line_error(smelt("kernels", path, "--dim", "M=3"), "no symbolic dimension M")
+        self.assert_one_line_error(smelt("run", path, "--dim", "N=2", "--input", f"x={self.dir}/x.npy",
+                                         "--input", f"k={self.dir}/k.npy"), "input 'x' has N = 5", "N = 2")
+        self.assert_one_line_error(smelt("kernels", path, "--dim", "N=x"), "--dim 'N=x'")
+
     def test_unreadable_files_are_one_line_errors(self):
         r = smelt("run", self.write_ir(), "--input", f"x={self.dir}/nope.npy")
         self.assert_one_line_error(r, "nope.npy")

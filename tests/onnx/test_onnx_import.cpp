@@ -3,6 +3,7 @@
 // inside the model folder, and that shape subgraphs fold.
 #include "frontend/onnx/onnx_import.h"
 #include "ir/interpreter.h"
+#include "tests/support/random_tensors.h"
 
 #include <doctest/doctest.h>
 #include <onnx/onnx_pb.h>
@@ -196,19 +197,27 @@ TEST_CASE("onnx import: unsupported op, node and domain errors name them") {
   CHECK(e.find("frob_7") != std::string::npos);
 }
 
-TEST_CASE("onnx import: a dynamic input dimension names the input") {
+TEST_CASE("onnx import: dynamic input dimensions become symbolic dimensions, bound when the model runs") {
   onnx::ModelProto m = newModel();
   auto& g = *m.mutable_graph();
   addInput(g, "images", onnx::TensorProto::FLOAT, {3}, "batch");
+  g.mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim();  // neither size nor name
   addNode(g, "Relu", {"images"}, {"y"});
   addOutput(g, "y");
-  std::string e = errorOf(importModel(m));
-  CHECK(e.find("images") != std::string::npos);
-  CHECK(e.find("batch") != std::string::npos);
-  // Giving the shape resolves it.
+  auto imported = importModel(m);
+  REQUIRE_MESSAGE(imported.ok(), imported.error().message());
+  CHECK(imported->inputs()[0]->type().toString() == "f32[3,batch,images_2]");
+  CHECK(imported->outputs()[0].value->type().toString() == "f32[3,batch,images_2]");
+  TensorMap feeds = {{"images", testing::randomTensor({DType::f32, {3, 5, 2}}, testing::testSeed())}};
+  auto out = interpret(*imported, feeds);
+  REQUIRE_MESSAGE(out.ok(), out.error().message());
+  CHECK((*out)[0].type().toString() == "f32[3,5,2]");
+  // Giving the shape makes it static.
   OnnxImportOptions options;
-  options.inputShapes["images"] = {4, 3};
-  CHECK(importOnnxBytes(m.SerializeAsString(), ".", "m.onnx", options).ok());
+  options.inputShapes["images"] = {3, 4, 2};
+  auto fixed = importOnnxBytes(m.SerializeAsString(), ".", "m.onnx", options);
+  REQUIRE(fixed.ok());
+  CHECK(fixed->inputs()[0]->type().toString() == "f32[3,4,2]");
 }
 
 TEST_CASE("onnx import: a static operand computed at run time names the node") {

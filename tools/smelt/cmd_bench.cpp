@@ -95,6 +95,7 @@ Expected<RunTimes> timeResidentRuns(Compiled& c, const TensorMap& feeds, const R
 Action addBenchCommand(CLI::App& app) {
   struct Options {
     std::string file;
+    std::vector<std::string> dims;
     std::string grad;
     std::string backend;
     std::vector<std::string> inputs;
@@ -105,6 +106,7 @@ Action addBenchCommand(CLI::App& app) {
   auto options = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("bench", "Compile once, run many times, print the median time of one run");
   cmd->add_option("file", options->file, "Model file (.onnx or IR text; - for stdin)")->required();
+  addDimOption(cmd, options->dims);
   cmd->add_option("--grad", options->grad,
                   "NAME[,NAME...]: also compute the gradients of the outputs' sum w.r.t. these inputs or parameters");
   cmd->add_option("--backend", options->backend,
@@ -123,13 +125,13 @@ Action addBenchCommand(CLI::App& app) {
                   "Time budget for warm-up and timed runs (default 0: none); past it, stop after --min-runs");
   return [options]() {
     SMELT_TRY_CLI(Graph graph, loadModel(options->file));
-    TensorMap feeds;
+    // Given inputs (readFeeds checks names, files and types) bind symbolic dimensions, as --dim does;
+    // the inputs not given are random.
+    SMELT_TRY_CLI(TensorMap feeds, readFeeds(graph, options->inputs, /*requireAll=*/false));
+    if (Status bound = bindDimsForCommand(graph, options->dims, feeds); !bound) return fail(bound.error().message());
     std::mt19937_64 rng(1);
-    for (const Value* v : graph.inputs()) feeds[v->name()] = randomInput(v->type(), rng);
-    // Given inputs replace the random ones (readFeeds checks names, files and types).
-    if (!options->inputs.empty()) {
-      SMELT_TRY_CLI(TensorMap given, readFeeds(graph, options->inputs, /*requireAll=*/false));
-      for (auto& [n, t] : given) feeds[n] = std::move(t);
+    for (const Value* v : graph.inputs()) {
+      if (!feeds.count(v->name())) feeds[v->name()] = randomInput(v->type(), rng);
     }
     // From here to a ready executable is what compile_ms reports.
     const auto start = std::chrono::steady_clock::now();

@@ -14,6 +14,7 @@ namespace smelt::cli {
 Action addDumpCommand(CLI::App& app) {
   struct Options {
     std::string file;
+    std::vector<std::string> dims;
     std::string format = "text";
     std::string grad;
     std::string after;
@@ -21,6 +22,7 @@ Action addDumpCommand(CLI::App& app) {
   auto options = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("dump", "Print a model (.onnx or IR text; - for stdin) as IR text or DOT");
   cmd->add_option("file", options->file, "Model file")->required();
+  addDimOption(cmd, options->dims);
   cmd->add_option("--format", options->format, "text or dot")->check(CLI::IsMember({"text", "dot"}));
   cmd->add_option("--grad", options->grad,
                   "NAME[,NAME...]: also build the backward graph (gradient of the sum of all outputs)");
@@ -28,7 +30,7 @@ Action addDumpCommand(CLI::App& app) {
                   fmt::format("PASS: print the graph right after PASS in the default pipeline ({})",
                               kDefaultPipeline));
   return [options]() {
-    auto graph = loadWithGradients(options->file, options->grad);
+    auto graph = loadWithGradients(options->file, options->grad, options->dims, /*keepSymbolic=*/true);
     if (!graph) return fail(graph.error().message());
     if (!options->after.empty()) {
       SMELT_TRY_CLI(PassManager manager, PassManager::defaultPipeline());

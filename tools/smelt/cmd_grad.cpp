@@ -29,8 +29,10 @@ Expected<std::vector<std::string>> splitNames(const std::string& list) {
   return names;
 }
 
-Expected<Graph> loadWithGradients(const std::string& file, const std::string& grad) {
+Expected<Graph> loadWithGradients(const std::string& file, const std::string& grad, const std::vector<std::string>& dims,
+                                  bool keepSymbolic) {
   SMELT_TRY(Graph graph, loadModel(file));
+  if (!keepSymbolic || !dims.empty()) SMELT_CHECK_OK(bindDimsForCommand(graph, dims));
   if (!grad.empty()) {
     SMELT_TRY(std::vector<std::string> names, splitNames(grad));
     SMELT_CHECK_OK(addGradientOutputs(graph, names, true));
@@ -59,6 +61,7 @@ Action addGradCommand(CLI::App& app) {
     std::string wrt;
     std::string backend;
     std::vector<std::string> inputs;
+    std::vector<std::string> dims;
     std::string outputDir = ".";
   };
   auto options = std::make_shared<Options>();
@@ -69,10 +72,12 @@ Action addGradCommand(CLI::App& app) {
   cmd->add_option("--backend", options->backend, "Where to run: llvm (the CPU), opencl, cuda, hip, a device id (cuda:1), auto (measured placement) or reference "
                   "(the interpreter); default: $SMELT_DEVICE, else the CPU");
   cmd->add_option("--output-dir", options->outputDir, "Folder for NAME.grad.npy files (default: .)");
+  addDimOption(cmd, options->dims);
   return [options]() {
     auto graph = loadModel(options->file);
     if (!graph) return fail(graph.error().message());
     SMELT_TRY_CLI(TensorMap feeds, readFeeds(*graph, options->inputs));
+    if (Status bound = bindDimsForCommand(*graph, options->dims, feeds); !bound) return fail(bound.error().message());
     SMELT_TRY_CLI(std::vector<std::string> names, splitNames(options->wrt));
     Status added = addGradientOutputs(*graph, names, false);
     if (!added) return fail(added.error().message());

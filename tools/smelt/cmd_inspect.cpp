@@ -60,6 +60,7 @@ KernelCost costOf(const Graph& graph, const Node& node) {
 Action addInspectCommand(CLI::App& app) {
   struct Options {
     std::string file;
+    std::vector<std::string> dims;
     std::string grad;
     std::string passes{kDefaultPipeline};
     bool json = false;
@@ -67,13 +68,14 @@ Action addInspectCommand(CLI::App& app) {
   auto options = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("inspect", "Kernels, FLOPs, bytes moved and the planned arena of a model");
   cmd->add_option("file", options->file, "Model file (.onnx or IR text; - for stdin)")->required();
+  addDimOption(cmd, options->dims);
   cmd->add_option("--grad", options->grad,
                   "NAME[,NAME...]: cover forward + backward (gradient of the sum of all outputs)");
   cmd->add_option("--passes", options->passes,
                   fmt::format("Pipeline to run first (default: {}; 'none': the graph as written)", kDefaultPipeline));
   cmd->add_flag("--json", options->json, "Print one JSON object");
   return [options]() {
-    SMELT_TRY_CLI(Graph graph, loadWithGradients(options->file, options->grad));
+    SMELT_TRY_CLI(Graph graph, loadWithGradients(options->file, options->grad, options->dims));
     size_t nodesAsWritten = graph.numNodes();
     int64_t unfusedKernels = 0;
     for (const auto& node : graph.nodes()) unfusedKernels += node->opName() != "constant";

@@ -24,6 +24,7 @@ namespace smelt::cli {
 Action addKernelsCommand(CLI::App& app) {
   struct Options {
     std::string file;
+    std::vector<std::string> dims;
     std::string grad;
     std::string passes{kDefaultPipeline};
     std::string backend = "kernel";
@@ -32,6 +33,7 @@ Action addKernelsCommand(CLI::App& app) {
   auto options = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("kernels", "Print the kernels a model compiles to");
   cmd->add_option("file", options->file, "Model file (.onnx or IR text; - for stdin)")->required();
+  addDimOption(cmd, options->dims);
   cmd->add_option("--grad", options->grad, "NAME[,NAME...]: include the backward graph");
   cmd->add_option("--passes", options->passes,
                   fmt::format("Pipeline to run first (default: {}; 'none': the graph as written)", kDefaultPipeline));
@@ -46,7 +48,7 @@ Action addKernelsCommand(CLI::App& app) {
                               codegen::kLoweringKernelPipeline, codegen::kCpuKernelPipeline,
                               codegen::kGpuKernelPipeline, fmt::join(known, ", ")));
   return [options]() {
-    SMELT_TRY_CLI(Graph graph, loadWithGradients(options->file, options->grad));
+    SMELT_TRY_CLI(Graph graph, loadWithGradients(options->file, options->grad, options->dims));
     if (Status ran = runPipeline(graph, options->passes); !ran) return fail(ran.error().message());
     std::unique_ptr<codegen::CRenderer> renderer;
     if (options->backend == "opencl") renderer = std::make_unique<codegen::OpenClRenderer>();

@@ -13,6 +13,7 @@ namespace smelt::cli {
 Action addOptCommand(CLI::App& app) {
   struct Options {
     std::string file;
+    std::vector<std::string> dims;
     std::optional<std::string> passes;
     std::optional<size_t> stopAfter;
     bool verify = false;
@@ -21,6 +22,7 @@ Action addOptCommand(CLI::App& app) {
   auto options = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("opt", "Run passes over a model (.onnx or IR text; - for stdin) and print the IR");
   cmd->add_option("file", options->file, "Model file")->required();
+  addDimOption(cmd, options->dims);
   cmd->add_option("--passes", options->passes,
                   fmt::format("Comma-separated pipeline (default: {})", kDefaultPipeline));
   cmd->add_option("--stop-after", options->stopAfter, "Run only the first N passes (for bisecting)");
@@ -33,6 +35,7 @@ Action addOptCommand(CLI::App& app) {
     SMELT_TRY_CLI(PassManager manager, options->passes ? PassManager::fromPipeline(*options->passes, pmOptions)
                                                        : PassManager::defaultPipeline(pmOptions));
     SMELT_TRY_CLI(Graph graph, loadModel(options->file));
+    if (Status bound = bindDimsForCommand(graph, options->dims); !bound) return fail(bound.error().message());
     SMELT_TRY_CLI(bool changed, manager.run(graph));
     (void)changed;
     if (options->stats) fmt::print(stderr, "{}", manager.report());

@@ -17,6 +17,7 @@ Action addRunCommand(CLI::App& app) {
     std::string file;
     std::string backend;
     std::vector<std::string> inputs;
+    std::vector<std::string> dims;
     std::string outputDir = ".";
   };
   auto options = std::make_shared<Options>();
@@ -26,10 +27,12 @@ Action addRunCommand(CLI::App& app) {
                   "(the interpreter); default: $SMELT_DEVICE, else the CPU");
   cmd->add_option("--input", options->inputs, "NAME=PATH.npy for each graph input");
   cmd->add_option("--output-dir", options->outputDir, "Folder for OUTPUTNAME.npy files (default: .)");
+  addDimOption(cmd, options->dims);
   return [options]() {
     auto graph = loadModel(options->file);
     if (!graph) return fail(graph.error().message());
     SMELT_TRY_CLI(TensorMap feeds, readFeeds(*graph, options->inputs));
+    if (Status bound = bindDimsForCommand(*graph, options->dims, feeds); !bound) return fail(bound.error().message());
     auto outputs = runOnce(*graph, feeds, options->backend);
     if (!outputs) return fail(outputs.error().message());
     std::error_code ec;

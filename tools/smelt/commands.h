@@ -2,6 +2,7 @@
 #pragma once
 
 #include "ir/graph.h"
+#include "ir/interpreter.h"
 
 #include <CLI/CLI.hpp>
 
@@ -32,9 +33,18 @@ Expected<std::vector<std::string>> splitNames(const std::string& list);
 /// (after the forward outputs when `keepForwardOutputs`, else replacing them).
 Status addGradientOutputs(Graph& graph, const std::vector<std::string>& names, bool keepForwardOutputs);
 
-/// Loads `file` and, when `grad` lists names ("x,w"), appends their gradients as outputs after the
-/// forward ones (`dump`, `inspect` and `kernels --grad`).
-Expected<Graph> loadWithGradients(const std::string& file, const std::string& grad);
+/// The --dim option ("NAME=EXTENT", repeatable), for commands that take models with symbolic dimensions.
+void addDimOption(CLI::App* cmd, std::vector<std::string>& dims);
+/// Binds `graph`'s symbolic dimensions from `dims` (--dim) and the shapes of `feeds` (the --input
+/// arrays), replacing it with the static graph the passes, backends and autodiff take. A graph without
+/// symbolic dimensions is left as it is; an unbound dimension, or a --dim naming none, is an error.
+Status bindDimsForCommand(Graph& graph, const std::vector<std::string>& dims, const TensorMap& feeds = {});
+
+/// Loads `file`, binds its symbolic dimensions from `dims` (unless `keepSymbolic` and none are given)
+/// and, when `grad` lists names ("x,w"), appends their gradients as outputs after the forward ones
+/// (`dump`, `inspect` and `kernels --grad`).
+Expected<Graph> loadWithGradients(const std::string& file, const std::string& grad, const std::vector<std::string>& dims,
+                                  bool keepSymbolic = false);
 /// Runs the comma-separated `pipeline` on `graph` ("none" or empty: nothing), with the environment's
 /// pass-manager options (SMELT_DUMP_DIR).
 Status runPipeline(Graph& graph, const std::string& pipeline);

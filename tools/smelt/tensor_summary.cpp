@@ -1,6 +1,8 @@
 // CLI helpers.
 #include "tools/smelt/tensor_summary.h"
 
+#include "ir/dims.h"
+
 #include "frontend/npy.h"
 #include "ir/printer.h"
 
@@ -19,7 +21,7 @@ Expected<TensorMap> readFeeds(const Graph& graph, const std::vector<std::string>
     if (!v) v = graph.findParameter(name);
     if (!v) return makeError("--input '{}': the graph has no input or parameter named '{}'", option, name);
     SMELT_TRY(Tensor t, readNpy(path));
-    if (!(t.type() == v->type())) {
+    if (!typeAccepts(v->type(), t.type())) {
       return makeError("input '{}' expects {}, but '{}' holds {}", name, v->type().toString(), path, t.type().toString());
     }
     feeds[name] = std::move(t);
