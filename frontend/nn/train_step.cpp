@@ -5,6 +5,9 @@
 #include "codegen/log.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <ranges>
 
 namespace smelt::nn {
 
@@ -22,9 +25,22 @@ std::vector<const T*> stateFor(const Graph& graph, const std::map<std::string, T
   return params;
 }
 
-Status checkType(const char* what, const Tensor& t, const TensorType& expected) {
-  if (t.type() == expected) return Status::success();
-  return makeError("{}: the step was compiled for {}, got {}", what, expected.toString(), t.type().toString());
+/// `full` with `batch` examples instead of its own number.
+TensorType withBatch(TensorType full, int64_t batch) {
+  if (full.rank() > 0) full.shape[0] = batch;
+  return full;
+}
+
+/// The number of examples in `t`, a batch of `full`'s examples or fewer (the same type otherwise).
+Expected<int64_t> batchOf(const char* what, const Tensor& t, const TensorType& full) {
+  const TensorType& got = t.type();
+  if (got == full) return full.rank() > 0 ? full.shape[0] : 0;
+  if (full.rank() > 0 && got.rank() == full.rank() && got.shape[0] >= 1 && got.shape[0] < full.shape[0] &&
+      got == withBatch(full, got.shape[0])) {
+    return got.shape[0];
+  }
+  return makeError("{}: the step was compiled for {} (batches of 1 to {}), got {}", what, full.toString(),
+                   full.rank() > 0 ? full.shape[0] : 1, got.toString());
 }
 
 bool onCpu(const Executable& exe) { return exe.device()->kind() == DeviceKind::kCpu; }
@@ -88,16 +104,33 @@ int64_t Model::parameterCount() const {
 Expected<std::unique_ptr<TrainStep>> TrainStep::create(Model& model, LossFn loss, OptimizerPtr optimizer,
                                                        const TensorType& input, const TensorType& target,
                                                        TrainStepOptions options) {
+  auto step = std::unique_ptr<TrainStep>(new TrainStep());
+  step->model_ = &model;
+  step->loss_ = std::move(loss);
+  step->optimizer_ = std::move(optimizer);
+  step->schedule_ = options.schedule ? options.schedule : constantSchedule(step->optimizer_->learningRate());
+  step->options_ = std::move(options);
+  step->input_ = input;
+  step->target_ = target;
+  SMELT_CHECK_OK(step->compileBatch(input.rank() > 0 ? input.shape[0] : 0));
+  return step;
+}
+
+Status TrainStep::compileBatch(int64_t batch) {
+  Model& model = *model_;
   // The graph takes the state's current values as its parameters' (new ones are made for the rest).
   SMELT_CHECK_OK(model.syncedHostState());
   Graph graph;
   graph.setName("train_step");
-  Value* x = graph.addInput("input", input);
-  Value* y = graph.addInput("target", target);
+  // The full batch as given (a target that does not fit is the loss's error); a smaller one with its
+  // number of examples in both.
+  const bool full = byBatch_.empty();
+  Value* x = graph.addInput("input", full ? input_ : withBatch(input_, batch));
+  Value* y = graph.addInput("target", full || !targetBatched() ? target_ : withBatch(target_, batch));
   GradientTape tape(graph);
   GraphContext ctx(graph, model.state, /*training=*/true, model.seed);
   Value* output = model.net->forward(ctx, x);
-  Value* lossValue = output ? loss(ctx, output, y) : nullptr;
+  Value* lossValue = output ? loss_(ctx, output, y) : nullptr;
   SMELT_CHECK_OK(ctx.b().status());
   if (!lossValue || lossValue->type().numel() != 1) {
     return makeError("train step: the loss must be one number, got {}", lossValue ? lossValue->type().toString() : "none");
@@ -105,115 +138,140 @@ Expected<std::unique_ptr<TrainStep>> TrainStep::create(Model& model, LossFn loss
   tape.stopRecording();
   std::vector<Value*> params = ctx.trainable();
   SMELT_TRY(std::vector<Value*> grads, tape.gradient(lossValue, params));
-  if (options.clipNorm > 0) grads = clipByGlobalNorm(ctx, grads, options.clipNorm);
-  std::vector<std::pair<std::string, Value*>> updates = optimizer->update(ctx, params, grads);
+  if (options_.clipNorm > 0) grads = clipByGlobalNorm(ctx, grads, options_.clipNorm);
+  std::vector<std::pair<std::string, Value*>> updates = optimizer_->update(ctx, params, grads);
   SMELT_CHECK_OK(ctx.b().status());
   for (const auto& a : ctx.assigned()) updates.push_back(a);
 
-  auto step = std::unique_ptr<TrainStep>(new TrainStep());
+  CompiledBatch c;
   graph.addOutput("loss", lossValue);
   graph.addOutput("output", output);
-  CompileOptions compile = options.compile;
-  if (!options.device.empty()) compile.device = options.device;
+  CompileOptions compile = options_.compile;
+  if (!options_.device.empty()) compile.device = options_.device;
+  // A smaller batch runs where the full one does.
+  if (!byBatch_.empty()) compile.device = deviceId();
   for (size_t i = 0; i < updates.size(); ++i) {
     std::string name = fmt::format("state{}", i);
     graph.addOutput(name, updates[i].second);
-    step->stateNames_.push_back(updates[i].first);
+    c.stateNames.push_back(updates[i].first);
     // New weights, optimizer slots and running statistics over the old ones where the kernel allows:
     // one copy of the state instead of two.
     if (graph.findParameter(updates[i].first)) compile.donate.emplace_back(updates[i].first, name);
   }
-  SMELT_TRY(step->exe_, Executable::compile(graph, compile));
+  if (!byBatch_.empty()) {
+    logger().info("train step: compiling for batches of {} (compiled for {} before)", batch,
+                  fmt::join(std::views::keys(byBatch_), ", "));
+  }
+  SMELT_TRY(c.exe, Executable::compile(graph, compile));
   // Every parameter is fed from the model's state on every run: no second copy of it.
-  step->exe_->releaseParameterValues();
+  c.exe->releaseParameterValues();
   // The state the step just added (optimizer slots, running statistics) is new on the host.
   model.stateChanged();
   for (const Value* in : graph.inputs()) {
-    if (in->name() != "input" && in->name() != "target") step->scalars_.emplace(in->name(), Tensor(in->type()));
+    if (in->name() != "input" && in->name() != "target") c.scalars.emplace(in->name(), Tensor(in->type()));
   }
+  auto& stored = byBatch_[batch] = std::move(c);
   // Positions as the executable's graph has them; map entries stay put, so the pointers hold.
-  for (const Value* in : step->exe_->graph().inputs()) {
-    auto it = step->scalars_.find(in->name());
-    step->inputs_.push_back(it == step->scalars_.end() ? nullptr : &it->second);
+  for (const Value* in : stored.exe->graph().inputs()) {
+    auto it = stored.scalars.find(in->name());
+    stored.inputs.push_back(it == stored.scalars.end() ? nullptr : &it->second);
   }
-  step->model_ = &model;
-  step->optimizer_ = std::move(optimizer);
-  step->schedule_ = options.schedule ? options.schedule : constantSchedule(step->optimizer_->learningRate());
-  return step;
+  return Status::success();
 }
 
 double TrainStep::learningRate() const { return schedule_(steps_ + 1); }
 
 Expected<double> TrainStep::run(const Tensor& input, const Tensor& target, Tensor* output) {
-  const Graph& g = exe_->graph();
-  SMELT_CHECK_OK(checkType("input", input, g.inputs()[0]->type()));
-  SMELT_CHECK_OK(checkType("target", target, g.inputs()[1]->type()));
-  for (const auto& [name, value] : optimizer_->feeds(steps_ + 1, learningRate())) scalars_.at(name).setDouble(0, value);
-  if (auto it = scalars_.find("step"); it != scalars_.end()) it->second.setInt(0, steps_ + 1);
-  SMELT_TRY(double loss, onCpu(*exe_) ? runOnHost(input, target, output) : runOnDevice(input, target, output));
+  SMELT_TRY(int64_t batch, batchOf("input", input, input_));
+  if (targetBatched()) {
+    SMELT_TRY(int64_t targetBatch, batchOf("target", target, target_));
+    if (batch != targetBatch) return makeError("input: a batch of {} examples, target: of {}", batch, targetBatch);
+  } else if (!(target.type() == target_)) {
+    return makeError("target: the step was compiled for {}, got {}", target_.toString(), target.type().toString());
+  }
+  if (!byBatch_.count(batch)) SMELT_CHECK_OK(compileBatch(batch));
+  CompiledBatch& c = byBatch_.at(batch);
+  for (const auto& [name, value] : optimizer_->feeds(steps_ + 1, learningRate())) c.scalars.at(name).setDouble(0, value);
+  if (auto it = c.scalars.find("step"); it != c.scalars.end()) it->second.setInt(0, steps_ + 1);
+  SMELT_TRY(double loss, onCpu(*c.exe) ? runOnHost(c, input, target, output) : runOnDevice(c, input, target, output));
   ++steps_;
   return loss;
 }
 
-Expected<double> TrainStep::runOnHost(const Tensor& input, const Tensor& target, Tensor* output) {
-  const Graph& g = exe_->graph();
+Expected<double> TrainStep::runOnHost(CompiledBatch& c, const Tensor& input, const Tensor& target, Tensor* output) {
+  const Graph& g = c.exe->graph();
   SMELT_TRY(const StateDict* state, model_->syncedHostState());
   (void)state;
-  inputs_[0] = &input;
-  inputs_[1] = &target;
-  SMELT_CHECK_OK(exe_->run(inputs_, stateFor(g, model_->state), outputs_));
-  // The new state is in the model's tensors where it was donated; elsewhere it lands in outputs_, and
+  c.inputs[0] = &input;
+  c.inputs[1] = &target;
+  SMELT_CHECK_OK(c.exe->run(c.inputs, stateFor(g, model_->state), c.outputs));
+  // The new state is in the model's tensors where it was donated; elsewhere it lands in outputs, and
   // swapping gives the model the new tensors and the executable the old ones to overwrite next time.
-  for (size_t i = 0; i < stateNames_.size(); ++i) {
-    if (!exe_->donated(2 + i)) std::swap(model_->state[stateNames_[i]], outputs_[2 + i]);
+  for (size_t i = 0; i < c.stateNames.size(); ++i) {
+    if (!c.exe->donated(2 + i)) std::swap(model_->state[c.stateNames[i]], c.outputs[2 + i]);
   }
   model_->stateChanged();
-  if (output) *output = outputs_[1];
-  return outputs_[0].getDouble(0);
+  if (output) *output = c.outputs[1];
+  return c.outputs[0].getDouble(0);
 }
 
-Expected<double> TrainStep::runOnDevice(const Tensor& input, const Tensor& target, Tensor* output) {
-  const Graph& g = exe_->graph();
-  const std::shared_ptr<Device>& device = exe_->device();
+Expected<double> TrainStep::runOnDevice(CompiledBatch& c, const Tensor& input, const Tensor& target, Tensor* output) {
+  const Graph& g = c.exe->graph();
+  const std::shared_ptr<Device>& device = c.exe->device();
   SMELT_TRY(DeviceTensorMap * state, model_->stateOn(device));
   // The batch and the step's scalars into device tensors kept across steps (no allocation).
-  deviceInputs_.resize(g.inputs().size());
+  c.deviceInputs.resize(g.inputs().size());
   std::vector<const DeviceTensor*> inputs;
   for (size_t i = 0; i < g.inputs().size(); ++i) {
-    const Tensor& host = i == 0 ? input : i == 1 ? target : *inputs_[i];
-    SMELT_CHECK_OK(upload(device, host, deviceInputs_[i]));
-    inputs.push_back(&deviceInputs_[i]);
+    const Tensor& host = i == 0 ? input : i == 1 ? target : *c.inputs[i];
+    SMELT_CHECK_OK(upload(device, host, c.deviceInputs[i]));
+    inputs.push_back(&c.deviceInputs[i]);
   }
-  SMELT_CHECK_OK(exe_->run(inputs, stateFor(g, *state), deviceOutputs_));
+  SMELT_CHECK_OK(c.exe->run(inputs, stateFor(g, *state), c.deviceOutputs));
   // Donated state was updated in place; the rest is the outputs' new tensors, which the state now
   // shares (the next step writes its outputs into fresh pool blocks).
-  for (size_t i = 0; i < stateNames_.size(); ++i) {
-    if (!exe_->donated(2 + i)) (*state)[stateNames_[i]] = deviceOutputs_[2 + i];
+  for (size_t i = 0; i < c.stateNames.size(); ++i) {
+    if (!c.exe->donated(2 + i)) (*state)[c.stateNames[i]] = c.deviceOutputs[2 + i];
   }
   model_->deviceStateChanged();
   if (output) {
-    SMELT_TRY(*output, deviceOutputs_[1].toHost());
+    SMELT_TRY(*output, c.deviceOutputs[1].toHost());
   }
   // The loss is the one number that comes back each step (it waits for the step to finish).
-  SMELT_TRY(Tensor loss, deviceOutputs_[0].toHost());
+  SMELT_TRY(Tensor loss, c.deviceOutputs[0].toHost());
   return loss.getDouble(0);
 }
 
 Expected<std::unique_ptr<Predictor>> Predictor::create(Model& model, const TensorType& input,
                                                        const CompileOptions& options) {
-  SMELT_CHECK_OK(model.syncedHostState());
+  auto p = std::unique_ptr<Predictor>(new Predictor());
+  p->model_ = &model;
+  p->options_ = options;
+  p->input_ = input;
+  SMELT_CHECK_OK(p->compileBatch(input.rank() > 0 ? input.shape[0] : 0));
+  return p;
+}
+
+Status Predictor::compileBatch(int64_t batch) {
+  SMELT_CHECK_OK(model_->syncedHostState());
   Graph graph;
   graph.setName("predict");
-  Value* x = graph.addInput("input", input);
-  GraphContext ctx(graph, model.state, /*training=*/false, model.seed);
-  Value* output = model.net->forward(ctx, x);
+  Value* x = graph.addInput("input", withBatch(input_, batch));
+  GraphContext ctx(graph, model_->state, /*training=*/false, model_->seed);
+  Value* output = model_->net->forward(ctx, x);
   SMELT_CHECK_OK(ctx.b().status());
   graph.addOutput("output", output);
-  auto p = std::unique_ptr<Predictor>(new Predictor());
-  SMELT_TRY(p->exe_, Executable::compile(graph, options));
-  p->exe_->releaseParameterValues();  // fed from the model's state on every run
-  p->model_ = &model;
-  return p;
+  CompileOptions options = options_;
+  if (!byBatch_.empty()) {
+    options.device = deviceId();
+    logger().info("predictor: compiling for batches of {} (compiled for {} before)", batch,
+                  fmt::join(std::views::keys(byBatch_), ", "));
+  }
+  CompiledBatch c;
+  SMELT_TRY(c.exe, Executable::compile(graph, options));
+  c.exe->releaseParameterValues();  // fed from the model's state on every run
+  byBatch_[batch] = std::move(c);
+  return Status::success();
 }
 
 Expected<Tensor> Predictor::run(const Tensor& input) {
@@ -223,26 +281,29 @@ Expected<Tensor> Predictor::run(const Tensor& input) {
 }
 
 Status Predictor::run(const Tensor& input, Tensor& output) {
-  const Graph& g = exe_->graph();
-  SMELT_CHECK_OK(checkType("input", input, g.inputs()[0]->type()));
-  if (!onCpu(*exe_)) {
-    const std::shared_ptr<Device>& device = exe_->device();
+  SMELT_TRY(int64_t batch, batchOf("input", input, input_));
+  if (!byBatch_.count(batch)) SMELT_CHECK_OK(compileBatch(batch));
+  CompiledBatch& c = byBatch_.at(batch);
+  const Graph& g = c.exe->graph();
+  if (!onCpu(*c.exe)) {
+    const std::shared_ptr<Device>& device = c.exe->device();
     SMELT_TRY(DeviceTensorMap * state, model_->stateOn(device));
-    SMELT_CHECK_OK(upload(device, input, deviceInput_));
-    const DeviceTensor* inputs[] = {&deviceInput_};
-    SMELT_CHECK_OK(exe_->run(inputs, stateFor(g, *state), deviceOutputs_));
-    if (!(output.type() == deviceOutputs_[0].type()) || output.bytes().size() != output.byteSize()) {
-      output = Tensor::uninitialized(deviceOutputs_[0].type());
+    c.deviceInputs.resize(1);
+    SMELT_CHECK_OK(upload(device, input, c.deviceInputs[0]));
+    const DeviceTensor* inputs[] = {&c.deviceInputs[0]};
+    SMELT_CHECK_OK(c.exe->run(inputs, stateFor(g, *state), c.deviceOutputs));
+    if (!(output.type() == c.deviceOutputs[0].type()) || output.bytes().size() != output.byteSize()) {
+      output = Tensor::uninitialized(c.deviceOutputs[0].type());
     }
-    return deviceOutputs_[0].toHost(output);
+    return c.deviceOutputs[0].toHost(output);
   }
   SMELT_TRY(const StateDict* state, model_->syncedHostState());
   (void)state;
   const Tensor* inputs[] = {&input};
-  if (outputs_.empty()) outputs_.resize(1);
-  std::swap(outputs_[0], output);
-  Status status = exe_->run(inputs, stateFor(g, model_->state), outputs_);
-  std::swap(outputs_[0], output);
+  if (c.outputs.empty()) c.outputs.resize(1);
+  std::swap(c.outputs[0], output);
+  Status status = c.exe->run(inputs, stateFor(g, model_->state), c.outputs);
+  std::swap(c.outputs[0], output);
   return status;
 }
 

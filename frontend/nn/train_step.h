@@ -19,6 +19,7 @@
 #include "runtime/exec/executable.h"
 
 #include <functional>
+#include <map>
 #include <memory>
 
 namespace smelt::nn {
@@ -68,37 +69,56 @@ struct TrainStepOptions {
   CompileOptions compile;
 };
 
+/// A batch size's compiled step or forward pass, and the tensors it reuses from run to run.
+struct CompiledBatch {
+  std::unique_ptr<Executable> exe;
+  std::vector<std::string> stateNames;  // the state each output after loss and output updates
+  TensorMap scalars;                    // the per-step scalar inputs (learning rate, step, ...)
+  std::vector<const Tensor*> inputs;    // the executable's inputs by position (batch ones set per run)
+  std::vector<Tensor> outputs;
+  // On a device: the batch and the scalars uploaded into the same tensors every step, by position.
+  std::vector<DeviceTensor> deviceInputs;
+  std::vector<DeviceTensor> deviceOutputs;
+};
+
 class TrainStep {
  public:
   /// Builds and compiles the step for batches of `input` and `target` types.
   static Expected<std::unique_ptr<TrainStep>> create(Model& model, LossFn loss, OptimizerPtr optimizer,
                                                      const TensorType& input, const TensorType& target,
                                                      TrainStepOptions options = {});
-  /// One step: returns the batch's loss; `output`, when given, receives the model's output.
+  /// One step: returns the batch's loss; `output`, when given, receives the model's output. A batch
+  /// smaller than the one the step was created for (an epoch's partial last batch) trains too: the
+  /// first of each size compiles its own step (logged with SMELT_LOG=info), sharing the model's
+  /// state and the optimizer's step count, so Adam's bias correction goes on across sizes.
   Expected<double> run(const Tensor& input, const Tensor& target, Tensor* output = nullptr);
   int64_t steps() const { return steps_; }
   /// The learning rate the next step uses.
   double learningRate() const;
-  const Graph& graph() const { return exe_->graph(); }
-  const CompileReport& report() const { return exe_->report(); }
+  /// The step for the batch size it was created for.
+  const Graph& graph() const { return full().exe->graph(); }
+  const CompileReport& report() const { return full().exe->report(); }
   /// The device it runs on ("cpu", "cuda:0").
-  const std::string& deviceId() const { return exe_->deviceId(); }
+  const std::string& deviceId() const { return full().exe->deviceId(); }
+  /// The batch sizes compiled so far (1 until a smaller batch comes).
+  int compiledBatchSizes() const { return static_cast<int>(byBatch_.size()); }
 
  private:
   TrainStep() = default;
-  Expected<double> runOnHost(const Tensor& input, const Tensor& target, Tensor* output);
-  Expected<double> runOnDevice(const Tensor& input, const Tensor& target, Tensor* output);
+  const CompiledBatch& full() const { return byBatch_.at(input_.rank() > 0 ? input_.shape[0] : 0); }
+  /// Whether the target has one entry per example (else it is the same for every batch).
+  bool targetBatched() const { return target_.rank() > 0 && input_.rank() > 0 && target_.shape[0] == input_.shape[0]; }
+  /// Builds and compiles the step for batches of `batch` examples.
+  Status compileBatch(int64_t batch);
+  Expected<double> runOnHost(CompiledBatch& c, const Tensor& input, const Tensor& target, Tensor* output);
+  Expected<double> runOnDevice(CompiledBatch& c, const Tensor& input, const Tensor& target, Tensor* output);
   Model* model_ = nullptr;
+  LossFn loss_;
   OptimizerPtr optimizer_;
+  TrainStepOptions options_;
   Schedule schedule_;
-  std::unique_ptr<Executable> exe_;
-  std::vector<std::string> stateNames_;  // the state each output after loss and output updates
-  TensorMap scalars_;                    // the per-step scalar inputs (learning rate, step, ...)
-  std::vector<const Tensor*> inputs_;    // the executable's inputs by position (batch ones set per run)
-  std::vector<Tensor> outputs_;
-  // On a device: the batch and the scalars uploaded into the same tensors every step, by position.
-  std::vector<DeviceTensor> deviceInputs_;
-  std::vector<DeviceTensor> deviceOutputs_;
+  TensorType input_, target_;  // for the full batch
+  std::map<int64_t, CompiledBatch> byBatch_;
   int64_t steps_ = 0;
 };
 
@@ -106,21 +126,23 @@ class TrainStep {
 class Predictor {
  public:
   /// On options.device, as for TrainStep (a model trained on a device predicts from its state there).
+  /// A batch smaller than `input`'s runs too, compiled once per size on first use.
   static Expected<std::unique_ptr<Predictor>> create(Model& model, const TensorType& input,
                                                      const CompileOptions& options = {});
   Expected<Tensor> run(const Tensor& input);
   /// The same into `output` (reused when its type matches: no allocation, no copy).
   Status run(const Tensor& input, Tensor& output);
   /// The device it runs on.
-  const std::string& deviceId() const { return exe_->deviceId(); }
+  const std::string& deviceId() const { return byBatch_.at(input_.rank() > 0 ? input_.shape[0] : 0).exe->deviceId(); }
+  int compiledBatchSizes() const { return static_cast<int>(byBatch_.size()); }
 
  private:
   Predictor() = default;
+  Status compileBatch(int64_t batch);
   Model* model_ = nullptr;
-  std::unique_ptr<Executable> exe_;
-  std::vector<Tensor> outputs_;
-  DeviceTensor deviceInput_;
-  std::vector<DeviceTensor> deviceOutputs_;
+  CompileOptions options_;
+  TensorType input_;
+  std::map<int64_t, CompiledBatch> byBatch_;
 };
 
 }  // namespace smelt::nn

@@ -1,9 +1,12 @@
 // Training end to end: a small MLP learns a four-class problem (the loss falls tenfold, the training
-// accuracy passes 95%), its checkpoint restores identical predictions in a fresh model, and feeding a
-// batch of the wrong type is a clear error.
+// accuracy passes 95%), its checkpoint restores identical predictions in a fresh model, a partial
+// batch trains on the same state and step count, and feeding a batch of the wrong type is a clear error.
 #include "frontend/nn/losses.h"
 #include "frontend/nn/safetensors.h"
 #include "frontend/nn/train_step.h"
+#include "tests/support/devices.h"
+#include "tests/support/op_test_helpers.h"
+#include "tests/support/random_tensors.h"
 
 #include <doctest/doctest.h>
 
@@ -90,4 +93,52 @@ TEST_CASE("training: a batch of another type than the step was compiled for is a
                                    TensorType{DType::i64, {7}});
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message().find("labels") != std::string::npos);
+}
+
+TEST_CASE("training: a partial batch trains on the same state and step count, on every device") {
+  for (const std::shared_ptr<Device>& device : testing::everyDevice()) {
+    CAPTURE(device->id());
+    // A: compiled for 8, fed batches of 5 (its partial batches); B: compiled for 5. Same seeds, same
+    // optimizer, same batches: the same parameters and Adam moments after each step.
+    nn::Model a(mlp(), 5), b(mlp(), 5);
+    TensorType x8{DType::f32, {8, 2}}, y8{DType::i64, {8}}, x5{DType::f32, {5, 2}}, y5{DType::i64, {5}};
+    auto stepA = nn::TrainStep::create(a, nn::crossEntropy, nn::adam({.lr = 0.05}), x8, y8, {.device = device->id()});
+    auto stepB = nn::TrainStep::create(b, nn::crossEntropy, nn::adam({.lr = 0.05}), x5, y5, {.device = device->id()});
+    REQUIRE(stepA.ok());
+    REQUIRE(stepB.ok());
+    std::mt19937_64 rng(testing::testSeed());
+    Tensor x(x5), y(y5), full(x8), fullY(y8);
+    for (int s = 0; s < 3; ++s) {
+      makeBatch(rng, x, y);
+      auto la = (*stepA)->run(x, y);
+      auto lb = (*stepB)->run(x, y);
+      REQUIRE_MESSAGE(la.ok(), la.error().message());
+      REQUIRE(lb.ok());
+      CHECK(*la == doctest::Approx(*lb).epsilon(1e-6));
+    }
+    CHECK((*stepA)->steps() == 3);
+    CHECK((*stepA)->compiledBatchSizes() == 2);  // 8 at create, 5 on the first partial batch
+    for (const auto& [name, t] : b.hostState()) {
+      CAPTURE(name);
+      testing::checkClose(a.hostState().at(name), t, 1e-5);
+    }
+    // The full batch still runs, on the state the partial ones left; bad batches are errors.
+    makeBatch(rng, full, fullY);
+    REQUIRE((*stepA)->run(full, fullY).ok());
+    CHECK((*stepA)->steps() == 4);
+    CHECK(!(*stepA)->run(Tensor(TensorType{DType::f32, {9, 2}}), Tensor(TensorType{DType::i64, {9}})).ok());
+    CHECK(!(*stepA)->run(Tensor(TensorType{DType::f32, {4, 3}}), Tensor(TensorType{DType::i64, {4}})).ok());
+    // A predictor made for 8 rows predicts 3 as the first 3 of 8 (rows are independent in evaluation).
+    auto predict = nn::Predictor::create(a, x8, {.device = device->id()});
+    REQUIRE(predict.ok());
+    Tensor three(TensorType{DType::f32, {3, 2}});
+    for (int64_t i = 0; i < 6; ++i) three.setDouble(i, full.getDouble(i));
+    auto all = (*predict)->run(full);
+    auto some = (*predict)->run(three);
+    REQUIRE(all.ok());
+    REQUIRE(some.ok());
+    REQUIRE(some->type().toString() == "f32[3,4]");
+    for (int64_t i = 0; i < 12; ++i) CHECK(some->getDouble(i) == doctest::Approx(all->getDouble(i)).epsilon(1e-6));
+    CHECK((*predict)->compiledBatchSizes() == 2);
+  }
 }
