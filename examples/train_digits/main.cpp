@@ -75,19 +75,23 @@ int64_t correct(const Tensor& logits, const Tensor& labels, int64_t offset = 0, 
   return hits;
 }
 
-/// Accuracy of the model on a whole split, in batches of the predictor's size (the remainder padded).
+/// `t`'s type with `rows` rows.
+TensorType withRows(const Tensor& t, int64_t rows) {
+  Shape shape = t.shape();
+  shape[0] = rows;
+  return TensorType{t.dtype(), shape};
+}
+
+/// Accuracy of the model on a whole split, in batches of the predictor's size and a smaller last one.
 Expected<double> evaluate(nn::Predictor& predict, const Split& split, int64_t batch) {
   int64_t n = split.images.shape()[0], hits = 0;
-  Shape shape = split.images.shape();
-  shape[0] = batch;
-  Tensor x(TensorType{DType::f32, shape});
   std::vector<int64_t> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), 0);
+  Tensor x(withRows(split.images, batch));
   for (int64_t begin = 0; begin < n; begin += batch) {
     int64_t count = std::min(batch, n - begin);
-    std::vector<int64_t> rows(order.begin() + begin, order.begin() + begin + count);
-    rows.resize(static_cast<size_t>(batch), rows.back());  // padding rows, not counted
-    gatherRows(split.images, rows, 0, x);
+    if (count != x.shape()[0]) x = Tensor(withRows(split.images, count));
+    gatherRows(split.images, order, static_cast<size_t>(begin), x);
     SMELT_TRY(Tensor logits, predict.run(x));
     hits += correct(logits, split.labels, begin, count);
   }
@@ -132,7 +136,9 @@ int run(int argc, char** argv) {
   const Shape& imageShape = train->images.shape();
   int64_t n = imageShape[0], height = imageShape[2], width = imageShape[3];
   batch = std::min(batch, n);
-  int64_t stepsPerEpoch = n / batch;  // the last partial batch is dropped (a new shuffle each epoch)
+  // A new shuffle each epoch; the last batch is smaller where the batch size does not divide the set
+  // (the step compiles for it once).
+  int64_t stepsPerEpoch = (n + batch - 1) / batch;
   fmt::print("data: {} ({} training, {} test images of {}x{})\n", dataDir, n, test->images.shape()[0], height, width);
 
   auto start = std::chrono::steady_clock::now();
@@ -158,7 +164,11 @@ int run(int argc, char** argv) {
   std::mt19937_64 rng(seed);
   std::vector<int64_t> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), 0);
-  Tensor x(inputType), y(labelType), logits;
+  Tensor x(inputType), y(labelType), lastX, lastY, logits;
+  if (int64_t rest = n % batch; rest != 0) {
+    lastX = Tensor(withRows(x, rest));
+    lastY = Tensor(withRows(y, rest));
+  }
   double testAccuracy = 0;
   for (int64_t epoch = 1; epoch <= epochs; ++epoch) {
     std::shuffle(order.begin(), order.end(), rng);
@@ -167,13 +177,16 @@ int run(int argc, char** argv) {
     int64_t hits = 0, seen = 0;
     double rate = 0;
     for (int64_t s = 0; s < stepsPerEpoch; ++s) {
-      gatherRows(train->images, order, static_cast<size_t>(s * batch), x);
-      gatherRows(train->labels, order, static_cast<size_t>(s * batch), y);
-      auto loss = (*step)->run(x, y, &logits);
+      const bool partial = (s + 1) * batch > n;
+      Tensor& bx = partial ? lastX : x;
+      Tensor& by = partial ? lastY : y;
+      gatherRows(train->images, order, static_cast<size_t>(s * batch), bx);
+      gatherRows(train->labels, order, static_cast<size_t>(s * batch), by);
+      auto loss = (*step)->run(bx, by, &logits);
       if (!loss.ok()) return fail(loss.error());
       lossSum += *loss;
-      hits += correct(logits, y);
-      seen += batch;
+      hits += correct(logits, by);
+      seen += by.shape()[0];
       rate = static_cast<double>(seen) /
              std::chrono::duration<double>(std::chrono::steady_clock::now() - epochStart).count();
       progress.step(epoch, s + 1, lossSum / static_cast<double>(s + 1), static_cast<double>(hits) / static_cast<double>(seen), rate);
