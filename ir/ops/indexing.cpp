@@ -184,7 +184,11 @@ Expected<PadPlan> padPlan(const OpCall& call) {
     pd.kept = dim - pd.lo - std::max<int64_t>(0, -end);
     pd.before = std::max<int64_t>(0, begin);
     pd.after = std::max<int64_t>(0, end);
-    if (pd.kept < 0) {
+    if (isSymbolic(dim)) {
+      // A symbolic axis passes through unpadded; padding it would need arithmetic on the symbol.
+      if (begin != 0 || end != 0) return call.error("pads {} and {} on axis {}, a symbolic dimension", begin, end, d);
+      pd.kept = dim;
+    } else if (pd.kept < 0) {
       return call.error("pads {} and {} crop more than the {} elements of axis {}", begin, end, dim, d);
     }
     bool pads = pd.before > 0 || pd.after > 0;
@@ -671,6 +675,7 @@ void registerIndexingOps(OpRegistry& registry) {
       .fusion = FusionKind::Injective,
       .dtypes = dtypes::kAll,
       .infer = inferPad,
+      .symbolicDims = true,
       .reference = referencePad,
       .example = R"(graph @t(%x: $T[2,4]) {
   %0 = pad(%x) {mode = "reflect", pads = [1, 2, 1, -1]} : $T[4,5]

@@ -396,6 +396,7 @@ void registerLinalgOps(OpRegistry& registry) {
       .fusion = FusionKind::Opaque,
       .dtypes = dtypes::kNumeric,
       .infer = inferGemm,
+      .symbolicDims = true,
       .reference = referenceGemm,
       .example = R"(graph @t(%a: $T[3,2], %b: $T[4,3], %c: $T[4], %p: $T[2,3], %q: $T[3,4], %s: $T[], %col: $T[2,1]) {
   %0 = gemm(%a, %b, %c) {alpha = 0.5, beta = 2.0, trans_a = 1, trans_b = 1} : $T[2,4]

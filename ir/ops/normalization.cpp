@@ -259,6 +259,7 @@ void registerNormalizationOps(OpRegistry& registry) {
         SMELT_CHECK_OK(checkBatchNorm(call));
         return single(call.operand(0));
       },
+      .symbolicDims = true,
       .reference = referenceBatchNorm,
       .example = R"(graph @t(%x: $T[2,3,4,5], %s: $T[3], %b: $T[3], %m: $T[3], %v: $T[3]) {
   %a = mul(%v, %v) : $T[3]

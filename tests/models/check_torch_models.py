@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Real models exported from PyTorch give PyTorch's outputs through `smelt run` (relative error under
 1e-4 in f32): the models of torch_models.py (an MLP, a small CNN with batch norm, a transformer block
-with layer norm, torchvision's resnet18), with random seeded weights.
+with layer norm, torchvision's resnet18), with random seeded weights; and each exported again with a
+dynamic batch (dynamic_axes) runs at another batch size, its symbolic dimension bound from the input.
 Usage: check_torch_models.py PATH/TO/smelt [BACKEND]   (Debian's python3 with torch and torchvision)."""
 import os, subprocess, sys, tempfile
 import numpy as np
@@ -24,21 +25,29 @@ def main():
                 want = model(x).numpy()
             path = os.path.join(tmp, f"{name}.onnx")
             torch.onnx.export(model, x, path, input_names=["input"], output_names=["output"], opset_version=opset)
-            np.save(os.path.join(tmp, f"{name}_in.npy"), x.numpy())
-            out_dir = os.path.join(tmp, name)
-            r = subprocess.run([SMELT, "run", path, "--backend", BACKEND, "--input",
-                                f"input={tmp}/{name}_in.npy", "--output-dir", out_dir],
-                               capture_output=True, text=True)
-            if r.returncode != 0:
-                print(f"FAIL {name}: smelt run failed: {r.stderr.strip()}")
-                failures += 1
-                continue
-            got = np.load(os.path.join(out_dir, "output.npy"))
-            rel = float(np.abs(got - want).max() / np.abs(want).max())
-            ok = got.shape == want.shape and rel < TOLERANCE
-            checked += 1
-            failures += 0 if ok else 1
-            print(f"{'ok  ' if ok else 'FAIL'} {name}: shape {got.shape}, max relative error {rel:.2e}")
+            dynamic = os.path.join(tmp, f"{name}_dynamic.onnx")
+            torch.onnx.export(model, x, dynamic, input_names=["input"], output_names=["output"], opset_version=opset,
+                              dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
+            other = torch.randn(x.shape[0] + 2, *x.shape[1:], generator=torch.Generator().manual_seed(7))
+            with torch.no_grad():
+                want_other = model(other).numpy()
+            for label, file, inputs, expected in ((name, path, x, want),
+                                                  (f"{name} (dynamic batch, {other.shape[0]})", dynamic, other, want_other)):
+                np.save(os.path.join(tmp, f"{name}_in.npy"), inputs.numpy())
+                out_dir = os.path.join(tmp, name)
+                r = subprocess.run([SMELT, "run", file, "--backend", BACKEND, "--input",
+                                    f"input={tmp}/{name}_in.npy", "--output-dir", out_dir],
+                                   capture_output=True, text=True)
+                checked += 1
+                if r.returncode != 0:
+                    print(f"FAIL {label}: smelt run failed: {r.stderr.strip()}")
+                    failures += 1
+                    continue
+                got = np.load(os.path.join(out_dir, "output.npy"))
+                rel = float(np.abs(got - expected).max() / np.abs(expected).max())
+                ok = got.shape == expected.shape and rel < TOLERANCE
+                failures += 0 if ok else 1
+                print(f"{'ok  ' if ok else 'FAIL'} {label}: shape {got.shape}, max relative error {rel:.2e}")
     print(f"{checked - failures} passed, {failures} failed")
     return 1 if failures else 0
 
