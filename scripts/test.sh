@@ -43,7 +43,10 @@ bash scripts/build.sh build-asan -DSMELT_SANITIZE=ON -DSMELT_BUILD_EXAMPLES=OFF 
 # NVRTC, HIPRTC) or repeat the reference suites on another backend ran above; under the sanitizers they
 # would add minutes without exercising any smelt code the other tests do not (CI's 30-minute budget).
 # The package test builds an outside project, which would need the sanitizers' flags too.
-asan_skip="opencl backend, every op|opencl C of vectorized kernels|cuda backend: every op|NVRTC compiles the CUDA C|HIPRTC compiles the HIP|_llvm\$|_opencl\$|examples/|package/find_package"
+# The per-op sweeps (every op's example on a backend, or with a symbolic batch) compile hundreds of
+# programs and run the same code paths as the smaller tests; the main build runs them.
+sweeps="every op that takes symbols"
+asan_skip="opencl backend, every op|opencl C of vectorized kernels|cuda backend: every op|NVRTC compiles the CUDA C|HIPRTC compiles the HIP|$sweeps|_llvm\$|_opencl\$|examples/|package/find_package"
 # intercept_tls_get_addr=0: GCC 12's sanitizer runtime predates LLVM's fix D147459; with it on, the
 # leak checker's tracer crashed at exit (signal 11) whenever a libgomp worker thread existed (libgomp
 # is dlopen'ed with oneDNN, so its TLS is dynamic): the test body had passed.
@@ -58,7 +61,7 @@ source scripts/gpu_targets.sh
 cmake -S . -B build-nollvm -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSMELT_WITH_LLVM=OFF -DSMELT_WITH_ONNX=OFF -DSMELT_BUILD_EXAMPLES=ON \
   "${sanitizer_flags[@]}"
 cmake --build build-nollvm -j "$jobs" --target "${gpu_targets[@]}"
-(cd build-nollvm && ctest --output-on-failure -j "$jobs" -R '^(cli/smelt|nn/|runtime/|codegen/cuda|codegen/nvrtc)')
+(cd build-nollvm && ctest --output-on-failure -j "$jobs" -R '^(cli/smelt|nn/|runtime/|codegen/cuda|codegen/nvrtc)' -E "$sweeps")
 
 echo "== build the runtime's tests with ThreadSanitizer and run them ($(date +%T))"
 # Only tests/runtime: it is where smelt's threads meet (caches, pools, queues, the JIT, 64 threads
@@ -67,5 +70,5 @@ echo "== build the runtime's tests with ThreadSanitizer and run them ($(date +%T
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSMELT_TSAN=ON -DSMELT_LLVM_STATIC=ON \
   -DSMELT_WITH_ONNX=OFF -DSMELT_BUILD_EXAMPLES=OFF "${sanitizer_flags[@]}"
 cmake --build build-tsan -j "$jobs" --target smelt_runtime_tests
-(cd build-tsan && ctest --output-on-failure -j "$jobs" -R '^runtime/')
+(cd build-tsan && ctest --output-on-failure -j "$jobs" -R '^runtime/' -E "$sweeps")
 echo "== done ($(date +%T))"
