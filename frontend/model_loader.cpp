@@ -33,7 +33,7 @@ bool looksLikeIrText(std::string_view bytes) {
 
 }  // namespace
 
-Expected<Graph> loadModel(const std::string& path) {
+Expected<Graph> loadModel(const std::string& path, const TensorMap& inputValues) {
   std::string bytes;
   std::string dir = ".";
   if (path == "-") {
@@ -57,7 +57,15 @@ Expected<Graph> loadModel(const std::string& path) {
     return parseGraph(bytes, options);
   }
   if (bytes.empty()) return makeError("{}: empty file", what);
-  return importOnnxBytes(bytes, dir, what);
+  OnnxImportOptions options;
+  for (const auto& [name, value] : inputValues) options.staticInputValues.emplace(name, value);
+  Expected<Graph> graph = importOnnxBytes(bytes, dir, what, options);
+  if (graph.ok() || inputValues.empty()) return graph;
+  // Imported with symbolic dimensions, the model computes something only a size makes static (a
+  // Reshape to a target given as an input): once more with the given arrays' shapes.
+  for (const auto& [name, value] : inputValues) options.inputShapes.emplace(name, value.shape());
+  Expected<Graph> sized = importOnnxBytes(bytes, dir, what, options);
+  return sized.ok() ? std::move(sized) : std::move(graph);
 }
 
 }  // namespace smelt

@@ -2,13 +2,17 @@
 #pragma once
 
 #include "ir/graph.h"
+#include "ir/interpreter.h"
 
 #include <string>
 
 namespace smelt {
 
 /// Loads `path`: ONNX when the bytes are not IR text (IR text starts with "graph" after comments),
-/// IR text otherwise. "-" reads standard input.
-Expected<Graph> loadModel(const std::string& path);
+/// IR text otherwise. "-" reads standard input. `inputValues` are the values the model will be fed:
+/// an ONNX op that needs one of them as a static operand (a Reshape's shape, Pad's pads, Clip's bounds
+/// given as graph inputs) is imported with that value (OnnxImportOptions::staticInputValues); where the
+/// import with symbolic dimensions fails, it is tried again with the values' shapes.
+Expected<Graph> loadModel(const std::string& path, const TensorMap& inputValues = {});
 
 }  // namespace smelt

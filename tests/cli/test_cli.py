@@ -185,6 +185,27 @@ class Cli(unittest.TestCase):
                                          "--input", f"k={self.dir}/k.npy"), "input 'x' has N = 5", "N = 2")
         self.assert_one_line_error(smelt("kernels", path, "--dim", "N=x"), "--dim 'N=x'")
 
+    @needs_onnx
+    def test_onnx_static_operands_given_as_inputs_take_their_values(self):
+        import onnx
+        from onnx import helper, TensorProto
+        graph = helper.make_graph(
+            [helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape_by_input")], "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 6]),
+             helper.make_tensor_value_info("shape", TensorProto.INT64, [3])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+        path = os.path.join(self.dir, "reshape.onnx")
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+        x = np.random.default_rng().uniform(-2, 2, (4, 6)).astype(np.float32)
+        np.save(os.path.join(self.dir, "x.npy"), x)
+        for shape in ((4, 3, 2), (2, 2, 6)):
+            np.save(os.path.join(self.dir, "shape.npy"), np.array(shape, np.int64))
+            r = smelt("run", path, "--input", f"x={self.dir}/x.npy", "--input", f"shape={self.dir}/shape.npy",
+                      "--output-dir", self.dir)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            np.testing.assert_array_equal(np.load(os.path.join(self.dir, "y.npy")), x.reshape(shape))
+        self.assert_one_line_error(smelt("kernels", path, "--dim", "batch=4"), "reshape_by_input", "must be static")
+
     def test_unreadable_files_are_one_line_errors(self):
         r = smelt("run", self.write_ir(), "--input", f"x={self.dir}/nope.npy")
         self.assert_one_line_error(r, "nope.npy")

@@ -29,7 +29,8 @@ Action addRunCommand(CLI::App& app) {
   cmd->add_option("--output-dir", options->outputDir, "Folder for OUTPUTNAME.npy files (default: .)");
   addDimOption(cmd, options->dims);
   return [options]() {
-    auto graph = loadModel(options->file);
+    SMELT_TRY_CLI(TensorMap given, readInputArrays(options->inputs));
+    auto graph = loadModel(options->file, given);
     if (!graph) return fail(graph.error().message());
     SMELT_TRY_CLI(TensorMap feeds, readFeeds(*graph, options->inputs));
     if (Status bound = bindDimsForCommand(*graph, options->dims, feeds); !bound) return fail(bound.error().message());

@@ -34,6 +34,17 @@ Expected<TensorMap> readFeeds(const Graph& graph, const std::vector<std::string>
   return feeds;
 }
 
+Expected<TensorMap> readInputArrays(const std::vector<std::string>& options) {
+  TensorMap arrays;
+  for (const std::string& option : options) {
+    size_t eq = option.find('=');
+    if (eq == std::string::npos || eq == 0) return makeError("--input '{}' must look like NAME=PATH.npy", option);
+    SMELT_TRY(Tensor t, readNpy(option.substr(eq + 1)));
+    arrays[option.substr(0, eq)] = std::move(t);
+  }
+  return arrays;
+}
+
 std::string sanitizeFileName(std::string_view name) {
   std::string out;
   for (char c : name) {

@@ -13,6 +13,9 @@ namespace smelt::cli {
 /// Reads `NAME=PATH.npy` options into feeds, checking each against the graph's input (or parameter)
 /// type. Every graph input must be fed. Errors are one line.
 Expected<TensorMap> readFeeds(const Graph& graph, const std::vector<std::string>& options, bool requireAll = true);
+/// The arrays of --input NAME=PATH.npy options by name, unchecked (before the model is loaded: an ONNX
+/// model's static operands given as inputs are imported with them).
+Expected<TensorMap> readInputArrays(const std::vector<std::string>& options);
 /// A name safe as a file name: characters other than letters, digits, '.', '_' and '-' become '_'.
 std::string sanitizeFileName(std::string_view name);
 /// "f32[1,10] [0.1, -2.5, ... ]" with at most a few leading values.
