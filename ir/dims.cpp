@@ -5,7 +5,6 @@
 #include <fmt/ranges.h>
 
 #include <charconv>
-#include <unordered_map>
 
 namespace smelt {
 
@@ -53,40 +52,41 @@ Status checkInRange(const Graph& graph, const std::string& symbol, int64_t value
 
 }  // namespace
 
+Status DimBinder::bind(const std::string& symbol, int64_t extent, const std::string& where) {
+  if (auto [it, added] = binding_.emplace(symbol, extent); !added && it->second != extent) {
+    return makeError("graph @{}: {} is {} = {}, but {} made {} = {}", graph_.name(), where, symbol, extent,
+                     boundBy_[symbol], symbol, it->second);
+  }
+  boundBy_.emplace(symbol, where);
+  return checkInRange(graph_, symbol, extent, where + ": ");
+}
+
+Status DimBinder::bindInput(const Value& input, const TensorType& fed) {
+  const Shape& declared = input.shape();
+  if (fed.shape.size() != declared.size()) {
+    return makeError("graph @{}: input '{}' is declared {}, fed rank {} ({})", graph_.name(), input.name(),
+                     input.type().toString(), fed.shape.size(), shapeToString(fed.shape));
+  }
+  for (size_t d = 0; d < declared.size(); ++d) {
+    std::string symbol = dimSymbolName(declared[d]);
+    if (!symbol.empty()) {
+      SMELT_CHECK_OK(bind(symbol, fed.shape[d], fmt::format("input '{}' dimension #{}", input.name(), d)));
+    } else if (fed.shape[d] != declared[d]) {
+      return makeError("graph @{}: input '{}' is declared {}, fed {} (dimension #{})", graph_.name(), input.name(),
+                       input.type().toString(), shapeToString(fed.shape), d);
+    }
+  }
+  return Status::success();
+}
+
 Expected<DimBinding> bindingFromInputs(const Graph& graph, std::span<const TensorType> fed) {
   if (fed.size() != graph.inputs().size()) {
     return makeError("graph @{}: {} input types given, it has {} inputs", graph.name(), fed.size(),
                      graph.inputs().size());
   }
-  DimBinding binding;
-  std::unordered_map<std::string, std::string> boundBy;  // symbol -> the input and dimension that bound it
-  for (size_t i = 0; i < fed.size(); ++i) {
-    const Value* input = graph.inputs()[i];
-    const Shape& declared = input->shape();
-    const Shape& given = fed[i].shape;
-    if (given.size() != declared.size()) {
-      return makeError("graph @{}: input '{}' is declared {}, fed rank {} ({})", graph.name(), input->name(),
-                       input->type().toString(), given.size(), shapeToString(given));
-    }
-    for (size_t d = 0; d < declared.size(); ++d) {
-      std::string symbol = dimSymbolName(declared[d]);
-      if (symbol.empty()) {
-        if (given[d] != declared[d]) {
-          return makeError("graph @{}: input '{}' is declared {}, fed {} (dimension #{})", graph.name(), input->name(),
-                           input->type().toString(), shapeToString(given), d);
-        }
-        continue;
-      }
-      std::string where = fmt::format("input '{}' dimension #{}", input->name(), d);
-      if (auto [it, added] = binding.emplace(symbol, given[d]); !added && it->second != given[d]) {
-        return makeError("graph @{}: {} is {} = {}, but {} made {} = {}", graph.name(), where, symbol, given[d],
-                         boundBy[symbol], symbol, it->second);
-      }
-      boundBy.emplace(symbol, where);
-      SMELT_CHECK_OK(checkInRange(graph, symbol, given[d], where + ": "));
-    }
-  }
-  return binding;
+  DimBinder binder(graph);
+  for (size_t i = 0; i < fed.size(); ++i) SMELT_CHECK_OK(binder.bindInput(*graph.inputs()[i], fed[i]));
+  return binder.binding();
 }
 
 Status checkBinding(const Graph& graph, const DimBinding& binding) {

@@ -26,6 +26,25 @@ std::string bindingToString(const DimBinding& binding);
 /// Parses "N=8" into `binding` (the CLI's --dim); an error says what is wrong.
 Status parseDimAssignment(std::string_view text, DimBinding& binding);
 
+/// Builds a binding from several sources (`--dim` options, then the inputs fed), remembering which one
+/// bound each symbol so a disagreement names both.
+class DimBinder {
+ public:
+  explicit DimBinder(const Graph& graph) : graph_(graph) {}
+  /// `symbol` = `extent`, bound by `where` ("--dim", "input 'x' dimension #0"): an error if another
+  /// source bound it to another extent, or the extent is outside the symbol's range.
+  Status bind(const std::string& symbol, int64_t extent, const std::string& where);
+  /// The symbols of `input`'s declared type from the type fed to it; a rank or static extent that
+  /// differs from the declared one is an error naming the input.
+  Status bindInput(const Value& input, const TensorType& fed);
+  const DimBinding& binding() const { return binding_; }
+
+ private:
+  const Graph& graph_;
+  DimBinding binding_;
+  std::map<std::string, std::string> boundBy_;
+};
+
 /// The binding the types fed to a graph's inputs give (one per input, in order): each symbolic extent
 /// of an input's declared type takes the fed extent. A fed rank or static extent that differs from the
 /// declared one, a symbol fed two different extents, or an extent outside the symbol's range is an

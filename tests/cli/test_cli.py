@@ -182,7 +182,7 @@ class Cli(unittest.TestCase):
         self.assert_one_line_error(smelt("bench", path, "--dim", "N=65", "--runs", "1"), "N = 65 is outside its range [1, 64]")
         self.assert_one_line_error(smelt("kernels", path, "--dim", "M=3"), "no symbolic dimension M")
         self.assert_one_line_error(smelt("run", path, "--dim", "N=2", "--input", f"x={self.dir}/x.npy",
-                                         "--input", f"k={self.dir}/k.npy"), "input 'x' has N = 5", "N = 2")
+                                         "--input", f"k={self.dir}/k.npy"), "input 'x' dimension #0 is N = 5, but --dim made N = 2")
         self.assert_one_line_error(smelt("kernels", path, "--dim", "N=x"), "--dim 'N=x'")
 
     @needs_onnx

@@ -11,25 +11,17 @@ void addDimOption(CLI::App* cmd, std::vector<std::string>& dims) {
 }
 
 Status bindDimsForCommand(Graph& graph, const std::vector<std::string>& dims, const TensorMap& feeds) {
-  DimBinding binding;
-  for (const std::string& d : dims) SMELT_CHECK_OK(parseDimAssignment(d, binding));
-  if (graph.symbolicDims().empty() && binding.empty()) return Status::success();
+  DimBinding given;
+  for (const std::string& d : dims) SMELT_CHECK_OK(parseDimAssignment(d, given));
+  if (graph.symbolicDims().empty() && given.empty()) return Status::success();
+  DimBinder binder(graph);
+  for (const auto& [symbol, extent] : given) SMELT_CHECK_OK(binder.bind(symbol, extent, "--dim"));
   // Each given input binds the symbols of its declared type, and must agree with --dim.
   for (const Value* input : graph.inputs()) {
-    auto it = feeds.find(input->name());
-    if (it == feeds.end()) continue;
-    for (size_t d = 0; d < input->shape().size() && d < it->second.shape().size(); ++d) {
-      std::string symbol = dimSymbolName(input->shape()[d]);
-      if (symbol.empty()) continue;
-      int64_t extent = it->second.shape()[d];
-      if (auto [at, added] = binding.emplace(symbol, extent); !added && at->second != extent) {
-        return makeError(
-            "input '{}' has {} = {} (dimension #{}), but {} = {} was bound before (--dim or another input)",
-            input->name(), symbol, extent, d, symbol, at->second);
-      }
-    }
+    if (auto it = feeds.find(input->name()); it != feeds.end())
+      SMELT_CHECK_OK(binder.bindInput(*input, it->second.type()));
   }
-  SMELT_TRY(Graph bound, bindDims(graph, binding));
+  SMELT_TRY(Graph bound, bindDims(graph, binder.binding()));
   graph = std::move(bound);
   return Status::success();
 }
