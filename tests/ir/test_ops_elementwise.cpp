@@ -209,7 +209,7 @@ TEST_CASE("integer division truncates toward zero, x/0 = 0 and MIN/-1 wraps") {
   checkDoubles(out[0], {-3.5, kInf}, 0);
 }
 
-TEST_CASE("pow: floats in double; integers exact and wrapping, negative exponents truncated") {
+TEST_CASE("pow: floats in double, integers exact and wrapping, negative exponents truncated") {
   auto out = runOutputs(oneNode("pow", {"f64[3]", "f64[3]"}, "", "f64[3]"),
                         {{"a", Tensor::of<double>({3}, {2, 9, 2})}, {"b", Tensor::of<double>({3}, {10, 0.5, -1})}});
   checkDoubles(out[0], {1024, 3, 0.5}, 0);
