@@ -203,10 +203,18 @@ Expected<std::vector<Tensor>> Executable::run(const TensorMap& feeds) {
 
 namespace {
 
+/// The types of tensors fed by position to `graph`'s inputs; a missing one is an error naming it.
 template <typename T>
-std::vector<TensorType> typesOf(std::span<const T* const> tensors) {
+Expected<std::vector<TensorType>> typesOf(const Graph& graph, std::span<const T* const> tensors) {
+  if (tensors.size() != graph.inputs().size()) {
+    return makeError("graph @{} takes {} inputs, given {}", graph.name(), graph.inputs().size(), tensors.size());
+  }
   std::vector<TensorType> types;
-  for (const T* t : tensors) types.push_back(t ? t->type() : TensorType{});
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Value* v = graph.inputs()[i];
+    if (!tensors[i]) return makeError("input '{}' ({}) was not fed", v->name(), v->type().toString());
+    types.push_back(tensors[i]->type());
+  }
   return types;
 }
 
@@ -215,7 +223,8 @@ std::vector<TensorType> typesOf(std::span<const T* const> tensors) {
 Status Executable::run(const TensorMap& feeds, std::vector<Tensor>& outputs) {
   if (impl_->symbolic) {
     SMELT_TRY(BoundFeeds fed, bindFeeds(*impl_->symbolic, feeds));
-    SMELT_TRY(Executable * exe, impl_->specializationFor(typesOf<Tensor>(fed.inputs)));
+    SMELT_TRY(std::vector<TensorType> types, typesOf<Tensor>(*impl_->symbolic, fed.inputs));
+    SMELT_TRY(Executable * exe, impl_->specializationFor(types));
     return exe->run(feeds, outputs);
   }
   if (!impl_->compiled) return makeError("@{}: no executable left after a failed recovery (see the warnings above)", impl_->source->name());
@@ -227,7 +236,8 @@ Status Executable::run(std::span<const Tensor* const> inputs, std::span<const Te
                        std::vector<Tensor>& outputs) {
   Impl& x = *impl_;
   if (x.symbolic) {
-    SMELT_TRY(Executable * exe, x.specializationFor(typesOf<Tensor>(inputs)));
+    SMELT_TRY(std::vector<TensorType> types, typesOf<Tensor>(*x.symbolic, inputs));
+    SMELT_TRY(Executable * exe, x.specializationFor(types));
     return exe->run(inputs, parameters, outputs);
   }
   if (!x.compiled) return makeError("@{}: no executable left after a failed recovery (see the warnings above)", x.source->name());
@@ -244,7 +254,8 @@ Status Executable::run(std::span<const Tensor* const> inputs, std::span<const Te
 Status Executable::run(const DeviceTensorMap& feeds, std::vector<DeviceTensor>& outputs) {
   if (impl_->symbolic) {
     SMELT_TRY(BoundFeedsOf<DeviceTensor> fed, bindFeeds(*impl_->symbolic, feeds));
-    SMELT_TRY(Executable * exe, impl_->specializationFor(typesOf<DeviceTensor>(fed.inputs)));
+    SMELT_TRY(std::vector<TensorType> types, typesOf<DeviceTensor>(*impl_->symbolic, fed.inputs));
+    SMELT_TRY(Executable * exe, impl_->specializationFor(types));
     return exe->run(feeds, outputs);
   }
   if (!impl_->compiled) return makeError("@{}: no executable left after a failed recovery (see the warnings above)", impl_->source->name());
@@ -256,7 +267,8 @@ Status Executable::run(std::span<const DeviceTensor* const> inputs, std::span<co
                        std::vector<DeviceTensor>& outputs) {
   Impl& x = *impl_;
   if (x.symbolic) {
-    SMELT_TRY(Executable * exe, x.specializationFor(typesOf<DeviceTensor>(inputs)));
+    SMELT_TRY(std::vector<TensorType> types, typesOf<DeviceTensor>(*x.symbolic, inputs));
+    SMELT_TRY(Executable * exe, x.specializationFor(types));
     return exe->run(inputs, parameters, outputs);
   }
   if (!x.compiled) return makeError("@{}: no executable left after a failed recovery (see the warnings above)", x.source->name());

@@ -83,6 +83,14 @@ TEST_CASE("symbolic executables: one graph, every batch size in its range, each 
     TensorMap wrongWidth = feedsOf(4, 4);
     wrongWidth["x"] = testing::randomTensor({DType::f32, {4, 5}}, 5);
     CHECK(!(*exe)->run(wrongWidth).ok());
+    // By position, a missing input is named.
+    Tensor t = testing::randomTensor({DType::f32, {4, 3}}, 6);
+    std::vector<const Tensor*> inputs = {nullptr, &t}, params = {nullptr, nullptr};
+    std::vector<Tensor> outputs;
+    Status missing = (*exe)->run(inputs, params, outputs);
+    REQUIRE(!missing.ok());
+    CHECK_MESSAGE(missing.error().message().find("input 'x' (f32[N,6]) was not fed") != std::string::npos,
+                  missing.error().message());
     CHECK((*exe)->specializations() == 4);
   }
 }
