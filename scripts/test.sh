@@ -45,7 +45,7 @@ bash scripts/build.sh build-asan -DSMELT_SANITIZE=ON -DSMELT_BUILD_EXAMPLES=OFF 
 # The package test builds an outside project, which would need the sanitizers' flags too.
 # The per-op sweeps (every op's example on a backend, or with a symbolic batch) compile hundreds of
 # programs and run the same code paths as the smaller tests; the main build runs them.
-sweeps="every op that takes symbols"
+sweeps="every op that takes symbols|every warp shuffle is a statement"
 asan_skip="opencl backend, every op|opencl C of vectorized kernels|cuda backend: every op|NVRTC compiles the CUDA C|HIPRTC compiles the HIP|$sweeps|_llvm\$|_opencl\$|examples/|package/find_package"
 # intercept_tls_get_addr=0: GCC 12's sanitizer runtime predates LLVM's fix D147459; with it on, the
 # leak checker's tracer crashed at exit (signal 11) whenever a libgomp worker thread existed (libgomp

@@ -11,11 +11,11 @@
 #include "tests/support/devices.h"
 #include "tests/support/op_test_helpers.h"
 #include "tests/support/random_tensors.h"
+#include "tests/support/symbolic_batch.h"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
-#include <unordered_map>
 
 using namespace smelt;
 
@@ -124,37 +124,6 @@ TEST_CASE("symbolic executables: device-resident runs bind the batch from the de
   }
 }
 
-namespace {
-
-/// `graph` with the leading extent `batch` of its inputs made the symbol B (inputs led by another
-/// extent keep theirs), every node inferred again: an error where the op's inference refuses it.
-Expected<Graph> withSymbolicBatch(const Graph& graph, int64_t batch) {
-  Graph out(graph.name());
-  std::unordered_map<const Value*, Value*> map;
-  for (const Value* v : graph.inputs()) {
-    TensorType t = v->type();
-    if (t.rank() > 0 && t.shape[0] == batch) t.shape[0] = dimSymbol("B");
-    map[v] = out.addInput(v->name(), t);
-  }
-  for (const Value* v : graph.parameters()) map[v] = out.addParameterLike(*v);
-  for (const auto& node : graph.nodes()) {
-    std::vector<Value*> operands;
-    for (const Value* o : node->operands()) operands.push_back(map.at(o));
-    SMELT_TRY(Node * n, out.addNode(node->opName(), std::move(operands), node->attrs(), node->sourceName()));
-    for (size_t r = 0; r < node->results().size(); ++r) map[node->result(r)] = n->result(r);
-  }
-  for (const GraphOutput& o : graph.outputs()) out.addOutput(o.name, map.at(o.value));
-  return out;
-}
-
-/// `t` with the symbol B replaced by `n`.
-TensorType substitute(TensorType t, int64_t n) {
-  for (int64_t& d : t.shape) d = isSymbolic(d) ? n : d;
-  return t;
-}
-
-}  // namespace
-
 TEST_CASE("symbolic executables: every op that takes symbols, its example with a symbolic batch, infers what the static graph does and runs as it") {
   uint64_t seed = testing::testSeed();
   CAPTURE(seed);
@@ -168,7 +137,7 @@ TEST_CASE("symbolic executables: every op that takes symbols, its example with a
                               ? -1
                               : example.inputs()[0]->type().shape[0];
     if (batch < 1) continue;
-    auto symbolic = withSymbolicBatch(example, batch);
+    auto symbolic = testing::withSymbolicBatch(example, batch);
     if (!symbolic.ok()) {
       // The example ties another extent to the batch (a weight of the same size): an error, which must
       // name the node.
@@ -183,9 +152,8 @@ TEST_CASE("symbolic executables: every op that takes symbols, its example with a
       REQUIRE_MESSAGE(bound.ok(), bound.error().message());
       // Symbolic inference, bound, is static inference at every size; at the example's own size the
       // bound graph is the example.
-      for (size_t i = 0; i < bound->outputs().size(); ++i) {
-        CHECK(substitute(symbolic->outputs()[i].value->type(), n) == bound->outputs()[i].value->type());
-      }
+      std::string differs = testing::compareBoundTypes(*symbolic, *bound, n);
+      CHECK_MESSAGE(differs.empty(), differs);
       if (n == batch) CHECK(toText(*bound) == toText(example));
       TensorMap feeds = testing::randomFeeds(*bound, seed + static_cast<uint64_t>(n));
       auto want = interpret(*bound, feeds);
