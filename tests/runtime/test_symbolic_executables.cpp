@@ -1,7 +1,7 @@
 // A graph with a symbolic batch dimension compiles once per batch size its runs bring, on every
 // device, and each run equals the reference on the static graph of that size; a size seen before
 // compiles nothing, and a bad one is an error naming the input and the dimension. Every op that takes
-// symbols does so in its registry example: symbolic inference bound is static inference, and runs match.
+// symbols does so in its registry example: symbolic inference bound is static inference, and CPU runs match.
 #include "ir/dims.h"
 #include "ir/interpreter.h"
 #include "ir/printer.h"
@@ -158,19 +158,17 @@ TEST_CASE("symbolic executables: every op that takes symbols, its example with a
       TensorMap feeds = testing::randomFeeds(*bound, seed + static_cast<uint64_t>(n));
       auto want = interpret(*bound, feeds);
       REQUIRE_MESSAGE(want.ok(), want.error().message());
-      // Compiled at the sizes other than the example's (whose static compile every backend test runs);
-      // on OpenCL at one, as its programs take longest to build.
-      if (n == batch) continue;
-      for (const std::string device : {"cpu", "opencl"}) {
-        if (device == "opencl" && (n == 1 || testing::everyAccelerator().empty())) continue;
-        auto exe = Executable::compile(*symbolic, {.device = device});
-        REQUIRE_MESSAGE(exe.ok(), exe.error().message());
-        auto got = (*exe)->run(feeds);
-        REQUIRE_MESSAGE(got.ok(), got.error().message());
-        for (size_t i = 0; i < want->size(); ++i) {
-          std::string d = testing::compareTensors((*got)[i], (*want)[i], testing::backendTolerance((*want)[i].dtype()));
-          CHECK_MESSAGE(d.empty(), device, " output ", i, ": ", d);
-        }
+      // Compiled at a size other than the example's (whose static compile every backend test runs), on
+      // the CPU: the symbolic executable's path on OpenCL and CUDA is the tests above, on every device,
+      // and a PoCL build per op here would take half a minute of CI.
+      if (n != batch + 3) continue;
+      auto exe = Executable::compile(*symbolic, {.device = "cpu"});
+      REQUIRE_MESSAGE(exe.ok(), exe.error().message());
+      auto got = (*exe)->run(feeds);
+      REQUIRE_MESSAGE(got.ok(), got.error().message());
+      for (size_t i = 0; i < want->size(); ++i) {
+        std::string d = testing::compareTensors((*got)[i], (*want)[i], testing::backendTolerance((*want)[i].dtype()));
+        CHECK_MESSAGE(d.empty(), "cpu output ", i, ": ", d);
       }
     }
     ++checked;
