@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <charconv>
+#include <unordered_map>
 
 namespace smelt {
 
@@ -106,27 +107,34 @@ Status checkBinding(const Graph& graph, const DimBinding& binding) {
   return Status::success();
 }
 
-Expected<Graph> bindDims(const Graph& graph, const DimBinding& binding) {
-  SMELT_CHECK_OK(checkBinding(graph, binding));
-  Graph bound(graph.name());
+Expected<Graph> withInputTypes(const Graph& graph,
+                               const std::function<Expected<TensorType>(const TensorType&)>& typeOf) {
+  Graph out(graph.name());
   std::unordered_map<const Value*, Value*> map;
   for (const Value* v : graph.inputs()) {
-    TensorType t = v->type();
+    SMELT_TRY(TensorType t, typeOf(v->type()));
+    map[v] = out.addInput(v->name(), std::move(t));
+  }
+  for (const Value* v : graph.parameters()) map[v] = out.addParameterLike(*v);
+  for (const auto& node : graph.nodes()) {
+    std::vector<Value*> operands;
+    for (const Value* o : node->operands()) operands.push_back(map.at(o));
+    SMELT_TRY(Node * n, out.addNode(node->opName(), std::move(operands), node->attrs(), node->sourceName()));
+    for (size_t r = 0; r < node->results().size(); ++r) map[node->result(r)] = n->result(r);
+  }
+  for (const GraphOutput& o : graph.outputs()) out.addOutput(o.name, map.at(o.value));
+  return out;
+}
+
+Expected<Graph> bindDims(const Graph& graph, const DimBinding& binding) {
+  SMELT_CHECK_OK(checkBinding(graph, binding));
+  return withInputTypes(graph, [&](TensorType t) -> Expected<TensorType> {
     for (int64_t& d : t.shape) {
       if (std::string symbol = dimSymbolName(d); !symbol.empty()) d = binding.at(symbol);
     }
     SMELT_CHECK_OK(checkShapeLimits(t.shape));
-    map[v] = bound.addInput(v->name(), std::move(t));
-  }
-  for (const Value* v : graph.parameters()) map[v] = bound.addParameterLike(*v);
-  for (const auto& node : graph.nodes()) {
-    std::vector<Value*> operands;
-    for (const Value* o : node->operands()) operands.push_back(map.at(o));
-    SMELT_TRY(Node * n, bound.addNode(node->opName(), std::move(operands), node->attrs(), node->sourceName()));
-    for (size_t r = 0; r < node->results().size(); ++r) map[node->result(r)] = n->result(r);
-  }
-  for (const GraphOutput& o : graph.outputs()) bound.addOutput(o.name, map.at(o.value));
-  return bound;
+    return t;
+  });
 }
 
 }  // namespace smelt

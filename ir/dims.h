@@ -6,6 +6,7 @@
 
 #include "ir/graph.h"
 
+#include <functional>
 #include <map>
 #include <span>
 #include <string>
@@ -54,6 +55,11 @@ Expected<DimBinding> bindingFromInputs(const Graph& graph, std::span<const Tenso
 /// Fails unless `binding` gives every symbolic dimension of `graph` an extent in its range, and names
 /// no symbol the graph lacks.
 Status checkBinding(const Graph& graph, const DimBinding& binding);
+
+/// A copy of `graph` whose inputs have the types `typeOf` gives for their own, every node's types
+/// inferred again from them (an op refusing them is an error naming the node).
+Expected<Graph> withInputTypes(const Graph& graph,
+                               const std::function<Expected<TensorType>(const TensorType&)>& typeOf);
 
 /// A static copy of `graph`: every symbolic extent of its inputs replaced by its bound value, and every
 /// node's types inferred again from them.

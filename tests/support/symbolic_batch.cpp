@@ -1,29 +1,17 @@
 // See symbolic_batch.h.
 #include "tests/support/symbolic_batch.h"
 
-#include <fmt/format.h>
+#include "ir/dims.h"
 
-#include <unordered_map>
+#include <fmt/format.h>
 
 namespace smelt::testing {
 
 Expected<Graph> withSymbolicBatch(const Graph& graph, int64_t batch) {
-  Graph out(graph.name());
-  std::unordered_map<const Value*, Value*> map;
-  for (const Value* v : graph.inputs()) {
-    TensorType t = v->type();
+  return withInputTypes(graph, [&](TensorType t) -> Expected<TensorType> {
     if (t.rank() > 0 && t.shape[0] == batch) t.shape[0] = dimSymbol("B");
-    map[v] = out.addInput(v->name(), t);
-  }
-  for (const Value* v : graph.parameters()) map[v] = out.addParameterLike(*v);
-  for (const auto& node : graph.nodes()) {
-    std::vector<Value*> operands;
-    for (const Value* o : node->operands()) operands.push_back(map.at(o));
-    SMELT_TRY(Node * n, out.addNode(node->opName(), std::move(operands), node->attrs(), node->sourceName()));
-    for (size_t r = 0; r < node->results().size(); ++r) map[node->result(r)] = n->result(r);
-  }
-  for (const GraphOutput& o : graph.outputs()) out.addOutput(o.name, map.at(o.value));
-  return out;
+    return t;
+  });
 }
 
 TensorType substituteSymbols(TensorType t, int64_t n) {
