@@ -96,7 +96,7 @@ class Writer {
     for (DType t : k_.types) {
       if (t == DType::f64 && !r_.fp64()) return failure("f64 (the device has no fp64)");
     }
-    out_ += fmt::format("// kernel @{} domain [{}]\n", k_.name, fmt::join(k_.domain, ", "));
+    out_ += fmt::format("// kernel @{} domain [{}]\n", k_.name, domainText(k_));
     for (const std::string& p : k_.provenance) out_ += fmt::format("//   from {}\n", oneLine(p));
     std::vector<std::string> params;
     const std::string restrict = k_.disjointBuffers ? r_.restrictQualifier() : "";
@@ -132,6 +132,7 @@ class Writer {
     if (r_.bufferOffsets()) {
       for (size_t i = 0; i < k_.buffers.size(); ++i) out_ += fmt::format("  b{0} += b{0}_off;\n", i);
     }
+    readParams(k_.body);
     if (k_.pointsPerThread > 1) {
       vectorBody();
     } else {
@@ -474,10 +475,31 @@ class Writer {
     return at;
   }
 
+  /// The run-time values of a kernel compiled for every size (KInstKind::Param), read once at the
+  /// start from its last buffer: f32 values are the low 32 bits of their slot, f64 all 64.
+  void readParams(const KBlock& blk) {
+    const std::string sizes = fmt::format("b{}", k_.buffers.size() - 1);
+    for (const KStmt& s : blk.stmts) {
+      if (const auto* l = std::get_if<std::shared_ptr<KLoop>>(&s)) readParams((*l)->body);
+      const KInst* in = std::get_if<KInst>(&s);
+      if (!in || in->kind != KInstKind::Param) continue;
+      const std::string slot = fmt::format("{}[{}]", sizes, in->ibits);
+      std::string rhs;
+      if (in->dtype == DType::f32) rhs = r_.bitsToFloat(fmt::format("({})({})", u32(), slot), false);
+      else if (in->dtype == DType::f64) rhs = r_.bitsToFloat(slot, true);
+      else if (!isFloat(in->dtype)) rhs = wrap(in->dtype, slot);
+      else error_ = fmt::format("a {} run-time value", dtypeName(in->dtype));
+      out_ += fmt::format("  {} {} = {};\n", regType(in->dtype), v(in->result), rhs);
+    }
+  }
+  /// A loop's extent: its literal, or the run-time value holding it.
+  std::string extentOf(const KLoop& l) const { return l.extentValue >= 0 ? v(l.extentValue) : std::to_string(l.extent); }
+
   // --- statements --------------------------------------------------------------------------------
   void inst(const KInst& in, const std::string& indent) {
     std::string rhs;
     switch (in.kind) {
+      case KInstKind::Param: return;  // read at the start (readParams())
       case KInstKind::Const:
         rhs = constant(in);
         break;
@@ -676,7 +698,7 @@ class Writer {
                         : fmt::format("{}{} {} = tid == 0 ? {} : {};\n", indent, regType(t), v(l.carried[c]),
                                       v(l.init[c]), identity(l.combine[c], t));
     }
-    out_ += fmt::format("{0}for ({1} {2} = tid; {2} < {3}; {2} += {4}) {{\n", indent, i64(), v(l.index), l.extent,
+    out_ += fmt::format("{0}for ({1} {2} = tid; {2} < {3}; {2} += {4}) {{\n", indent, i64(), v(l.index), extentOf(l),
                         k_.blockThreads);
     std::string inner = indent + "  ";
     ++depth_;
@@ -786,7 +808,7 @@ class Writer {
                           combines ? fmt::format("tid == 0 ? {} : {}", v(l.init[c]), identity(l.combine[c], t))
                                    : v(l.init[c]));
     }
-    out_ += fmt::format("{0}for ({1} {2} = 0; {2} < {3}; ++{2}) {{\n", indent, i64(), v(l.index), l.extent);
+    out_ += fmt::format("{0}for ({1} {2} = 0; {2} < {3}; ++{2}) {{\n", indent, i64(), v(l.index), extentOf(l));
     std::string inner = indent + "  ";
     ++depth_;
     block(l.body, inner);

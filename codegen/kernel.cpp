@@ -13,6 +13,12 @@ int64_t Kernel::domainSize() const {
   return n;
 }
 
+std::string domainText(const Kernel& kernel) {
+  std::vector<std::string> extents;
+  for (int64_t d : kernel.domain) extents.push_back(d == kRunTimeExtent ? "?" : std::to_string(d));
+  return fmt::format("{}", fmt::join(extents, ", "));
+}
+
 namespace {
 
 std::string v(int32_t id) { return fmt::format("%{}", id); }
@@ -22,13 +28,14 @@ class Printer {
   explicit Printer(const Kernel& k) : k_(k) {}
 
   std::string run() {
-    out_ += fmt::format("kernel @{} domain [{}]{}{}\n", k_.name, fmt::join(k_.domain, ", "),
+    out_ += fmt::format("kernel @{} domain [{}]{}{}\n", k_.name, domainText(k_),
                         k_.blockThreads > 0 ? fmt::format(" threads {}", k_.blockThreads) : "",
                         k_.pointsPerThread > 1 ? fmt::format(" vector {}", k_.pointsPerThread) : "");
     for (const std::string& p : k_.provenance) out_ += fmt::format("  // from {}\n", p);
     for (size_t i = 0; i < k_.buffers.size(); ++i) {
       const KBuffer& b = k_.buffers[i];
-      out_ += fmt::format("  buffer %b{}: {}[{}] {} {}{}\n", i, dtypeName(b.dtype), b.numel, b.output ? "out" : "in",
+      out_ += fmt::format("  buffer %b{}: {}[{}] {} {}{}\n", i, dtypeName(b.dtype),
+                          b.numel == kRunTimeExtent ? "?" : std::to_string(b.numel), b.output ? "out" : "in",
                           quoteString(b.name), b.sameAs >= 0 ? fmt::format(" same %b{}", b.sameAs) : "");
     }
     block(k_.body, "  ");
@@ -52,6 +59,7 @@ class Printer {
       case KInstKind::Select: rhs = fmt::format("select {}, {}, {}", v(i.a), v(i.b), v(i.c)); break;
       case KInstKind::Cast: rhs = fmt::format("cast {}", v(i.a)); break;
       case KInstKind::Load: rhs = fmt::format("load %b{}[{}]", i.ibits, v(i.a)); break;
+      case KInstKind::Param: rhs = fmt::format("param {}", i.ibits); break;
     }
     out_ += fmt::format("{}{} = {} : {}\n", indent, v(i.result), rhs, dtypeName(i.dtype));
   }
@@ -70,7 +78,8 @@ class Printer {
           results.push_back(v(l.results[k]));
         }
         std::string head = results.empty() ? "" : fmt::format("{} = ", fmt::join(results, ", "));
-        out_ += fmt::format("{}{}loop {} < {}", indent, head, v(l.index), l.extent);
+        out_ += fmt::format("{}{}loop {} < {}", indent, head, v(l.index),
+                            l.extentValue >= 0 ? v(l.extentValue) : std::to_string(l.extent));
         if (!carried.empty()) out_ += fmt::format(" carry({})", fmt::join(carried, ", "));
         std::vector<std::string> ops;
         for (KBinary op : l.combine) ops.emplace_back(kBinaryName(op));

@@ -30,6 +30,8 @@ enum class KInstKind {
   Select,  // a ? b : c
   Cast,    // a converted to `dtype` (the `cast` op's semantics)
   Load,    // buffer `ibits` at element offset a (i64)
+  Param,   // run-time value `ibits` of a kernel compiled for every size (codegen/size_general.h): element
+           // `ibits` of the last buffer (i64; a float's bits for f32 and f64), converted to `dtype`
 };
 
 /// One SSA instruction; its result is value `result` of type `dtype`.
@@ -67,6 +69,9 @@ struct KBlock {
 struct KLoop {
   int32_t index = -1;
   int64_t extent = 0;
+  /// A value (a Param defined before the loop) holding the extent, which is then known only at run
+  /// time, or -1.
+  int32_t extentValue = -1;
   std::vector<int32_t> init, carried, next, results;
   KBlock body;
   /// Split across the threads of a block (Kernel::blockThreads; only at the body's top level): each
@@ -87,6 +92,7 @@ struct KLoop {
 struct KBuffer {
   std::string name;  // the body input / output it stands for ("p0", "r1")
   DType dtype = DType::f32;
+  /// Its elements, or kRunTimeExtent in a kernel compiled for every size.
   int64_t numel = 0;
   bool output = false;
   /// The index of an earlier buffer this one is the same memory as (an in-place result, a product
@@ -95,11 +101,16 @@ struct KBuffer {
   int32_t sameAs = -1;
 };
 
+/// An extent a kernel compiled for every size (codegen/size_general.h) learns only at run time: a
+/// buffer's size, or the domain's first extent (its launch gives every point).
+inline constexpr int64_t kRunTimeExtent = -1;
+
 /// One kernel.
 struct Kernel {
   std::string name;
   std::vector<KBuffer> buffers;
-  /// The outer index space, run in parallel: the body runs once per point.
+  /// The outer index space, run in parallel: the body runs once per point. In a kernel compiled for
+  /// every size, the first extent may be kRunTimeExtent.
   std::vector<int64_t> domain;
   /// Threads per outer point on a GPU (codegen/map_to_blocks.h): 0, one thread per point; N (a
   /// power of two), one block of N threads per point, sharing the body's split loops. Top-level
@@ -121,6 +132,9 @@ struct Kernel {
 
   int64_t domainSize() const;
 };
+
+/// The domain as printed: "4, 128", "?, 128" for a run-time first extent.
+std::string domainText(const Kernel& kernel);
 
 /// The kernel as text (deterministic; the cache key hashes it).
 std::string printKernel(const Kernel& kernel);

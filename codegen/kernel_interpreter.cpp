@@ -4,6 +4,7 @@
 
 #include "ir/int_pow.h"
 
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -59,6 +60,9 @@ class Interpreter {
     if (buffers_.size() != k_.buffers.size()) {
       return makeError("kernel @{}: {} buffers given, it has {}", k_.name, buffers_.size(), k_.buffers.size());
     }
+    for (int64_t d : k_.domain) {
+      if (d == kRunTimeExtent) return makeError("kernel @{}: its domain's first extent is given at launch", k_.name);
+    }
     for (size_t i = 0; i < buffers_.size(); ++i) {
       const KBuffer& b = k_.buffers[i];
       if (buffers_[i]->dtype() != b.dtype || buffers_[i]->numel() != b.numel) {
@@ -89,7 +93,8 @@ class Interpreter {
       } else {
         const KLoop& l = *std::get<std::shared_ptr<KLoop>>(s);
         for (size_t c = 0; c < l.carried.size(); ++c) values_[l.carried[c]] = values_[l.init[c]];
-        for (int64_t it = 0; it < l.extent; ++it) {
+        const int64_t extent = l.extentValue >= 0 ? values_[l.extentValue].i : l.extent;
+        for (int64_t it = 0; it < extent; ++it) {
           values_[l.index].i = it;
           SMELT_CHECK_OK(block(l.body));
           std::vector<Scalar> next;
@@ -130,6 +135,17 @@ class Interpreter {
         else r.i = wrapTo(t, in.ibits);
         return Status::success();
       case KInstKind::Outer: r.i = outer_[static_cast<size_t>(in.ibits)]; return Status::success();
+      case KInstKind::Param: {
+        const Tensor& sizes = *buffers_.back();
+        if (sizes.dtype() != DType::i64 || in.ibits < 0 || in.ibits >= sizes.numel()) {
+          return makeError("kernel @{}: param {} needs an i64 last buffer holding it", k_.name, in.ibits);
+        }
+        const int64_t bits = sizes.getInt(in.ibits);
+        if (t == DType::f32) r.f = std::bit_cast<float>(static_cast<uint32_t>(bits));
+        else if (t == DType::f64) r.f = std::bit_cast<double>(bits);
+        else r.i = wrapTo(t, bits);
+        return Status::success();
+      }
       case KInstKind::Load: {
         auto buffer = static_cast<size_t>(in.ibits);
         int64_t offset = values_[in.a].i;

@@ -46,6 +46,11 @@ class Cursor {
     spaces();
     return s_.empty();
   }
+  /// The next character after spaces, or 0.
+  char peek() {
+    spaces();
+    return s_.empty() ? '\0' : s_.front();
+  }
   /// Consumes `token` (after spaces) when it is next.
   bool eat(std::string_view token) {
     spaces();
@@ -157,8 +162,13 @@ class Parser {
     if (!c.eat("domain") || !c.eat("[")) return fail("expected `domain [...]` after the name");
     if (!c.eat("]")) {
       do {
+        // `?`: the first extent of a kernel compiled for every size, given when it is launched.
+        if (kernel_.domain.empty() && c.eat("?")) {
+          kernel_.domain.push_back(kRunTimeExtent);
+          continue;
+        }
         auto d = c.integer();
-        if (!d || *d < 0) return fail("a domain extent must be a non-negative integer");
+        if (!d || *d < 0) return fail("a domain extent must be a non-negative integer (or `?` for the first)");
         kernel_.domain.push_back(*d);
       } while (c.eat(","));
       if (!c.eat("]")) return fail("expected `]` closing the domain");
@@ -280,8 +290,10 @@ class Parser {
     if (!c.eat(":")) return fail("expected `:` after the buffer");
     SMELT_TRY(b.dtype, dtype(c));
     if (!c.eat("[")) return fail("expected `[N]` after the buffer's dtype");
-    auto n = c.integer();
-    if (!n || *n < 0 || !c.eat("]")) return fail("a buffer's element count must be a non-negative integer");
+    auto n = c.eat("?") ? std::optional<int64_t>(kRunTimeExtent) : c.integer();
+    if (!n || (*n < 0 && *n != kRunTimeExtent) || !c.eat("]")) {
+      return fail("a buffer's element count must be a non-negative integer, or `?`");
+    }
     b.numel = *n;
     std::string_view dir = c.word();
     if (dir != "in" && dir != "out") return fail("expected `in` or `out`");
@@ -327,6 +339,15 @@ class Parser {
       }
       i.kind = KInstKind::Outer;
       i.ibits = *d;
+    } else if (op == "param") {
+      auto k = c.integer();
+      if (!k || *k < 0) return fail("`param` takes the index of a run-time value");
+      if (kernel_.buffers.empty() || kernel_.buffers.back().dtype != DType::i64 || kernel_.buffers.back().output ||
+          *k >= kernel_.buffers.back().numel) {
+        return fail("`param K` reads element K of the last buffer, an i64 input with more than K elements");
+      }
+      i.kind = KInstKind::Param;
+      i.ibits = *k;
     } else if (op == "select") {
       i.kind = KInstKind::Select;
       SMELT_TRY(i.a, use(c, "the condition"));
@@ -378,10 +399,15 @@ class Parser {
     auto loop = std::make_shared<KLoop>();
     auto index = valueId(c);
     if (!index || !c.eat("<")) return fail("expected `loop %i < EXTENT`");
-    auto extent = c.integer();
-    if (!extent || *extent < 0) return fail("a loop's extent must be a non-negative integer");
+    if (c.peek() == '%') {
+      SMELT_TRY(loop->extentValue, use(c, "the loop's extent"));
+      if (typeOf(loop->extentValue) != DType::i64) return fail("a loop's extent value must be i64");
+    } else {
+      auto extent = c.integer();
+      if (!extent || *extent < 0) return fail("a loop's extent must be a non-negative integer or an i64 value");
+      loop->extent = *extent;
+    }
     loop->index = *index;
-    loop->extent = *extent;
     std::vector<DType> carriedTypes;
     if (c.eat("carry(")) {
       do {

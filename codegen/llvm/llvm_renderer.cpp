@@ -90,6 +90,7 @@ class Renderer {
       LValue* slot = b_.CreateConstInBoundsGEP1_64(ptrTy, buffers, i);
       bufferPtrs_.push_back(b_.CreateLoad(ptrTy, slot, fmt::format("b{}", i)));
     }
+    readParams(k_.body);
     SMELT_CHECK_OK(domainLoops(fn_->getArg(1), fn_->getArg(2)));
     b_.CreateRetVoid();
     SMELT_CHECK_OK(status_);
@@ -432,6 +433,25 @@ class Renderer {
     return llvm::ConstantInt::get(regType(t), static_cast<uint64_t>(in.ibits));
   }
 
+  /// The run-time values of a kernel compiled for every size (KInstKind::Param), read once at entry
+  /// from its last buffer: loads in the body could not be hoisted past its stores.
+  void readParams(const KBlock& blk) {
+    for (const KStmt& s : blk.stmts) {
+      if (const auto* l = std::get_if<std::shared_ptr<KLoop>>(&s)) readParams((*l)->body);
+      const KInst* in = std::get_if<KInst>(&s);
+      if (!in || in->kind != KInstKind::Param) continue;
+      LValue* bits = b_.CreateLoad(b_.getInt64Ty(), b_.CreateConstInBoundsGEP1_64(b_.getInt64Ty(), bufferPtrs_.back(),
+                                                                              static_cast<uint64_t>(in->ibits)));
+      LValue* r = nullptr;
+      if (in->dtype == DType::f32) r = b_.CreateBitCast(b_.CreateTrunc(bits, b_.getInt32Ty()), b_.getFloatTy());
+      else if (in->dtype == DType::f64) r = b_.CreateBitCast(bits, b_.getDoubleTy());
+      else if (in->dtype == DType::boolean) r = b_.CreateICmpNE(bits, b_.getInt64(0));
+      else if (!isFloat(in->dtype)) r = b_.CreateTrunc(bits, regType(in->dtype));
+      else fail(fmt::format("a {} run-time value", dtypeName(in->dtype)));
+      values_[static_cast<size_t>(in->result)] = r;
+    }
+  }
+
   // --- statements --------------------------------------------------------------------------------
   LValue* elementPtr(int32_t buffer, int32_t offset) {
     DType t = k_.buffers[static_cast<size_t>(buffer)].dtype;
@@ -444,6 +464,7 @@ class Renderer {
     switch (in.kind) {
       case KInstKind::Const: r = constant(in); break;
       case KInstKind::Outer: r = outer_[static_cast<size_t>(in.ibits)]; break;
+      case KInstKind::Param: return;  // read at entry (readParams())
       case KInstKind::Unary: r = unary(in); break;
       case KInstKind::Binary: r = binary(in); break;
       case KInstKind::Select: r = b_.CreateSelect(val(in.a), val(in.b), val(in.c)); break;
@@ -558,7 +579,8 @@ class Renderer {
       x.sawNan->addIncoming(initSawNan[result], pre);
     }
     values_[static_cast<size_t>(l.index)] = index;
-    b_.CreateCondBr(b_.CreateICmpSLT(index, b_.getInt64(l.extent)), body, exit);
+    LValue* extent = l.extentValue >= 0 ? val(l.extentValue) : b_.getInt64(l.extent);
+    b_.CreateCondBr(b_.CreateICmpSLT(index, extent), body, exit);
     b_.SetInsertPoint(body);
     for (auto& [result, x] : extremes) extremes_[result] = x;
     block(l.body);
@@ -605,6 +627,12 @@ class Renderer {
     auto* i64 = b_.getInt64Ty();
     int64_t cols = k_.domain.empty() ? 1 : k_.domain.back();
     if (cols == 0 || k_.domainSize() == 0) return Status::success();
+    // A one-dimensional domain of run-time extent is one row: [begin, end) is all of it there is.
+    const bool runTimeRow = cols == kRunTimeExtent;
+    if (cols < 0 && (!runTimeRow || k_.domain.size() != 1)) {
+      fail("a run-time extent other than a domain's first");
+      return status_;
+    }
     llvm::BasicBlock* pre = b_.GetInsertBlock();
     auto* rowHead = llvm::BasicBlock::Create(ctx_, "row", fn_);
     auto* rowBody = llvm::BasicBlock::Create(ctx_, "row.body", fn_);
@@ -612,7 +640,7 @@ class Renderer {
     auto* colBody = llvm::BasicBlock::Create(ctx_, "col.body", fn_);
     auto* rowNext = llvm::BasicBlock::Create(ctx_, "row.next", fn_);
     auto* done = llvm::BasicBlock::Create(ctx_, "exit", fn_);
-    LValue* colsV = b_.getInt64(cols);
+    LValue* colsV = runTimeRow ? static_cast<LValue*>(b_.CreateAdd(end, b_.getInt64(1))) : b_.getInt64(cols);
     LValue* row0 = b_.CreateSDiv(begin, colsV);
     LValue* col0 = b_.CreateSRem(begin, colsV);
     b_.CreateBr(rowHead);

@@ -17,9 +17,10 @@ namespace smelt {
 
 /// Where one of a kernel's buffers lives when it runs.
 struct Binding {
-  enum Kind : unsigned char { kArena, kInput, kParameter, kConstant, kOutput };
+  enum Kind : unsigned char { kArena, kInput, kParameter, kConstant, kOutput, kSizes };
   Kind kind = kArena;
-  /// The arena byte offset (kArena), or the input's, parameter's, constant's or output's position.
+  /// The arena byte offset (kArena), the input's, parameter's, constant's or output's position, or
+  /// where a general kernel's run-time values start among the executable's (kSizes: an element).
   int64_t index = 0;
   /// Whether a run decides where it is (what it was fed, what it returns into).
   bool dynamic() const { return kind == kInput || kind == kParameter || kind == kOutput; }

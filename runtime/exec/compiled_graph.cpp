@@ -2,6 +2,7 @@
 // epilogue, host code, or the interpreter) + one image of every kernel + one arena (see
 // compiled_graph.h). Running is compiled_graph_run.cpp.
 #include "runtime/exec/compiled_graph_impl.h"
+#include "runtime/exec/size_general_kernels.h"
 
 #include "codegen/c_renderer.h"
 #include "codegen/log.h"
@@ -194,12 +195,22 @@ Status CompiledGraph::Impl::planProduct(Step& step) {
 }
 
 Expected<int64_t> CompiledGraph::Impl::addKernel(codegen::Kernel kernel, const std::string& symbolPrefix,
-                                                 LaunchShape& shape, std::string& symbol) {
+                                                 LaunchShape& shape, std::string& symbol, Step* step) {
   SMELT_CHECK_OK(codegen::runKernelPasses(kernel, backend->kernelPipeline()));
   if (kernel.blockThreads > 0) ++report.blockKernels;
   if (kernel.pointsPerThread > 1) ++report.vectorKernels;
   shape = backend->shapeOf(kernel, options);
   symbol = symbolPrefix + codegen::CRenderer::symbolFor(kernel, pendingKernels.size());
+  if (step && options.sizeGeneral) {
+    if (auto general = options.sizeGeneral->resolve(symbol, kernel)) {
+      kernel = *general->first;
+      if (!general->second.empty()) {
+        step->buffers.push_back({Binding::kSizes, static_cast<int64_t>(sizeValues.size())});
+        sizeValues.insert(sizeValues.end(), general->second.begin(), general->second.end());
+      }
+      ++report.sizeGeneralKernels;
+    }
+  }
   pendingKernels.push_back(std::move(kernel));
   pendingSymbols.push_back(symbol);
   ++report.kernels;
@@ -271,7 +282,7 @@ Status CompiledGraph::Impl::prepare(const Graph& source, const std::string& symb
       }
       markSharedBuffers(kernel, step.buffers);
       if (step.kind == Step::Kind::kInterpreted) step.kind = Step::Kind::kKernel;
-      SMELT_TRY(step.kernel, addKernel(std::move(kernel), symbolPrefix, step.shape, step.symbol));
+      SMELT_TRY(step.kernel, addKernel(std::move(kernel), symbolPrefix, step.shape, step.symbol, &step));
     } else if (step.kind == Step::Kind::kInterpreted) {
       // An op without a kernel lowering, or one the device lacks (an op or dtype), still runs, on the
       // reference interpreter (on the host), with one warning.
@@ -312,6 +323,11 @@ KernelBufferArg CompiledGraph::Impl::resolve(const Binding& b, int64_t elementBy
     case Binding::kParameter: arg = parameterArgs[static_cast<size_t>(b.index)]; break;
     case Binding::kConstant: arg = constantArgs[static_cast<size_t>(b.index)]; break;
     case Binding::kOutput: arg = outputArgs[static_cast<size_t>(b.index)]; break;
+    case Binding::kSizes:
+      arg = hostMemory ? KernelBufferArg{DeviceMemory{const_cast<int64_t*>(sizeValues.data()), sizeValues.size() * sizeof(int64_t)}, 0, 1}
+                       : KernelBufferArg{sizeMemory.memory(), 0, 1};
+      arg.byteOffset = b.index * static_cast<int64_t>(sizeof(int64_t));
+      break;
   }
   arg.elementBytes = elementBytes;
   return arg;
@@ -342,6 +358,12 @@ Status CompiledGraph::Impl::finish(std::shared_ptr<DeviceKernels> loaded, const 
                                     value.byteSize(), *stream));
     }
   }
+  // General kernels' run-time values: read in place on the CPU, uploaded once elsewhere.
+  if (!hostMemory && !sizeValues.empty()) {
+    SMELT_TRY(sizeMemory, MemoryPool::forDevice(device)->rent(sizeValues.size() * sizeof(int64_t)));
+    SMELT_CHECK_OK(device->copyIn(sizeMemory.memory(), 0, sizeValues.data(), sizeValues.size() * sizeof(int64_t),
+                                  *stream));
+  }
   const auto& params = graph.parameters();
   inputArgs.assign(graph.inputs().size(), {});
   parameterArgs.assign(params.size(), {});
@@ -358,7 +380,8 @@ Status CompiledGraph::Impl::finish(std::shared_ptr<DeviceKernels> loaded, const 
   for (Step& s : steps) {
     const Node& node = *s.node;
     for (size_t b = 0; b < s.buffers.size(); ++b) {
-      int64_t element = b < node.numOperands()                     ? elementBytesOf(node.operand(b))
+      int64_t element = s.buffers[b].kind == Binding::kSizes ? static_cast<int64_t>(sizeof(int64_t))
+                        : b < node.numOperands()                     ? elementBytesOf(node.operand(b))
                         : b < node.numOperands() + node.results().size() ? elementBytesOf(node.result(b - node.numOperands()))
                                                                            : static_cast<int64_t>(dtypeSize(s.product->dtype));
       if (s.buffers[b].dynamic()) {
@@ -405,6 +428,24 @@ std::uint64_t CompiledGraph::generation() const { return impl_->generation; }
 void CompiledGraph::releaseParameterValues() { impl_->graph.releaseParameterValues(); }
 bool CompiledGraph::donated(size_t output) const {
   return output < impl_->donatedOutputs.size() && impl_->donatedOutputs[output];
+}
+
+Expected<std::map<std::string, codegen::Kernel>> CompiledGraph::lowerKernels(const Graph& graph,
+                                                                             const std::shared_ptr<Device>& device,
+                                                                             const CompileOptions& options) {
+  std::unique_ptr<CompiledGraph> one(new CompiledGraph());
+  Impl& x = *one->impl_;
+  x.options = options;
+  x.options.sizeGeneral.reset();
+  x.device = device;
+  SMELT_TRY(x.backend, backendFor(device));
+  SMELT_CHECK_OK(x.prepare(graph, ""));
+  x.profiling = false;  // nothing ran: no profile to print
+  std::map<std::string, codegen::Kernel> kernels;
+  for (size_t k = 0; k < x.pendingKernels.size(); ++k) {
+    kernels.emplace(x.pendingSymbols[k], std::move(x.pendingKernels[k]));
+  }
+  return kernels;
 }
 
 Expected<std::vector<std::unique_ptr<CompiledGraph>>> CompiledGraph::compileAll(

@@ -9,7 +9,9 @@
 #include "runtime/exec/device_backend.h"
 #include "runtime/exec/executable.h"
 
+#include <map>
 #include <memory>
+#include <string>
 #include <span>
 #include <vector>
 
@@ -21,6 +23,12 @@ class CompiledGraph {
   static Expected<std::vector<std::unique_ptr<CompiledGraph>>> compileAll(std::span<const Graph> graphs,
                                                                           const std::shared_ptr<Device>& device,
                                                                           const CompileOptions& options);
+  /// The kernels compiling `graph` for `device` would compile, by symbol, lowered and shaped for the
+  /// device but not compiled: what a symbolic graph's first binding compares its own with
+  /// (runtime/exec/size_general_kernels.h).
+  static Expected<std::map<std::string, codegen::Kernel>> lowerKernels(const Graph& graph,
+                                                                       const std::shared_ptr<Device>& device,
+                                                                       const CompileOptions& options);
   ~CompiledGraph();
 
   /// Host tensors in and out (see Executable::run).

@@ -107,6 +107,9 @@ struct CompiledGraph::Impl {
 
   /// This run's bindings by position.
   std::vector<KernelBufferArg> inputArgs, parameterArgs, outputArgs, constantArgs;
+  /// The general kernels' run-time values (Binding::kSizes), and where they are on the device.
+  std::vector<int64_t> sizeValues;
+  PooledBuffer sizeMemory;
   /// Per parameter: whether its slot holds a value other than its initial one (devices).
   std::vector<bool> parameterDirty;
   /// Per output: whether this run writes it over its fed parameter.
@@ -147,9 +150,11 @@ struct CompiledGraph::Impl {
   Status planProduct(Step& step);
   /// Step::conv for a convolution on a device's BLAS.
   Status planDeviceConvolution(Step& step, const std::string& symbolPrefix);
-  /// Adds `kernel` to those being compiled (after the backend's kernel passes); its index.
+  /// Adds `kernel` to those being compiled (after the backend's kernel passes); its index. With
+  /// `step` and options.sizeGeneral, its general form when it has one, the step then binding one more
+  /// buffer, its run-time values.
   Expected<int64_t> addKernel(codegen::Kernel kernel, const std::string& symbolPrefix, LaunchShape& shape,
-                              std::string& symbol);
+                              std::string& symbol, Step* step = nullptr);
   /// The arena, a constant or this run's binding, as a kernel argument.
   KernelBufferArg resolve(const Binding& b, int64_t elementBytes) const;
   KernelBufferArg slotArg(int64_t offset, int64_t elementBytes = 1) const {

@@ -10,6 +10,7 @@
 #include "runtime/device/memory_pool.h"
 #include "runtime/exec/compiled_graph.h"
 #include "runtime/exec/run_support.h"
+#include "runtime/exec/size_general_kernels.h"
 #include "passes/pass_manager.h"
 #include "runtime/placement/placement.h"
 
@@ -57,6 +58,45 @@ struct Executable::Impl {
   std::optional<Graph> symbolic;
   std::map<DimBinding, std::unique_ptr<Executable>> byBinding;
   Executable* current = nullptr;
+  /// The kernels its specializations share across sizes (made on the first one).
+  std::shared_ptr<SizeGeneralKernels> sizeGeneral;
+
+  /// A second binding near `binding` (each symbol one more, or one less at the top of its range),
+  /// or nothing when a symbol's range holds one size.
+  std::optional<DimBinding> probeNear(const DimBinding& binding) const {
+    DimBinding probe = binding;
+    for (auto& [symbol, extent] : probe) {
+      Graph::DimRange range = symbolic->dimRange(symbol);
+      if (extent + 1 <= range.max) ++extent;
+      else if (extent - 1 >= std::max<int64_t>(range.min, 1)) --extent;
+      else return std::nullopt;
+    }
+    return probe;
+  }
+
+  /// The shared kernels, on the first binding: the graph lowered at a probe binding as well, so that
+  /// what varies with the sizes shows. Without a probe (or when it fails) each binding compiles its
+  /// own kernels.
+  void shareKernelsAcrossSizes(const DimBinding& binding) {
+    if (sizeGeneral) return;
+    sizeGeneral = std::make_shared<SizeGeneralKernels>();
+    std::optional<DimBinding> probe = probeNear(binding);
+    auto lowered = [&]() -> Expected<std::map<std::string, codegen::Kernel>> {
+      SMELT_TRY(Graph bound, bindDims(*symbolic, *probe));
+      SMELT_TRY(std::shared_ptr<Device> on, openDevice(deviceId));
+      CompileOptions probing = options;
+      probing.device = deviceId;
+      return CompiledGraph::lowerKernels(bound, on, probing);
+    };
+    if (!probe) return;
+    Expected<std::map<std::string, codegen::Kernel>> kernels = lowered();
+    if (!kernels) {
+      logger().info("@{}: no kernels shared across sizes: lowering it for {} failed: {}", symbolic->name(),
+                    bindingToString(*probe), kernels.error().message());
+      return;
+    }
+    sizeGeneral->setProbe(std::move(*kernels));
+  }
 
   /// The specialization for inputs of types `fed`, compiled on first use.
   Expected<Executable*> specializationFor(std::span<const TensorType> fed) {
@@ -66,9 +106,15 @@ struct Executable::Impl {
       logger().info("@{}: compiling for {} (a new binding of its symbolic dimensions; {} compiled before)",
                     symbolic->name(), bindingToString(binding), byBinding.size());
       SMELT_TRY(Graph bound, bindDims(*symbolic, binding));
+      shareKernelsAcrossSizes(binding);
       CompileOptions specialized = options;
       specialized.device = deviceId;
+      specialized.sizeGeneral = sizeGeneral;
       SMELT_TRY(std::unique_ptr<Executable> exe, Executable::compile(bound, specialized));
+      const CompileReport& r = exe->report();
+      logger().info("@{}: {}: {} kernels, {} of them shared by every size, {} compiled (not from a cache)",
+                    symbolic->name(), bindingToString(binding), r.kernels, r.sizeGeneralKernels,
+                    r.kernels - r.cacheHits);
       it = byBinding.emplace(std::move(binding), std::move(exe)).first;
     }
     current = it->second.get();

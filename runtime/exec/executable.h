@@ -33,6 +33,8 @@ bool tf32FromEnvironment();
 bool replayFromEnvironment();
 
 /// How to compile, and where. An aggregate: Executable::compile(graph, {.device = "cuda"}).
+class SizeGeneralKernels;
+
 struct CompileOptions {
   /// Passes to run first ($SMELT_PIPELINE, else the default optimizing pipeline).
   std::string pipeline = pipelineFromEnvironment();
@@ -63,6 +65,9 @@ struct CompileOptions {
   std::vector<std::pair<std::string, std::string>> donate;
   /// Whether device failures fall back to the CPU (see the file comment); off: they are errors.
   bool fallback = true;
+  /// Set by a graph with symbolic dimensions for the executables it compiles per binding: the kernels
+  /// they share across sizes (runtime/exec/size_general_kernels.h). Null: every kernel as lowered.
+  std::shared_ptr<SizeGeneralKernels> sizeGeneral;
 };
 
 /// What compiling did: where, generated kernels, cache hits, vendor products, seconds.
@@ -78,6 +83,9 @@ struct CompileReport {
   int64_t blas = 0;
   /// Kernels whose compiled code came from a cache instead of a compiler.
   int64_t cacheHits = 0;
+  /// Of the kernels, those compiled for every size of a symbolic graph's dimensions (their sizes read
+  /// at run time: codegen/size_general.h); each later binding reuses them from the kernel cache.
+  int64_t sizeGeneralKernels = 0;
   /// Nodes run on the reference interpreter: no kernel lowering, or one the device lacks.
   int64_t interpreted = 0;
   /// Nodes run by their op's own CPU implementation (OpDef::host) instead of a kernel.
