@@ -54,29 +54,33 @@ double intToDouble(DType t, int64_t v) {
 
 class Interpreter {
  public:
-  Interpreter(const Kernel& k, std::span<Tensor* const> buffers) : k_(k), buffers_(buffers), values_(k.types.size()) {}
+  Interpreter(const Kernel& k, std::span<Tensor* const> buffers, int64_t firstExtent)
+      : k_(k), buffers_(buffers), values_(k.types.size()), domain_(k.domain) {
+    if (!domain_.empty() && domain_[0] == kRunTimeExtent) domain_[0] = firstExtent;
+  }
 
   Status run() {
     if (buffers_.size() != k_.buffers.size()) {
       return makeError("kernel @{}: {} buffers given, it has {}", k_.name, buffers_.size(), k_.buffers.size());
     }
-    for (int64_t d : k_.domain) {
-      if (d == kRunTimeExtent) return makeError("kernel @{}: its domain's first extent is given at launch", k_.name);
+    for (int64_t d : domain_) {
+      if (d < 0) return makeError("kernel @{}: its domain's first extent is given at launch; none was", k_.name);
     }
     for (size_t i = 0; i < buffers_.size(); ++i) {
       const KBuffer& b = k_.buffers[i];
-      if (buffers_[i]->dtype() != b.dtype || buffers_[i]->numel() != b.numel) {
+      if (buffers_[i]->dtype() != b.dtype || (b.numel != kRunTimeExtent && buffers_[i]->numel() != b.numel)) {
         return makeError("kernel @{}: buffer {} is {}, expected {}[{}]", k_.name, i, buffers_[i]->type().toString(),
                          dtypeName(b.dtype), b.numel);
       }
     }
-    outer_.assign(k_.domain.size(), 0);
-    int64_t points = k_.domainSize();
+    outer_.assign(domain_.size(), 0);
+    int64_t points = 1;
+    for (int64_t d : domain_) points *= d;
     for (int64_t p = 0; p < points; ++p) {
       int64_t rest = p;
-      for (size_t d = k_.domain.size(); d-- > 0;) {
-        outer_[d] = rest % k_.domain[d];
-        rest /= k_.domain[d];
+      for (size_t d = domain_.size(); d-- > 0;) {
+        outer_[d] = rest % domain_[d];
+        rest /= domain_[d];
       }
       SMELT_CHECK_OK(block(k_.body));
     }
@@ -108,9 +112,9 @@ class Interpreter {
   }
 
   Status checkOffset(size_t buffer, int64_t offset) const {
-    if (offset < 0 || offset >= k_.buffers[buffer].numel) {
+    if (offset < 0 || offset >= buffers_[buffer]->numel()) {
       return makeError("kernel @{}: offset {} out of bounds of buffer {} ({} elements)", k_.name, offset, buffer,
-                       k_.buffers[buffer].numel);
+                       buffers_[buffer]->numel());
     }
     return Status::success();
   }
@@ -286,13 +290,18 @@ class Interpreter {
   const Kernel& k_;
   std::span<Tensor* const> buffers_;
   std::vector<Scalar> values_;
+  std::vector<int64_t> domain_;  // the kernel's, with the first extent given at launch filled in
   std::vector<int64_t> outer_;
 };
 
 }  // namespace
 
 Status interpretKernel(const Kernel& kernel, std::span<Tensor* const> buffers) {
-  return Interpreter(kernel, buffers).run();
+  return Interpreter(kernel, buffers, kRunTimeExtent).run();
+}
+
+Status interpretKernel(const Kernel& kernel, std::span<Tensor* const> buffers, int64_t firstExtent) {
+  return Interpreter(kernel, buffers, firstExtent).run();
 }
 
 }  // namespace smelt::codegen

@@ -14,4 +14,9 @@ namespace smelt::codegen {
 /// have the buffer's dtype and element count.
 Status interpretKernel(const Kernel& kernel, std::span<Tensor* const> buffers);
 
+/// The same for a kernel compiled for every size (codegen/size_general.h): `firstExtent` is its
+/// domain's first extent when that is given at launch, buffers of run-time size take any element
+/// count (and bound the offsets), and its params come from the last buffer.
+Status interpretKernel(const Kernel& kernel, std::span<Tensor* const> buffers, int64_t firstExtent);
+
 }  // namespace smelt::codegen

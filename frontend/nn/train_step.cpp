@@ -3,6 +3,7 @@
 
 #include "autodiff/gradient_tape.h"
 #include "codegen/log.h"
+#include "runtime/exec/size_general_kernels.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -110,6 +111,9 @@ Expected<std::unique_ptr<TrainStep>> TrainStep::create(Model& model, LossFn loss
   step->optimizer_ = std::move(optimizer);
   step->schedule_ = options.schedule ? options.schedule : constantSchedule(step->optimizer_->learningRate());
   step->options_ = std::move(options);
+  // Each batch size compiles its own step; the kernels they share across sizes compile once
+  // (runtime/exec/size_general_kernels.h: the second size makes them general, later ones reuse them).
+  if (!step->options_.compile.sizeGeneral) step->options_.compile.sizeGeneral = std::make_shared<SizeGeneralKernels>();
   step->input_ = input;
   step->target_ = target;
   SMELT_CHECK_OK(step->compileBatch(input.rank() > 0 ? input.shape[0] : 0));
@@ -247,6 +251,7 @@ Expected<std::unique_ptr<Predictor>> Predictor::create(Model& model, const Tenso
   auto p = std::unique_ptr<Predictor>(new Predictor());
   p->model_ = &model;
   p->options_ = options;
+  if (!p->options_.sizeGeneral) p->options_.sizeGeneral = std::make_shared<SizeGeneralKernels>();
   p->input_ = input;
   SMELT_CHECK_OK(p->compileBatch(input.rank() > 0 ? input.shape[0] : 0));
   return p;

@@ -31,9 +31,10 @@ std::optional<std::pair<const codegen::Kernel*, std::vector<int64_t>>> SizeGener
   }
   // Kept to pair with a later size; a few suffice (sizes of one shape pair with the first).
   constexpr size_t kKept = 4;
+  const bool first = forms.empty() && others.empty();
   if (others.size() < kKept) others.push_back(concrete);
   ++specific_;
-  logger().info("kernel {} ({}): compiled for this size only (its shape at this size is not that of its "
+  if (!first) logger().info("kernel {} ({}): compiled for this size only (its shape at this size is not that of its "
                 "form for every size)", symbol, concrete.name);
   return std::nullopt;
 }
