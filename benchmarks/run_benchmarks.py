@@ -22,7 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-from harness import analysis, chart, device_runtime, report, runners, shared_core, venvs  # noqa: E402
+from harness import analysis, chart, device_runtime, report, runners, shared_core, symbolic_batch, venvs  # noqa: E402
 from harness.workloads import BY_NAME, WORKLOADS  # noqa: E402
 
 DEBIAN_PYTHON = "/usr/bin/python3"
@@ -45,11 +45,13 @@ def parse_args(argv):
                     help="skip the device runtime's figures (caching pool, smelt tune's crossovers)")
     ap.add_argument("--no-shared-core", action="store_true",
                     help="skip the shared-machine figures (the workloads again with one core busy)")
+    ap.add_argument("--no-symbolic", action="store_true",
+                    help="skip the shape-polymorphic figures (workloads with a symbolic batch, kernels across sizes)")
     ap.add_argument("--smoke", action="store_true",
                     help="check that every workload compiles, then a --quick --no-peers run of ew_chain")
     a = ap.parse_args(argv)
     if a.smoke:
-        a.quick = a.no_peers = a.no_build = a.no_install = a.no_device = a.no_shared_core = True
+        a.quick = a.no_peers = a.no_build = a.no_install = a.no_device = a.no_shared_core = a.no_symbolic = True
         a.only = a.only or "ew_chain"
     a.smelt = a.smelt or os.path.join(a.build_dir, "bin", "smelt")
     if not a.output_dir:
@@ -279,6 +281,12 @@ def run(a, cache):
         device = device or {"targets": [], "markdown": []}
         device["targets"] = device["targets"] + shared_core.targets(shared)
         device["markdown"] = device["markdown"] + shared_core.markdown(shared)
+    if not a.no_symbolic:
+        say("shape-polymorphic graphs: the workloads with a symbolic batch, and kernels across batch sizes")
+        sym = symbolic_batch.measure(a, budget, cache, 1 if a.quick else 3, say)
+        device = device or {"targets": [], "markdown": []}
+        device["targets"] = device["targets"] + symbolic_batch.targets(sym)
+        device["markdown"] = device["markdown"] + symbolic_batch.markdown(sym)
     print(report.console(rows, stream, peers))
     for label, measured, met in (device or {}).get("targets", []):
         print("  %-50s %-14s %s" % (label, measured, "met" if met else "NOT MET"))

@@ -108,7 +108,8 @@ Status checkBinding(const Graph& graph, const DimBinding& binding) {
 }
 
 Expected<Graph> withInputTypes(const Graph& graph,
-                               const std::function<Expected<TensorType>(const TensorType&)>& typeOf) {
+                               const std::function<Expected<TensorType>(const TensorType&)>& typeOf,
+                               const std::function<void(AttrMap&)>& attrs) {
   Graph out(graph.name());
   std::unordered_map<const Value*, Value*> map;
   for (const Value* v : graph.inputs()) {
@@ -119,7 +120,9 @@ Expected<Graph> withInputTypes(const Graph& graph,
   for (const auto& node : graph.nodes()) {
     std::vector<Value*> operands;
     for (const Value* o : node->operands()) operands.push_back(map.at(o));
-    SMELT_TRY(Node * n, out.addNode(node->opName(), std::move(operands), node->attrs(), node->sourceName()));
+    AttrMap a = node->attrs();
+    if (attrs) attrs(a);
+    SMELT_TRY(Node * n, out.addNode(node->opName(), std::move(operands), std::move(a), node->sourceName()));
     for (size_t r = 0; r < node->results().size(); ++r) map[node->result(r)] = n->result(r);
   }
   for (const GraphOutput& o : graph.outputs()) out.addOutput(o.name, map.at(o.value));
@@ -128,13 +131,23 @@ Expected<Graph> withInputTypes(const Graph& graph,
 
 Expected<Graph> bindDims(const Graph& graph, const DimBinding& binding) {
   SMELT_CHECK_OK(checkBinding(graph, binding));
-  return withInputTypes(graph, [&](TensorType t) -> Expected<TensorType> {
-    for (int64_t& d : t.shape) {
-      if (std::string symbol = dimSymbolName(d); !symbol.empty()) d = binding.at(symbol);
-    }
-    SMELT_CHECK_OK(checkShapeLimits(t.shape));
-    return t;
-  });
+  auto bind = [&](int64_t& d) {
+    if (std::string symbol = dimSymbolName(d); !symbol.empty()) d = binding.at(symbol);
+  };
+  return withInputTypes(
+      graph,
+      [&](TensorType t) -> Expected<TensorType> {
+        for (int64_t& d : t.shape) bind(d);
+        SMELT_CHECK_OK(checkShapeLimits(t.shape));
+        return t;
+      },
+      [&](AttrMap& attrs) {
+        for (auto& [name, value] : attrs) {
+          if (auto* ints = std::get_if<std::vector<int64_t>>(&value)) {
+            for (int64_t& d : *ints) bind(d);
+          }
+        }
+      });
 }
 
 }  // namespace smelt

@@ -201,7 +201,11 @@ Expected<std::vector<TensorType>> inferExpand(const OpCall& call) {
   const std::vector<int64_t>& target = call.getInts("shape");
   if (target.size() > 16) return call.error("attribute 'shape' has {} entries; at most 16 are supported", target.size());
   for (int64_t d : target) {
-    if (d < 0) return call.error("attribute 'shape' {} has negative entry {}", shapeToString(target), d);
+    // A symbolic dimension (ir/type.h) is an entry too: the gradient of a reduction over a symbolic
+    // batch expands back to it; binding the graph (bindDims) binds it here as well.
+    if (d < 0 && !isSymbolic(d)) {
+      return call.error("attribute 'shape' {} has negative entry {}", shapeToString(target), d);
+    }
   }
   auto shape = broadcastShapes(x.shape, target);
   if (!shape) return call.error("cannot expand {} to {}: {}", x.toString(), shapeToString(target), shape.error().message());
@@ -345,6 +349,7 @@ void registerLayoutOps(OpRegistry& registry) {
       .fusion = FusionKind::Broadcast,
       .dtypes = dtypes::kAll,
       .infer = inferExpand,
+      .symbolicDims = true,
       .reference = referenceExpand,
       .example = unaryExample("[3,1]", "expand", "shape = [2, 1, 4]", "[2,3,4]"),
       .gradient = expandGradient,

@@ -188,3 +188,38 @@ TEST_CASE("symbolic dims: bad bindings are errors naming the input, the dimensio
   CHECK_MESSAGE(checkBinding(g, extra).error().message().find("no symbolic dimension T") != std::string::npos,
                 checkBinding(g, extra).error().message());
 }
+
+TEST_CASE("symbolic dims: expand to a symbolic shape (a reduction's gradient over the batch) binds with the graph") {
+  Graph g = testing::parseOrFail(R"(graph @g(%x: f32[N,4]) {
+  dim N in [1, 64]
+  %0 = reduce_sum(%x) {axes = [0], keepdims = 1} : f32[1,4]
+  return r = %0
+})");
+  const Value* sum = g.outputs()[0].value;
+  auto expanded = g.addNode("expand", {const_cast<Value*>(sum)}, {{"shape", std::vector<int64_t>{dimSymbol("N"), 4}}});
+  REQUIRE_MESSAGE(expanded.ok(), expanded.error().message());
+  CHECK((*expanded)->result(0)->type().toString() == "f32[N,4]");
+  g.addOutput("e", (*expanded)->result(0));
+  for (int64_t n : {1, 5}) {
+    auto bound = bindDims(g, {{"N", n}});
+    REQUIRE_MESSAGE(bound.ok(), bound.error().message());
+    const Node& e = *bound->nodes().back();
+    CHECK(std::get<std::vector<int64_t>>(e.attrs().at("shape")) == std::vector<int64_t>{n, 4});
+    CHECK(e.result(0)->type().shape == Shape{n, 4});
+    TensorMap feeds = testing::randomFeeds(*bound, testing::testSeed());
+    auto out = interpret(*bound, feeds);
+    REQUIRE_MESSAGE(out.ok(), out.error().message());
+    const Tensor& x = feeds.at("x");
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < 4; ++j) {
+        double want = 0;
+        for (int64_t k = 0; k < n; ++k) want += x.getDouble(k * 4 + j);
+        CHECK((*out)[1].getDouble(i * 4 + j) == doctest::Approx(want).epsilon(1e-5));
+      }
+    }
+  }
+  // A negative entry that is no symbol is still an error naming the node.
+  auto bad = g.addNode("expand", {const_cast<Value*>(sum)}, {{"shape", std::vector<int64_t>{-3, 4}}});
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message().find("negative entry -3") != std::string::npos);
+}

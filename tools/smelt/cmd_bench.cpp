@@ -7,6 +7,7 @@
 // time from the loaded graph to a ready executable: autodiff (with --grad), the pass pipeline, kernel
 // compilation or cache loads, the arena.
 #include "frontend/model_loader.h"
+#include "ir/dims.h"
 #include "runtime/exec/executable.h"
 #include "runtime/device/device_tensor.h"
 #include "runtime/exec/run_timing.h"
@@ -101,6 +102,8 @@ Action addBenchCommand(CLI::App& app) {
     std::vector<std::string> inputs;
     bool freshOutputs = false;
     bool deviceTime = false;
+    bool symbolicBatch = false;
+    int64_t sweepSizes = 0;
     RunBudget budget;
   };
   auto options = std::make_shared<Options>();
@@ -115,6 +118,13 @@ Action addBenchCommand(CLI::App& app) {
   cmd->add_flag("--fresh-outputs", options->freshOutputs,
                "New output tensors on every run (as frameworks returning new tensors do: their first touch is "
                "timed) instead of reusing the last run's");
+  cmd->add_flag("--symbolic-batch", options->symbolicBatch,
+               "Compile with the inputs' leading extent (the first input's) made a symbolic dimension N in [1, "
+               "max(extent, --sweep-sizes)], then run at the file's size: the shape-polymorphic executable, to "
+               "compare with the static one");
+  cmd->add_option("--sweep-sizes", options->sweepSizes,
+                  "With --symbolic-batch: after timing, run once at every batch size 1..S and print how many kernels "
+                  "all sizes compiled (not from a cache), against one size's");
   cmd->add_flag("--device-time", options->deviceTime,
                "Also time runs whose inputs and outputs stay on the device, with the device's timing events "
                "(device_median_ms)");
@@ -136,6 +146,18 @@ Action addBenchCommand(CLI::App& app) {
     // From here to a ready executable is what compile_ms reports.
     const auto start = std::chrono::steady_clock::now();
     double autodiffMs = 0;
+    const int64_t batch = !graph.inputs().empty() && graph.inputs()[0]->type().rank() > 0
+                              ? graph.inputs()[0]->type().shape[0]
+                              : -1;
+    if (options->symbolicBatch) {
+      if (batch < 1) return fail("--symbolic-batch: the first input has no leading extent to make symbolic");
+      SMELT_TRY_CLI(graph, withInputTypes(graph, [&](TensorType t) -> Expected<TensorType> {
+                      if (t.rank() > 0 && t.shape[0] == batch) t.shape[0] = dimSymbol("N");
+                      return t;
+                    }));
+      graph.setDimRange("N", {1, std::max(batch, options->sweepSizes)});
+    }
+    // Autodiff after the batch is symbolic: the backward graph's shapes follow the forward's.
     if (!options->grad.empty()) {
       SMELT_TRY_CLI(std::vector<std::string> names, splitNames(options->grad));
       if (Status added = addGradientOutputs(graph, names, true); !added) return fail(added.error().message());
@@ -163,6 +185,33 @@ Action addBenchCommand(CLI::App& app) {
     fmt::print("runs {} (after {} warm-up)\n", times.ms.size(), times.warmups);
     fmt::print("min_ms {:.4f}\n", times.minMs());
     fmt::print("median_ms {:.4f}\n", times.medianMs());
+    if (options->symbolicBatch && options->sweepSizes > 0) {
+      // The first binding (the file's size, compiled on the first run above) and then every size.
+      const CompileReport first = compiled.exe->report();  // a copy: report() follows the last run's binding
+      const int64_t oneSize = first.kernels - first.cacheHits;
+      int64_t all = oneSize, batchOfOne = 0;
+      for (int64_t n = 1; n <= options->sweepSizes; ++n) {
+        const int before = compiled.exe->specializations();
+        TensorMap sized;
+        for (const Value* v : graph.inputs()) {
+          TensorType t = v->type();
+          for (int64_t& d : t.shape) d = isSymbolic(d) ? n : d;
+          sized[v->name()] = randomInput(t, rng);
+        }
+        outputs.clear();
+        if (Status ran = compiled.run(sized, outputs); !ran) return fail(ran.error().message());
+        const CompileReport& r = compiled.exe->report();
+        if (compiled.exe->specializations() > before) {
+          all += r.kernels - r.cacheHits;
+          if (n == 1) batchOfOne = r.kernels - r.cacheHits;
+        }
+      }
+      fmt::print("sweep_kernels_compiled {} (batch sizes 1..{}, {} bindings; one size compiled {}, {} of its {} "
+                 "kernels shared by every size)\n",
+                 all, options->sweepSizes, compiled.exe->specializations(), oneSize, first.sizeGeneralKernels,
+                 first.kernels);
+      fmt::print("sweep_kernels_compiled_batch_of_one {}\n", batchOfOne);
+    }
     return 0;
   };
 }

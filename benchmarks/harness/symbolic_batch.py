@@ -1,0 +1,100 @@
+"""Shape-polymorphic graphs (issue 18): each workload compiled with its batch (the first input's leading
+extent) a symbolic dimension, beside the static compile of the same size, in alternating processes; and
+the kernels a symbolic compile builds across batch sizes 1..256 (a fresh kernel cache), against one
+size's. Targets: the symbolic executable within 5% of the static one; as many kernels for every size as
+for one."""
+import os
+import tempfile
+
+from . import runners
+from .workloads import BY_NAME
+
+WORKLOADS = ["ew_chain", "softmax_rows", "layernorm", "mlp_train"]
+SIZES = 256
+SLACK = 1.05
+
+
+def _bench(a, w, budget, cache, extra):
+    cmd = [a.smelt, "bench", os.path.join(runners.IR_DIR, w.ir)] + budget.args() + extra
+    if w.grad:
+        cmd += ["--grad", w.grad]
+    out, err = runners.run(cmd, 1800, env={"SMELT_CACHE_DIR": cache})
+    if err:
+        return {"error": err}
+    return {"out": out, **runners.parse_pairs(out)}
+
+
+def measure(a, budget, cache, rounds, say):
+    """{workload: {"static": [ms...], "symbolic": [ms...], "compiled_all": n, "compiled_one": n, "error": ...}}"""
+    results = {}
+    for name in WORKLOADS:
+        w = BY_NAME[name]
+        row = {"static": [], "symbolic": []}
+        for r in range(rounds):
+            order = ("static", "symbolic") if r % 2 == 0 else ("symbolic", "static")
+            for kind in order:
+                got = _bench(a, w, budget, cache, ["--symbolic-batch"] if kind == "symbolic" else [])
+                if "error" in got:
+                    row["error"] = "%s: %s" % (kind, got["error"])
+                elif "median_ms" in got:
+                    row[kind].append(got["median_ms"])
+        with tempfile.TemporaryDirectory(prefix="smelt-sizes-") as fresh:
+            got = _bench(a, w, runners.Budget(runs=1, warmup=0, min_runs=1, max_seconds=1), fresh,
+                         ["--symbolic-batch", "--sweep-sizes", str(SIZES)])
+        if "error" in got:
+            row["error"] = "sweep: " + got["error"]
+        else:
+            row["compiled_all"] = got.get("sweep_kernels_compiled")
+            row["compiled_batch1"] = got.get("sweep_kernels_compiled_batch_of_one")
+            line = [l for l in got["out"].splitlines() if l.startswith("sweep_kernels_compiled")]
+            row["sweep_line"] = line[0] if line else ""
+            one = [l for l in got["out"].splitlines() if "one size compiled" in l]
+            row["compiled_one"] = float(one[0].split("one size compiled ")[1].split(",")[0]) if one else None
+        results[name] = row
+        say("  symbolic batch %-14s static %s ms, symbolic %s ms; kernels compiled for sizes 1..%d: %s (one size: %s)%s" % (
+            name, _median(row["static"]), _median(row["symbolic"]), SIZES, row.get("compiled_all"),
+            row.get("compiled_one"), " (%s)" % row["error"] if "error" in row else ""))
+    return results
+
+
+def _median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if xs else None
+
+
+def targets(results):
+    rows = []
+    for name, row in results.items():
+        s, y = _median(row["static"]), _median(row["symbolic"])
+        if s and y:
+            rows.append(("%s: symbolic batch within 5%% of static" % name, "x%.3f" % (y / s), y <= s * SLACK))
+        if row.get("compiled_all") is not None and row.get("compiled_one") is not None:
+            rows.append(("%s: kernels compiled for batch 1..%d = one size's" % (name, SIZES),
+                         "%d vs %d" % (row["compiled_all"], row["compiled_one"]),
+                         row["compiled_all"] <= row["compiled_one"]))
+    return rows
+
+
+def markdown(results):
+    md = ["### Shape-polymorphic graphs: a symbolic batch", "",
+          "Each workload compiled twice, static and with its batch (the first input's leading extent) a "
+          "symbolic dimension N in [1, max(batch, %d)], run at the file's size in alternating processes "
+          "(`smelt bench W [--symbolic-batch]`, medians over rounds); then one process running the symbolic "
+          "executable once at every batch size 1..%d from an empty kernel cache "
+          "(`--sweep-sizes %d`), counting the kernels compiled rather than found in the cache. Kernels "
+          "whose numbers alone change with the batch compile once and read those numbers at run time "
+          "(codegen/size_general.h); a batch of 1, whose kernels fold the batch index away, compiles its "
+          "own. Targets: symbolic within 5%% of static; as many kernels for every size as for one." % (SIZES, SIZES, SIZES),
+          "",
+          "| workload | static ms | symbolic ms | symbolic / static | kernels, one size | kernels, sizes 1..%d | of which batch 1 |" % SIZES,
+          "|---|---|---|---|---|---|---|"]
+    f = lambda v: "%.3f" % v if v else "-"
+    for name, row in results.items():
+        s, y = _median(row["static"]), _median(row["symbolic"])
+        md.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+            name, f(s), f(y), "%.3f" % (y / s) if s and y else "-",
+            "%d" % row["compiled_one"] if row.get("compiled_one") is not None else "-",
+            "%d" % row["compiled_all"] if row.get("compiled_all") is not None else row.get("error", "-"),
+            "%d" % row["compiled_batch1"] if row.get("compiled_batch1") is not None else "-"))
+    md.append("")
+    return md
