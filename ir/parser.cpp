@@ -319,20 +319,30 @@ class Parser {
       if (!isPunct("]")) {
         while (true) {
           toks.push_back(&peek());
-          SMELT_TRY(Attribute a, parseScalar());
+          if (isSymbolToken(peek())) {
+            next();  // a symbolic dimension's name in an integer list
+          } else {
+            SMELT_TRY(Attribute a, parseScalar());
+          }
           items.push_back(tokens_[pos_ - 1].text);
           if (!isPunct(",")) break;
           next();
         }
       }
       SMELT_CHECK_OK(expectPunct("]"));
-      bool allInts = true;
-      for (const Token* tok : toks) allInts = allInts && isIntText(tok->text);
+      bool allInts = true, anySymbol = false;
+      for (const Token* tok : toks) {
+        anySymbol = anySymbol || isSymbolToken(*tok);
+        allInts = allInts && (isIntText(tok->text) || isSymbolToken(*tok));
+      }
       if (allInts) {
         std::vector<int64_t> ints;
-        for (const Token* tok : toks) ints.push_back(std::get<int64_t>(*scalarOf(*tok)));
+        for (const Token* tok : toks) {
+          ints.push_back(isSymbolToken(*tok) ? dimSymbol(tok->text) : std::get<int64_t>(*scalarOf(*tok)));
+        }
         return Attribute(std::move(ints));
       }
+      if (anySymbol) return fail(*toks.front(), "a list with a symbolic dimension holds integers only");
       std::vector<double> floats;
       for (const Token* tok : toks) {
         Attribute a = *scalarOf(*tok);
@@ -341,6 +351,12 @@ class Parser {
       return Attribute(std::move(floats));
     }
     return parseScalar();
+  }
+
+  /// An identifier in an attribute list that is no float word: a symbolic dimension's name.
+  static bool isSymbolToken(const Token& t) {
+    return t.kind == TokenKind::Identifier && t.text != "inf" && t.text != "+inf" && t.text != "-inf" &&
+           t.text != "nan" && t.text != "true" && t.text != "false";
   }
 
   static bool isIntText(const std::string& s) {

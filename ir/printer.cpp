@@ -121,7 +121,10 @@ std::string printAttributeWith(const Attribute& attr, const PrintOptions& option
         } else if constexpr (std::is_same_v<V, std::string>) {
           return quoteString(v);
         } else if constexpr (std::is_same_v<V, std::vector<int64_t>>) {
-          return fmt::format("[{}]", fmt::join(v, ", "));
+          // A symbolic dimension in a list (a reshape or expand to a symbolic shape) prints as its name.
+          std::vector<std::string> parts;
+          for (int64_t d : v) parts.push_back(extentToString(d));
+          return fmt::format("[{}]", fmt::join(parts, ", "));
         } else if constexpr (std::is_same_v<V, std::vector<double>>) {
           std::vector<std::string> parts;
           for (double d : v) parts.push_back(printFloat(d));

@@ -30,12 +30,12 @@ int64_t symbolId(int64_t extent) {
   return id < static_cast<int64_t>(symbols().names.size()) ? id : -1;
 }
 
+}  // namespace
+
 std::string extentToString(int64_t d) {
   std::string name = d < 0 ? dimSymbolName(d) : "";
   return name.empty() ? std::to_string(d) : name;
 }
-
-}  // namespace
 
 bool isValidSymbolName(std::string_view name) {
   if (name.empty() || name.size() > 64 || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_')) {

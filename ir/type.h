@@ -43,6 +43,8 @@ inline constexpr int64_t kMaxElements = int64_t{1} << 40;
 int64_t numElements(std::span<const int64_t> shape);
 /// "[32,784]", "[N,784]".
 std::string shapeToString(std::span<const int64_t> shape);
+/// One extent as text: its number, or a symbolic dimension's name.
+std::string extentToString(int64_t extent);
 /// Row-major strides in elements.
 std::vector<int64_t> contiguousStrides(std::span<const int64_t> shape);
 

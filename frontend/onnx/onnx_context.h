@@ -43,6 +43,9 @@ struct ImportState {
 const Tensor* constantValueOf(const Value* v);
 
 /// What a converter sees of one ONNX node.
+/// Whether `t` holds a symbolic dimension's value (an i64 Shape of a symbolic input, ir/type.h).
+bool holdsSymbols(const Tensor& t);
+
 class NodeContext {
  public:
   NodeContext(ImportState& state, const onnx::NodeProto& proto);

@@ -292,6 +292,11 @@ Status constantOfShape(NodeContext& n) {
     SMELT_TRY(fill, n.attrTensor("value"));
   }
   if (fill.numel() != 1) return makeError("value must hold one element, got {}", fill.type().toString());
+  if (std::any_of(shape.begin(), shape.end(), isSymbolic)) {
+    // A shape with symbolic dimensions: the value expanded to it (computed per run, not a constant).
+    SMELT_TRY(Value * y, n.emit("expand", {n.constant(fill.reshaped({}))}, {{"shape", shape}}));
+    return n.setOutput(0, y);
+  }
   int64_t numel = 1;
   for (int64_t d : shape) {
     if (d < 0) return makeError("shape has a negative dimension ({})", d);

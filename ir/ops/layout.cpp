@@ -80,10 +80,13 @@ Expected<std::vector<TensorType>> inferReshape(const OpCall& call) {
   Shape shape = call.getInts("shape");
   int64_t inferred = -1;  // position of the -1 entry
   int64_t known = 1;
+  std::vector<int64_t> targetSymbols;  // symbolic entries (an ONNX Shape of a symbolic input, gathered)
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
       if (inferred >= 0) return call.error("attribute 'shape' {} has more than one -1", shapeToString(shape));
       inferred = static_cast<int64_t>(i);
+    } else if (isSymbolic(shape[i])) {
+      targetSymbols.push_back(shape[i]);
     } else if (shape[i] < 0) {
       return call.error("attribute 'shape' {} has entry {}; entries must be non-negative or a single -1",
                         shapeToString(shape), shape[i]);
@@ -93,20 +96,31 @@ Expected<std::vector<TensorType>> inferReshape(const OpCall& call) {
       known *= shape[i];
     }
   }
-  if (!x.isStatic()) {
-    // One symbolic extent, carried by the -1: the other extents must hold the same count on both sides
-    // ([N,3,4] to [-1,12] is [N,12]). Anything else would need arithmetic on the symbol.
-    int64_t symbol = 0, rest = 1, symbols = 0;
+  if (!x.isStatic() || !targetSymbols.empty()) {
+    // The target's symbols must be x's (each as often); what is left of x's goes to the -1: one
+    // symbol when the static extents hold the same count on both sides ([N,3,4] to [-1,12] or [N,-1]
+    // is [N,12]), or a static count when none is left. Anything else would need arithmetic on a symbol.
+    std::vector<int64_t> left;
+    int64_t rest = 1;
     for (int64_t d : x.shape) {
-      if (d < 0) symbol = d, ++symbols;
+      if (isSymbolic(d)) left.push_back(d);
       else rest *= d;
     }
-    if (symbols != 1 || inferred < 0 || rest != known) {
-      return call.error("cannot reshape {} to {}: with a symbolic dimension the target needs one -1 standing for it "
-                        "and the other extents must hold the same number of elements",
+    bool matched = true;
+    for (int64_t t : targetSymbols) {
+      auto it = std::find(left.begin(), left.end(), t);
+      if (it == left.end()) matched = false;
+      else left.erase(it);
+    }
+    const bool oneLeft = left.size() == 1 && inferred >= 0 && rest == known;
+    const bool noneLeft = left.empty() && (inferred >= 0 ? known != 0 && rest % known == 0 : rest == known);
+    if (!matched || !(oneLeft || noneLeft)) {
+      return call.error("cannot reshape {} to {}: with symbolic dimensions the target must name the same symbols, "
+                        "with one -1 for a symbol it leaves out, and its other extents must hold the same number "
+                        "of elements",
                         x.toString(), shapeToString(shape));
     }
-    shape[inferred] = symbol;
+    if (inferred >= 0) shape[static_cast<size_t>(inferred)] = oneLeft ? left.front() : rest / known;
   } else if (inferred >= 0) {
     // A 0 entry is a literal empty dimension (ONNX allowzero), which leaves -1 undetermined.
     if (known == 0) {
@@ -160,6 +174,8 @@ Expected<std::vector<TensorType>> inferSqueeze(const OpCall& call) {
   const std::vector<int64_t>& listed = call.getInts("axes");
   std::vector<bool> drop(x.shape.size(), false);
   if (listed.empty()) {
+    // A symbolic extent may be 1 at run time, and the result's rank would depend on it.
+    if (!x.isStatic()) return call.error("squeeze of {} needs its axes: a symbolic extent may be 1", x.toString());
     for (size_t d = 0; d < x.shape.size(); ++d) drop[d] = x.shape[d] == 1;
   } else {
     SMELT_TRY(std::vector<int64_t> axes, normalizeAxes(call, listed, x.rank()));
@@ -323,6 +339,7 @@ void registerLayoutOps(OpRegistry& registry) {
       .fusion = FusionKind::Injective,
       .dtypes = dtypes::kAll,
       .infer = inferSqueeze,
+      .symbolicDims = true,
       .reference = referenceSameBytes,
       .example = unaryExample("[2,1,3,1]", "squeeze", "axes = [-1]", "[2,1,3]"),
       .gradient = reshapeGradient,
@@ -336,6 +353,7 @@ void registerLayoutOps(OpRegistry& registry) {
       .fusion = FusionKind::Injective,
       .dtypes = dtypes::kAll,
       .infer = inferUnsqueeze,
+      .symbolicDims = true,
       .reference = referenceSameBytes,
       .example = unaryExample("[2,3]", "unsqueeze", "axes = [0, -1]", "[1,2,3,1]"),
       .gradient = reshapeGradient,

@@ -223,3 +223,49 @@ TEST_CASE("symbolic dims: expand to a symbolic shape (a reduction's gradient ove
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message().find("negative entry -3") != std::string::npos);
 }
+
+TEST_CASE("symbolic dims: reshape to a shape naming symbols keeps them; one it cannot account for is an error naming the node") {
+  const int64_t N = dimSymbol("N"), M = dimSymbol("M");
+  auto typeOf = [&](Shape in, std::vector<int64_t> shape) -> std::string {
+    Graph g("g");
+    g.setDimRange("N", {1, 64});
+    g.setDimRange("M", {1, 64});
+    Value* x = g.addInput("x", {DType::f32, std::move(in)});
+    auto node = g.addNode("reshape", {x}, {{"shape", std::move(shape)}});
+    if (!node.ok()) return "error: " + node.error().message();
+    return (*node)->result(0)->type().toString();
+  };
+  CHECK(typeOf({N, 4, 6}, {N, -1}) == "f32[N,24]");
+  CHECK(typeOf({N, 4, 6}, {-1, 24}) == "f32[N,24]");
+  CHECK(typeOf({N, 4, 6}, {N, 24}) == "f32[N,24]");
+  CHECK(typeOf({N, 4, 6}, {4, N, 6}) == "f32[4,N,6]");
+  CHECK(typeOf({N, M, 6}, {M, -1, 6}) == "f32[M,N,6]");
+  CHECK(typeOf({N, M, 6}, {N, M, -1}) == "f32[N,M,6]");
+  CHECK(typeOf({2, 3}, {-1}) == "f32[6]");
+  for (const std::vector<int64_t>& bad : std::vector<std::vector<int64_t>>{{M, -1}, {N, 25}, {-1, 5}, {N, N, -1}}) {
+    std::string e = typeOf({N, 4, 6}, bad);
+    CAPTURE(e);
+    CHECK(e.starts_with("error: "));
+    CHECK(e.find("reshape") != std::string::npos);
+  }
+  CHECK(typeOf({2, 3}, {N, -1}).starts_with("error: "));
+  // Squeeze needs its axes where an extent is symbolic: that extent could be 1.
+  Graph g("g");
+  g.setDimRange("N", {1, 64});
+  Value* x = g.addInput("x", {DType::f32, {N, 1}});
+  auto all = g.addNode("squeeze", {x}, {});
+  REQUIRE_FALSE(all.ok());
+  CHECK(all.error().message().find("needs its axes") != std::string::npos);
+  auto one = g.addNode("squeeze", {x}, {{"axes", std::vector<int64_t>{1}}});
+  REQUIRE_MESSAGE(one.ok(), one.error().message());
+  CHECK((*one)->result(0)->type().toString() == "f32[N]");
+  // A reshape to a symbolic shape prints the symbol's name and reads back.
+  auto r = g.addNode("reshape", {(*one)->result(0)}, {{"shape", std::vector<int64_t>{N, 1}}});
+  REQUIRE_MESSAGE(r.ok(), r.error().message());
+  g.addOutput("r", (*r)->result(0));
+  const std::string text = toText(g);
+  CHECK(text.find("shape = [N, 1]") != std::string::npos);
+  auto back = parseGraph(text);
+  REQUIRE_MESSAGE(back.ok(), back.error().message());
+  CHECK(toText(*back) == text);
+}

@@ -3,9 +3,12 @@
 // inside the model folder, and that shape subgraphs fold.
 #include "frontend/onnx/onnx_import.h"
 #include "ir/interpreter.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
 #include "tests/support/random_tensors.h"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 
 #include <filesystem>
@@ -233,28 +236,41 @@ TEST_CASE("onnx import: a static operand computed at run time names the node") {
   CHECK(e.find("must be static") != std::string::npos);
 }
 
-TEST_CASE("onnx import: shape subgraphs fold to constants") {
-  // y = Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), [-1]))
+namespace {
+
+onnx::TensorProto* addInt64Init(onnx::GraphProto& g, const std::string& name, std::vector<int64_t> dims,
+                                std::vector<int64_t> values) {
+  auto* t = g.add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::INT64);
+  for (int64_t d : dims) t->add_dims(d);
+  for (int64_t v : values) t->add_int64_data(v);
+  return t;
+}
+
+// y = Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), [-1])), PyTorch's x.view(x.size(0), -1); with
+// `scale`, the gathered extent is multiplied by it first (arithmetic on a size).
+onnx::ModelProto flattenModel(const std::string& batch, int64_t scale = 0) {
   onnx::ModelProto m = newModel();
   auto& g = *m.mutable_graph();
-  addInput(g, "x", onnx::TensorProto::FLOAT, {2, 3, 4});
-  auto* idx = g.add_initializer();
-  idx->set_name("zero");
-  idx->set_data_type(onnx::TensorProto::INT64);
-  idx->add_int64_data(0);
-  auto* minus1 = g.add_initializer();
-  minus1->set_name("minus1");
-  minus1->set_data_type(onnx::TensorProto::INT64);
-  minus1->add_dims(1);
-  minus1->add_int64_data(-1);
-  auto* axes = g.add_initializer();
-  axes->set_name("axes");
-  axes->set_data_type(onnx::TensorProto::INT64);
-  axes->add_dims(1);
-  axes->add_int64_data(0);
+  if (batch.empty()) {
+    addInput(g, "x", onnx::TensorProto::FLOAT, {2, 3, 4});
+  } else {
+    addInput(g, "x", onnx::TensorProto::FLOAT, {}, batch);
+    for (int64_t d : {3, 4}) g.mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+  }
+  addInt64Init(g, "zero", {}, {0});
+  addInt64Init(g, "minus1", {1}, {-1});
+  addInt64Init(g, "axes", {1}, {0});
   addNode(g, "Shape", {"x"}, {"s"});
   addNode(g, "Gather", {"s", "zero"}, {"n"});
-  addNode(g, "Unsqueeze", {"n", "axes"}, {"n1"});
+  std::string n = "n";
+  if (scale) {
+    addInt64Init(g, "scale", {}, {scale});
+    addNode(g, "Mul", {"n", "scale"}, {"scaled"}, "scale_size");
+    n = "scaled";
+  }
+  addNode(g, "Unsqueeze", {n, "axes"}, {"n1"});
   addNode(g, "Concat", {"n1", "minus1"}, {"shape"})->add_attribute()->CopyFrom([] {
     onnx::AttributeProto a;
     a.set_name("axis");
@@ -264,11 +280,45 @@ TEST_CASE("onnx import: shape subgraphs fold to constants") {
   }());
   addNode(g, "Reshape", {"x", "shape"}, {"y"});
   addOutput(g, "y");
-  auto graph = importModel(m);
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("onnx import: shape subgraphs fold to constants") {
+  auto graph = importModel(flattenModel(""));
   REQUIRE_MESSAGE(graph.ok(), errorOf(graph));
   CHECK(graph->outputs()[0].value->type().toString() == "f32[2,12]");
   for (const auto& n : graph->nodes()) CHECK((n->opName() == "reshape" || n->opName() == "constant"));
   CHECK(graph->parameters().empty());  // integer initializers used only statically stay constants
+}
+
+TEST_CASE("onnx import: shape subgraphs over a symbolic batch stay symbolic, and arithmetic on a size is an error naming the node") {
+  auto graph = importModel(flattenModel("batch"));
+  REQUIRE_MESSAGE(graph.ok(), errorOf(graph));
+  CHECK(graph->outputs()[0].value->type().toString() == "f32[batch,12]");
+  // The text IR names the symbol in the reshape's shape, and reads it back.
+  const std::string text = toText(*graph);
+  CHECK(text.find("shape = [batch, -1]") != std::string::npos);
+  auto reparsed = parseGraph(text);
+  REQUIRE_MESSAGE(reparsed.ok(), reparsed.error().message());
+  CHECK(toText(*reparsed) == text);
+  for (int64_t n : {1, 5}) {
+    TensorMap feeds = {{"x", testing::randomTensor({DType::f32, {n, 3, 4}}, testing::testSeed() + static_cast<uint64_t>(n))}};
+    auto out = interpret(*graph, feeds);
+    REQUIRE_MESSAGE(out.ok(), out.error().message());
+    CHECK((*out)[0].type().toString() == fmt::format("f32[{},12]", n));
+    for (int64_t i = 0; i < n * 12; ++i) CHECK((*out)[0].getDouble(i) == feeds.at("x").getDouble(i));
+  }
+  // batch * 2 would be a wrong number, not a size: refused, naming the node; static shapes import it.
+  std::string e = errorOf(importModel(flattenModel("batch", 2)));
+  CHECK_MESSAGE(e.find("scale_size") != std::string::npos, e);
+  CHECK_MESSAGE(e.find("symbolic dimension") != std::string::npos, e);
+  OnnxImportOptions options;
+  options.inputShapes["x"] = {4, 3, 4};
+  auto fixed = importOnnxBytes(flattenModel("batch", 2).SerializeAsString(), ".", "m.onnx", options);
+  REQUIRE_MESSAGE(fixed.ok(), errorOf(fixed));
+  CHECK(fixed->outputs()[0].value->type().toString() == "f32[8,6]");
 }
 
 TEST_CASE("onnx import: external data is read only from the model's folder") {
