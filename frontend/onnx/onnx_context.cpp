@@ -119,6 +119,7 @@ Expected<Tensor> NodeContext::staticValue(const Value* v, int depth) {
     if (state_.options) {
       auto hint = state_.options->staticInputValues.find(v->name());
       if (hint != state_.options->staticInputValues.end()) {
+        if (state_.options->usedStaticInputs) state_.options->usedStaticInputs->insert(v->name());
         if (!(hint->second.type() == v->type())) {
           return makeError("the static value given for graph input '{}' is {}, the input is {}", v->name(),
                            hint->second.type().toString(), v->type().toString());

@@ -42,10 +42,10 @@ struct ImportState {
 /// The tensor a `constant` node holds, or null when `v` is not a constant node's result.
 const Tensor* constantValueOf(const Value* v);
 
-/// What a converter sees of one ONNX node.
 /// Whether `t` holds a symbolic dimension's value (an i64 Shape of a symbolic input, ir/type.h).
 bool holdsSymbols(const Tensor& t);
 
+/// What a converter sees of one ONNX node.
 class NodeContext {
  public:
   NodeContext(ImportState& state, const onnx::NodeProto& proto);

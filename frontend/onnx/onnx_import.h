@@ -6,6 +6,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,9 @@ struct OnnxImportOptions {
   std::map<std::string, Tensor, std::less<>> staticInputValues;
   /// Shapes for graph inputs, replacing the declared ones (and so giving dynamic dimensions a size).
   std::map<std::string, Shape, std::less<>> inputShapes;
+  /// When given, filled with the inputs whose staticInputValues the import used (those a model must
+  /// be compiled per value of: frontend/model_executable.h).
+  std::set<std::string>* usedStaticInputs = nullptr;
 };
 
 /// What a model holds, read without importing it (the conformance runner decides scope with it).

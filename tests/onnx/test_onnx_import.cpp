@@ -1,6 +1,7 @@
 // ONNX importer tests: models built with ONNX's protobuf classes, checking that garbled or truncated
 // bytes give errors (never crashes), that errors name the op, node and input, that external data stays
 // inside the model folder, and that shape subgraphs fold.
+#include "frontend/model_executable.h"
 #include "frontend/onnx/onnx_import.h"
 #include "ir/interpreter.h"
 #include "ir/parser.h"
@@ -367,4 +368,51 @@ TEST_CASE("onnx import: external data is read only from the model's folder") {
 TEST_CASE("onnx import: a missing file is an error") {
   auto g = importOnnxFile("/nonexistent/smelt/model.onnx");
   CHECK(errorOf(g).find("cannot open") != std::string::npos);
+}
+
+TEST_CASE("onnx import: a model needing an input's value compiles once per distinct value, its batch symbolic, as the reference computes") {
+  // y = Clip(Reshape(x, shape), lo, hi): the shape and the bounds are graph inputs.
+  onnx::ModelProto m = newModel();
+  auto& g = *m.mutable_graph();
+  addInput(g, "x", onnx::TensorProto::FLOAT, {}, "batch");
+  g.mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(12);
+  addInput(g, "shape", onnx::TensorProto::INT64, {3});
+  addInput(g, "lo", onnx::TensorProto::FLOAT, {});
+  addInput(g, "hi", onnx::TensorProto::FLOAT, {});
+  addNode(g, "Reshape", {"x", "shape"}, {"r"}, "reshape_by_input");
+  addNode(g, "Clip", {"r", "lo", "hi"}, {"y"});
+  addOutput(g, "y");
+  fs::path dir = freshDir("by_value");
+  const std::string path = (dir / "model.onnx").string();
+  std::ofstream(path, std::ios::binary) << m.SerializeAsString();
+  // Imported without the values, it cannot be: the reshape's target is known only at run time.
+  CHECK(errorOf(importOnnxFile(path)).find("reshape_by_input") != std::string::npos);
+
+  auto model = ModelExecutable::load(path, {.device = "cpu"});
+  REQUIRE_MESSAGE(model.ok(), model.error().message());
+  struct Case {
+    int64_t batch;
+    std::vector<int64_t> shape;
+    float lo, hi;
+  };
+  const std::vector<Case> cases = {{2, {-1, 3, 4}, -0.5f, 0.5f}, {5, {-1, 3, 4}, -0.5f, 0.5f}, {2, {-1, 4, 3}, -0.5f, 0.5f},
+                                   {3, {-1, 3, 4}, -0.25f, 1.0f}, {7, {-1, 4, 3}, -0.5f, 0.5f}};
+  for (const Case& c : cases) {
+    CAPTURE(c.batch);
+    TensorMap feeds = {{"x", testing::randomTensor({DType::f32, {c.batch, 12}}, testing::testSeed() + static_cast<uint64_t>(c.batch))},
+                       {"shape", Tensor::of<int64_t>({3}, c.shape)},
+                       {"lo", Tensor::scalar(DType::f32, c.lo)},
+                       {"hi", Tensor::scalar(DType::f32, c.hi)}};
+    auto out = (*model)->run(feeds);
+    REQUIRE_MESSAGE(out.ok(), out.error().message());
+    const Tensor& y = (*out)[0];
+    CHECK(y.shape() == Shape{c.batch, c.shape[1], c.shape[2]});
+    for (int64_t i = 0; i < y.numel(); ++i) {
+      CHECK(y.getDouble(i) == std::clamp(feeds.at("x").getDouble(i), double{c.lo}, double{c.hi}));
+    }
+  }
+  CHECK((*model)->valueInputs() == std::set<std::string>{"hi", "lo", "shape"});
+  // Three distinct values (the batch is symbolic: its sizes share one compile each).
+  CHECK((*model)->compiledValues() == 3);
+  fs::remove_all(dir);
 }
