@@ -14,6 +14,7 @@
 #include "passes/pass_manager.h"
 #include "runtime/placement/placement.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 
@@ -58,6 +59,17 @@ struct Executable::Impl {
   std::optional<Graph> symbolic;
   std::map<DimBinding, std::unique_ptr<Executable>> byBinding;
   Executable* current = nullptr;
+  /// Bindings compiled so far, and when each kept one was last used: past maxKept() of them (each holds
+  /// its own arena), the least recently used is dropped, logged; compiling it again finds its kernels
+  /// in the kernel cache.
+  int compiles = 0;
+  int64_t uses = 0;
+  std::map<DimBinding, int64_t> lastUse;
+  static int maxKept() {
+    const char* env = std::getenv("SMELT_MAX_SPECIALIZATIONS");
+    const int n = env ? std::atoi(env) : 0;
+    return n > 0 ? n : 32;
+  }
   /// The kernels its specializations share across sizes (made on the first one).
   std::shared_ptr<SizeGeneralKernels> sizeGeneral;
 
@@ -102,9 +114,10 @@ struct Executable::Impl {
   Expected<Executable*> specializationFor(std::span<const TensorType> fed) {
     SMELT_TRY(DimBinding binding, bindingFromInputs(*symbolic, fed));
     auto it = byBinding.find(binding);
-    if (it == byBinding.end()) {
+    const bool added = it == byBinding.end();
+    if (added) {
       logger().info("@{}: compiling for {} (a new binding of its symbolic dimensions; {} compiled before)",
-                    symbolic->name(), bindingToString(binding), byBinding.size());
+                    symbolic->name(), bindingToString(binding), compiles);
       SMELT_TRY(Graph bound, bindDims(*symbolic, binding));
       shareKernelsAcrossSizes(binding);
       CompileOptions specialized = options;
@@ -115,9 +128,19 @@ struct Executable::Impl {
       logger().info("@{}: {}: {} kernels, {} of them shared by every size, {} compiled (not from a cache)",
                     symbolic->name(), bindingToString(binding), r.kernels, r.sizeGeneralKernels,
                     r.kernels - r.cacheHits);
-      it = byBinding.emplace(std::move(binding), std::move(exe)).first;
+      ++compiles;
+      it = byBinding.emplace(binding, std::move(exe)).first;
     }
     current = it->second.get();
+    lastUse[it->first] = ++uses;
+    if (added && static_cast<int>(byBinding.size()) > maxKept()) {
+      auto oldest = std::min_element(lastUse.begin(), lastUse.end(),
+                                     [](const auto& a, const auto& b) { return a.second < b.second; });
+      logger().info("@{}: dropping the executable for {} (at most {} bindings are kept: SMELT_MAX_SPECIALIZATIONS)",
+                    symbolic->name(), bindingToString(oldest->first), maxKept());
+      byBinding.erase(oldest->first);
+      lastUse.erase(oldest);
+    }
     return current;
   }
 
@@ -360,7 +383,7 @@ int Executable::fallbacks() const { return impl_->current ? impl_->current->fall
 int Executable::reinitializations() const {
   return impl_->current ? impl_->current->reinitializations() : impl_->reinitializations;
 }
-int Executable::specializations() const { return static_cast<int>(impl_->byBinding.size()); }
+int Executable::specializations() const { return impl_->compiles; }
 const std::string& Executable::source() const {
   if (impl_->symbolic) return impl_->current ? impl_->current->source() : kNothing;
   return impl_->compiled->loadInfo().source;

@@ -143,7 +143,9 @@ class Executable {
   int reinitializations() const;
   /// A graph with symbolic dimensions (ir/dims.h) compiles once per binding its runs bring, on the
   /// first run with that binding; each such compile is logged (SMELT_LOG=info) and counted here. 0
-  /// for static graphs.
+  /// for static graphs. Kernels whose numbers alone change with the sizes compile once for all of them
+  /// (CompileReport::sizeGeneralKernels). The 32 most recently used bindings are kept
+  /// ($SMELT_MAX_SPECIALIZATIONS), each with its own arena; one dropped compiles again when it returns.
   int specializations() const;
   /// The rendered program (OpenCL C, CUDA C, HIP; empty on the CPU), what the device loaded where it
   /// is text (PTX), and the target it was compiled for ("sm_90", "gfx90a").

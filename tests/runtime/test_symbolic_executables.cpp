@@ -128,6 +128,29 @@ TEST_CASE("symbolic executables: one compile serves every size: later bindings r
   }
 }
 
+TEST_CASE("symbolic executables: past SMELT_MAX_SPECIALIZATIONS bindings the least recently used is dropped and compiles again when it returns") {
+  Graph g = testing::parseOrFail(kClassifier);
+  setenv("SMELT_MAX_SPECIALIZATIONS", "2", 1);
+  auto exe = Executable::compile(g, {.device = "cpu"});
+  REQUIRE(exe.ok());
+  int run = 0;
+  for (int64_t n : {3, 4, 3, 5, 3, 4}) {  // 4 is dropped when 5 comes; 3 stays in use
+    CAPTURE(n);
+    TensorMap feeds = feedsOf(n, testing::testSeed() + 50 + static_cast<uint64_t>(run++));
+    auto out = (*exe)->run(feeds);
+    REQUIRE_MESSAGE(out.ok(), out.error().message());
+    auto bound = bindDims(g, {{"N", n}});
+    REQUIRE(bound.ok());
+    auto want = interpret(*bound, feeds);
+    REQUIRE(want.ok());
+    for (size_t i = 0; i < want->size(); ++i) testing::checkClose((*out)[i], (*want)[i], testing::backendTolerance(DType::f32));
+  }
+  unsetenv("SMELT_MAX_SPECIALIZATIONS");
+  CHECK((*exe)->specializations() == 4);  // 3, 4, 5, then 4 again
+  // Compiled again, its kernels came from the cache.
+  CHECK((*exe)->report().cacheHits == (*exe)->report().kernels);
+}
+
 TEST_CASE("symbolic executables: device-resident runs bind the batch from the device tensors") {
   Graph g = testing::parseOrFail(kClassifier);
   for (const std::shared_ptr<Device>& device : testing::everyDevice()) {
