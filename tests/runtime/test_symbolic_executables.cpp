@@ -42,6 +42,23 @@ TensorMap feedsOf(int64_t n, uint64_t seed) {
           {"t", testing::randomTensor({DType::f32, {n, 3}}, seed + 1)}};
 }
 
+/// Runs `exe` (the classifier `g`, symbolic) at batch `n` on fresh random feeds and checks every output
+/// against the reference on the graph bound to `n`.
+void runAndCheck(Executable& exe, const Graph& g, int64_t n, uint64_t seed) {
+  CAPTURE(n);
+  TensorMap feeds = feedsOf(n, seed);
+  auto out = exe.run(feeds);
+  REQUIRE_MESSAGE(out.ok(), out.error().message());
+  auto bound = bindDims(g, {{"N", n}});
+  REQUIRE(bound.ok());
+  auto want = interpret(*bound, feeds);
+  REQUIRE(want.ok());
+  REQUIRE(out->size() == want->size());
+  for (size_t i = 0; i < want->size(); ++i) {
+    testing::checkClose((*out)[i], (*want)[i], testing::backendTolerance(DType::f32));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("symbolic executables: one graph, every batch size in its range, each compiled once, on every device") {
@@ -54,18 +71,7 @@ TEST_CASE("symbolic executables: one graph, every batch size in its range, each 
     CHECK((*exe)->deviceId() == device->id());
     int run = 0;
     for (int64_t n : {1, 7, 33, 7, 64, 1}) {
-      CAPTURE(n);
-      TensorMap feeds = feedsOf(n, testing::testSeed() + 10 * static_cast<uint64_t>(run++));
-      auto out = (*exe)->run(feeds);
-      REQUIRE_MESSAGE(out.ok(), out.error().message());
-      auto bound = bindDims(g, {{"N", n}});
-      REQUIRE(bound.ok());
-      auto want = interpret(*bound, feeds);
-      REQUIRE(want.ok());
-      REQUIRE(out->size() == want->size());
-      for (size_t i = 0; i < want->size(); ++i) {
-        testing::checkClose((*out)[i], (*want)[i], testing::backendTolerance(DType::f32));
-      }
+      runAndCheck(**exe, g, n, testing::testSeed() + 10 * static_cast<uint64_t>(run++));
       CHECK((*exe)->graph().inputs()[0]->type().shape[0] == n);
     }
     CHECK((*exe)->specializations() == 4);  // 1, 7, 33, 64
@@ -106,18 +112,7 @@ TEST_CASE("symbolic executables: one compile serves every size: later bindings r
     // kernels fold the batch index away.
     const std::vector<int64_t> sizes = {5, 2, 9, 31, 6, 17, 3, 63};
     for (size_t s = 0; s < sizes.size(); ++s) {
-      const int64_t n = sizes[s];
-      CAPTURE(n);
-      TensorMap feeds = feedsOf(n, testing::testSeed() + 100 + static_cast<uint64_t>(n));
-      auto out = (*exe)->run(feeds);
-      REQUIRE_MESSAGE(out.ok(), out.error().message());
-      auto bound = bindDims(g, {{"N", n}});
-      REQUIRE(bound.ok());
-      auto want = interpret(*bound, feeds);
-      REQUIRE(want.ok());
-      for (size_t i = 0; i < want->size(); ++i) {
-        testing::checkClose((*out)[i], (*want)[i], testing::backendTolerance(DType::f32));
-      }
+      runAndCheck(**exe, g, sizes[s], testing::testSeed() + 100 + static_cast<uint64_t>(sizes[s]));
       const CompileReport& report = (*exe)->report();
       CHECK(report.sizeGeneralKernels == report.kernels);
       if (s > 0) compiledAfterFirst += report.kernels - report.cacheHits;
@@ -135,15 +130,7 @@ TEST_CASE("symbolic executables: past SMELT_MAX_SPECIALIZATIONS bindings the lea
   REQUIRE(exe.ok());
   int run = 0;
   for (int64_t n : {3, 4, 3, 5, 3, 4}) {  // 4 is dropped when 5 comes; 3 stays in use
-    CAPTURE(n);
-    TensorMap feeds = feedsOf(n, testing::testSeed() + 50 + static_cast<uint64_t>(run++));
-    auto out = (*exe)->run(feeds);
-    REQUIRE_MESSAGE(out.ok(), out.error().message());
-    auto bound = bindDims(g, {{"N", n}});
-    REQUIRE(bound.ok());
-    auto want = interpret(*bound, feeds);
-    REQUIRE(want.ok());
-    for (size_t i = 0; i < want->size(); ++i) testing::checkClose((*out)[i], (*want)[i], testing::backendTolerance(DType::f32));
+    runAndCheck(**exe, g, n, testing::testSeed() + 50 + static_cast<uint64_t>(run++));
   }
   unsetenv("SMELT_MAX_SPECIALIZATIONS");
   CHECK((*exe)->specializations() == 4);  // 3, 4, 5, then 4 again
