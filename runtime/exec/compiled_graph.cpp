@@ -203,7 +203,7 @@ Expected<int64_t> CompiledGraph::Impl::addKernel(codegen::Kernel kernel, const s
   symbol = symbolPrefix + codegen::CRenderer::symbolFor(kernel, pendingKernels.size());
   if (step && options.sizeGeneral) {
     if (auto general = options.sizeGeneral->resolve(symbol, kernel)) {
-      kernel = *general->first;
+      kernel = std::move(general->first);
       if (!general->second.empty()) {
         step->buffers.push_back({Binding::kSizes, static_cast<int64_t>(sizeValues.size())});
         sizeValues.insert(sizeValues.end(), general->second.begin(), general->second.end());

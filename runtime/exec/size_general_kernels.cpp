@@ -9,13 +9,13 @@ void SizeGeneralKernels::setProbe(std::map<std::string, codegen::Kernel> probe) 
   for (auto& [symbol, kernel] : probe) unmatched_[symbol].push_back(std::move(kernel));
 }
 
-std::optional<std::pair<const codegen::Kernel*, std::vector<int64_t>>> SizeGeneralKernels::resolve(
+std::optional<std::pair<codegen::Kernel, std::vector<int64_t>>> SizeGeneralKernels::resolve(
     const std::string& symbol, const codegen::Kernel& concrete) {
   std::vector<codegen::SizeGeneralKernel>& forms = forms_[symbol];
   for (const codegen::SizeGeneralKernel& g : forms) {
     if (std::optional<std::vector<int64_t>> values = codegen::paramsAt(g, concrete)) {
       ++general_;
-      return std::make_pair(&g.kernel, std::move(*values));
+      return std::make_pair(g.kernel, std::move(*values));
     }
   }
   std::vector<codegen::Kernel>& others = unmatched_[symbol];
@@ -27,7 +27,7 @@ std::optional<std::pair<const codegen::Kernel*, std::vector<int64_t>>> SizeGener
     std::optional<std::vector<int64_t>> values = codegen::paramsAt(forms.back(), concrete);
     if (!values) break;  // cannot be: `concrete` is the kernel the form was made from
     ++general_;
-    return std::make_pair(&forms.back().kernel, std::move(*values));
+    return std::make_pair(forms.back().kernel, std::move(*values));
   }
   // Kept to pair with a later size; a few suffice (sizes of one shape pair with the first).
   constexpr size_t kKept = 4;

@@ -27,7 +27,7 @@ class SizeGeneralKernels {
 
   /// What to compile for `concrete` (named `symbol`): its general kernel and the run-time values
   /// that make it compute `concrete`; nullopt: compile `concrete` itself.
-  std::optional<std::pair<const codegen::Kernel*, std::vector<int64_t>>> resolve(const std::string& symbol,
+  std::optional<std::pair<codegen::Kernel, std::vector<int64_t>>> resolve(const std::string& symbol,
                                                                                  const codegen::Kernel& concrete);
 
   /// Kernels resolved to a general form, and kernels that had none (compiled for their size).
