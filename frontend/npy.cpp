@@ -2,7 +2,10 @@
 // always writes ('descr', 'fortran_order', 'shape') with a small tolerant scanner.
 #include "frontend/npy.h"
 
+#include <fmt/ranges.h>
+
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -98,6 +101,11 @@ Expected<Tensor> parseNpy(std::string_view bytes, std::string_view what) {
     }
     shape.push_back(std::stoll(digits));
   }
+  // Rank and element count within smelt's limits before anything is sized from them (a product that
+  // overflows would otherwise wrap to a small byte count).
+  if (Status limits = checkShapeLimits(shape); !limits.ok()) {
+    return makeError("{}: .npy shape ({}): {}", what, fmt::join(shape, ", "), limits.error().message());
+  }
   TensorType type{dtype, shape};
   size_t dataStart = headerStart + headerLen;
   size_t need = type.byteSize();
@@ -109,6 +117,15 @@ Expected<Tensor> parseNpy(std::string_view bytes, std::string_view what) {
 }
 
 Expected<Tensor> readNpy(const std::string& path) {
+  // Only a regular file of a bounded size: /dev/zero would be read forever, a FIFO would block.
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return makeError("'{}' is not a regular file (an .npy array is read from a file)", path);
+  }
+  constexpr uintmax_t kMaxBytes = uintmax_t{1} << 36;  // 64 GiB
+  if (uintmax_t size = std::filesystem::file_size(path, ec); !ec && size > kMaxBytes) {
+    return makeError("'{}' is {} bytes; .npy files of at most {} bytes are read", path, size, kMaxBytes);
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return makeError("cannot open '{}'", path);
   std::stringstream buffer;

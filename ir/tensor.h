@@ -46,11 +46,16 @@ class Tensor {
   static Tensor uninitialized(TensorType type);
   /// A tensor of `type` holding a copy of `bytes` (which must be type.byteSize() long).
   static Expected<Tensor> fromBytes(TensorType type, std::span<const std::byte> bytes);
-  /// A tensor from C++ values: `Tensor::of<float>({2, 2}, {1, 2, 3, 4})`.
+  /// A tensor from C++ values: `Tensor::of<float>({2, 2}, {1, 2, 3, 4})`, exactly one per element (another
+  /// count aborts with a message saying so: a bug in the caller, not an input to report).
   template <typename T>
   static Tensor of(Shape shape, const std::vector<T>& values) {
     Tensor t(TensorType{dtypeOf<T>(), std::move(shape)});
-    for (size_t i = 0; i < values.size() && i < static_cast<size_t>(t.numel()); ++i) t.data<T>()[i] = values[i];
+    // A wrong count is the caller's bug, never padded or cut silently.
+    if (static_cast<int64_t>(values.size()) != t.numel()) {
+      abortOnMisuse("Tensor::of: ", fmt::format("{} values for {} ({} elements)", values.size(), t.type().toString(), t.numel()));
+    }
+    for (size_t i = 0; i < values.size(); ++i) t.data<T>()[i] = values[i];
     return t;
   }
   /// A tensor of `type` from doubles, each converted (rounded, or wrapped for integers) to the dtype.

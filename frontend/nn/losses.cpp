@@ -29,6 +29,12 @@ Value* crossEntropy(GraphContext& ctx, Value* logits, Value* labels) {
 
 Value* mseLoss(GraphContext& ctx, Value* prediction, Value* target) {
   Builder& b = ctx.b();
+  if (!prediction || !target) return nullptr;
+  // Broadcasting [4,1] against [4] would compare every prediction with every target: a 4x4 mean.
+  if (prediction->shape() != target->shape()) {
+    return b.fail(makeError("mse loss: prediction {} and target {} must have the same shape", prediction->type().toString(),
+                            target->type().toString()));
+  }
   return b.op("reduce_mean", {b.square(b.sub(prediction, target))});
 }
 

@@ -10,7 +10,8 @@ namespace smelt::nn {
 Value* crossEntropy(GraphContext& ctx, Value* logits, Value* labels);
 /// Negative log-likelihood of log-probabilities [N, C] against class indices [N].
 Value* nllLoss(GraphContext& ctx, Value* logProbs, Value* labels);
-/// Mean squared error over every element.
+/// Mean squared error over every element; prediction and target have one shape (a mismatch is an
+/// error naming both, where PyTorch would broadcast [4,1] against [4] into 16 pairs and warn).
 Value* mseLoss(GraphContext& ctx, Value* prediction, Value* target);
 
 }  // namespace smelt::nn

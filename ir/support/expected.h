@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <cassert>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <utility>
 #include <variant>
@@ -48,6 +50,15 @@ Error makeError(fmt::format_string<Args...> format, Args&&... args) {
   return Error(fmt::format(format, std::forward<Args>(args)...));
 }
 
+/// Reading the value of an Expected that holds an error (or the error of one holding a value) is a bug
+/// in the caller: say what the error was, then abort, in every build (an assert would be compiled out
+/// under NDEBUG and leave std::get to throw bad_variant_access with no message).
+[[noreturn]] inline void abortOnMisuse(const char* what, const std::string& message) {
+  std::fprintf(stderr, "smelt: %s%s\n", what, message.c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
 /// A value or an Error. A minimal std::expected (C++23) for C++20.
 template <typename T>
 class [[nodiscard]] Expected {
@@ -58,17 +69,23 @@ class [[nodiscard]] Expected {
   bool ok() const { return state_.index() == 0; }
   explicit operator bool() const { return ok(); }
 
-  T& value() & { assert(ok()); return std::get<0>(state_); }
-  const T& value() const& { assert(ok()); return std::get<0>(state_); }
-  T&& value() && { assert(ok()); return std::get<0>(std::move(state_)); }
+  T& value() & { checkValue(); return std::get<0>(state_); }
+  const T& value() const& { checkValue(); return std::get<0>(state_); }
+  T&& value() && { checkValue(); return std::get<0>(std::move(state_)); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 
-  const Error& error() const { assert(!ok()); return std::get<1>(state_); }
+  const Error& error() const {
+    if (ok()) abortOnMisuse("error() of an Expected that holds a value", "");
+    return std::get<1>(state_);
+  }
 
  private:
+  void checkValue() const {
+    if (!ok()) abortOnMisuse("the value of an Expected that holds an error: ", std::get<1>(state_).message());
+  }
   std::variant<T, Error> state_;
 };
 
@@ -80,7 +97,10 @@ class [[nodiscard]] Status {
   static Status success() { return Status(); }
   bool ok() const { return !failed_; }
   explicit operator bool() const { return ok(); }
-  const Error& error() const { assert(failed_); return error_; }
+  const Error& error() const {
+    if (!failed_) abortOnMisuse("error() of a Status that succeeded", "");
+    return error_;
+  }
 
  private:
   Error error_{""};

@@ -224,7 +224,7 @@ TEST_CASE("symbolic dims: expand to a symbolic shape (a reduction's gradient ove
   CHECK(bad.error().message().find("negative entry -3") != std::string::npos);
 }
 
-TEST_CASE("symbolic dims: reshape to a shape naming symbols keeps them; one it cannot account for is an error naming the node") {
+TEST_CASE("symbolic dims: reshape to a shape naming symbols keeps them, and one it cannot account for is an error naming the node") {
   const int64_t N = dimSymbol("N"), M = dimSymbol("M");
   auto typeOf = [&](Shape in, std::vector<int64_t> shape) -> std::string {
     Graph g("g");

@@ -131,6 +131,19 @@ TEST_CASE("nn losses: cross-entropy, NLL and MSE against host formulas") {
   CHECK_FALSE(ctx.b().status().ok());
 }
 
+TEST_CASE("nn losses: mse of a prediction and a target of different shapes is an error naming both, not a broadcast") {
+  Graph g;
+  Value* prediction = g.addInput("prediction", TensorType{DType::f32, {4, 1}});
+  Value* target = g.addInput("target", TensorType{DType::f32, {4}});
+  nn::StateDict state;
+  nn::GraphContext ctx(g, state, true);
+  CHECK(nn::mseLoss(ctx, prediction, target) == nullptr);
+  REQUIRE_FALSE(ctx.b().status().ok());
+  const std::string message = ctx.b().status().error().message();
+  CHECK(message.find("f32[4,1]") != std::string::npos);
+  CHECK(message.find("f32[4]") != std::string::npos);
+}
+
 TEST_CASE("nn layers: dropout draws a new mask every training step and is the identity in evaluation") {
   nn::Model model(nn::sequential({nn::dropout(0.5)}), 1);
   TensorType type{DType::f32, {64}};
