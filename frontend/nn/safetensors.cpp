@@ -61,7 +61,7 @@ Status saveSafetensors(const std::string& path, const StateDict& state, const st
   return Status::success();
 }
 
-Expected<StateDict> loadSafetensors(const std::string& path) {
+Expected<StateDict> loadSafetensors(const std::string& path, std::map<std::string, std::string>* metadata) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return makeError("{}: cannot open the checkpoint", path);
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -75,7 +75,15 @@ Expected<StateDict> loadSafetensors(const std::string& path) {
   size_t dataStart = 8 + n, dataBytes = bytes.size() - dataStart;
   StateDict state;
   for (const auto& [name, entry] : header.items()) {
-    if (name == "__metadata__") continue;
+    if (name == "__metadata__") {
+      if (!metadata) continue;
+      if (!entry.is_object()) return makeError("{}: __metadata__ is not a map of strings", path);
+      for (const auto& [key, value] : entry.items()) {
+        if (!value.is_string()) return makeError("{}: __metadata__ entry '{}' is not a string", path, key);
+        (*metadata)[key] = value.get<std::string>();
+      }
+      continue;
+    }
     if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") || !entry.contains("data_offsets") ||
         !entry["dtype"].is_string() || !entry["shape"].is_array() || !entry["data_offsets"].is_array() ||
         entry["data_offsets"].size() != 2) {
@@ -87,6 +95,9 @@ Expected<StateDict> loadSafetensors(const std::string& path) {
     for (const auto& d : entry["shape"]) {
       if (!d.is_number_unsigned()) return makeError("{}: tensor '{}': bad shape {}", path, name, entry["shape"].dump());
       shape.push_back(d.get<int64_t>());
+    }
+    if (Status limits = checkShapeLimits(shape); !limits.ok()) {
+      return makeError("{}: tensor '{}': {}", path, name, limits.error().message());
     }
     const auto& offsets = entry["data_offsets"];
     if (!offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned()) {

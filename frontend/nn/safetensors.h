@@ -17,7 +17,8 @@ namespace smelt::nn {
 Status saveSafetensors(const std::string& path, const StateDict& state,
                        const std::map<std::string, std::string>& metadata = {});
 /// Every tensor in the file; a clear error for a malformed file (naming the tensor where one is bad).
-Expected<StateDict> loadSafetensors(const std::string& path);
+/// `metadata`, when given, receives the file's "__metadata__" strings.
+Expected<StateDict> loadSafetensors(const std::string& path, std::map<std::string, std::string>* metadata = nullptr);
 /// Replaces `state`'s tensors by the file's. The file must hold exactly the tensors `state` has, each
 /// of the same dtype and shape (when `state` is empty, it takes the file's as they are); a mismatch
 /// is an error naming the tensor, and leaves `state` unchanged.

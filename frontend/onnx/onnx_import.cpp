@@ -4,6 +4,7 @@
 
 #include "frontend/onnx/onnx_context.h"
 #include "frontend/onnx/onnx_tensor.h"
+#include "ir/verifier.h"
 
 #include <onnx/onnx_pb.h>
 
@@ -180,7 +181,9 @@ Expected<Graph> importModel(const onnx::ModelProto& model, const std::string& mo
     if (!s.ok()) return s.error().withContext(what);
   }
   if (g.output_size() == 0) return makeError("{}: the graph has no outputs", what);
+  std::set<std::string> outputNames;
   for (const auto& out : g.output()) {
+    if (!outputNames.insert(out.name()).second) return makeError("{}: graph output '{}' is listed twice", what, out.name());
     Value* v = nullptr;
     if (auto it = state.values.find(out.name()); it != state.values.end()) {
       v = it->second;
@@ -194,6 +197,9 @@ Expected<Graph> importModel(const onnx::ModelProto& model, const std::string& mo
     graph.addOutput(out.name(), v);
   }
   graph.removeDeadNodes();
+  // Whatever the converters built, the graph must verify (unique names, types, definitions before use):
+  // a model that makes one that does not is an error here, not a failure later.
+  if (Status verified = verifyGraph(graph); !verified.ok()) return verified.error().withContext(what);
   return graph;
 }
 

@@ -1,6 +1,8 @@
 // safetensors checkpoints: a round trip of every dtype, the byte layout the format defines, loading
 // into a model (mismatches named), malformed files rejected with a message; IDX files likewise.
 #include "frontend/data/idx.h"
+#include "frontend/nn/checkpoint.h"
+#include "frontend/nn/models.h"
 #include "frontend/nn/safetensors.h"
 #include "tests/support/random_tensors.h"
 
@@ -131,4 +133,74 @@ TEST_CASE("idx: the bundled digits are 1,437 training and 360 test images of 8x8
   CHECK(train->shape() == Shape{1437, 8, 8});
   CHECK(labels->shape() == Shape{360});
   for (int64_t i = 0; i < labels->numel(); ++i) CHECK((labels->getInt(i) >= 0 && labels->getInt(i) <= 9));
+}
+
+TEST_CASE("checkpoints: loading into a model is strict: missing and unexpected tensors are an error listing them, a prefix is named, and a non-strict load reports what it skipped") {
+  auto makeModel = [] { return nn::Model(nn::sequential({nn::linear(4, 3), nn::relu(), nn::linear(3, 2)}), 7); };
+  const TensorType input{DType::f32, {5, 4}};
+  // A trained model's state, saved with metadata, an optimizer slot and a PyTorch batch counter.
+  nn::Model trained = makeModel();
+  auto saved = nn::loadCheckpoint(trained, "/nonexistent.safetensors", input);
+  REQUIRE_FALSE(saved.ok());  // no file: an error naming it
+  CHECK(saved.error().message().find("/nonexistent.safetensors") != std::string::npos);
+  {
+    Graph g;
+    nn::GraphContext ctx(g, trained.state, false, trained.seed);
+    trained.net->forward(ctx, g.addInput("input", input));
+    REQUIRE(ctx.b().status().ok());
+  }
+  nn::StateDict file = trained.state;
+  file.emplace("optim.0.weight.m", Tensor(TensorType{DType::f32, {3, 4}}));
+  file.emplace("1.num_batches_tracked", Tensor::of<int64_t>({}, {12}));
+  const std::string good = tempPath("strict_good.safetensors");
+  REQUIRE(nn::saveSafetensors(good, file, {{"epoch", "3"}}).ok());
+  nn::Model fresh = makeModel();
+  auto loaded = nn::loadCheckpoint(fresh, good, input);
+  REQUIRE_MESSAGE(loaded.ok(), loaded.error().message());
+  CHECK(loaded->metadata.at("epoch") == "3");
+  CHECK(loaded->missing.empty());
+  CHECK(loaded->unexpected.empty());
+  CHECK(loaded->loaded.size() == trained.state.size());
+  for (const auto& [name, t] : trained.state) CHECK(testing::compareTensors(fresh.state.at(name), t, 0).empty());
+
+  // DataParallel's names: every tensor behind a `module.` prefix.
+  nn::StateDict prefixed;
+  for (const auto& [name, t] : trained.state) prefixed.emplace("module." + name, t);
+  const std::string wrapped = tempPath("strict_prefixed.safetensors");
+  REQUIRE(nn::saveSafetensors(wrapped, prefixed).ok());
+  nn::Model other = makeModel();
+  auto refused = nn::loadCheckpoint(other, wrapped, input);
+  REQUIRE_FALSE(refused.ok());
+  const std::string message = refused.error().message();
+  CHECK(message.find("missing from the file: 0.bias") != std::string::npos);
+  CHECK(message.find("not in the model: module.0.bias") != std::string::npos);
+  CHECK(message.find("'module.' prefix") != std::string::npos);
+  CHECK(other.state.empty());  // a failed load changes nothing
+
+  // A missing tensor: strict refuses; non-strict loads the rest and says what it kept.
+  nn::StateDict partial = trained.state;
+  partial.erase("2.weight");
+  const std::string lacking = tempPath("strict_lacking.safetensors");
+  REQUIRE(nn::saveSafetensors(lacking, partial).ok());
+  nn::Model strictModel = makeModel();
+  auto strictLoad = nn::loadCheckpoint(strictModel, lacking, input);
+  REQUIRE_FALSE(strictLoad.ok());
+  CHECK(strictLoad.error().message().find("missing from the file: 2.weight") != std::string::npos);
+  nn::Model lenient = makeModel();
+  auto lenientLoad = nn::loadCheckpoint(lenient, lacking, input, {.strict = false});
+  REQUIRE_MESSAGE(lenientLoad.ok(), lenientLoad.error().message());
+  CHECK(lenientLoad->missing == std::vector<std::string>{"2.weight"});
+  CHECK(testing::compareTensors(lenient.state.at("0.weight"), trained.state.at("0.weight"), 0).empty());
+  CHECK(lenient.state.count("2.weight") == 1);  // kept as the model made it
+
+  // A tensor of another shape is an error naming it, strict or not.
+  nn::StateDict reshaped = trained.state;
+  reshaped["0.bias"] = Tensor(TensorType{DType::f32, {4}});
+  const std::string wrongShape = tempPath("strict_shape.safetensors");
+  REQUIRE(nn::saveSafetensors(wrongShape, reshaped).ok());
+  nn::Model shaped = makeModel();
+  auto shapeLoad = nn::loadCheckpoint(shaped, wrongShape, input, {.strict = false});
+  REQUIRE_FALSE(shapeLoad.ok());
+  CHECK(shapeLoad.error().message().find("'0.bias' is f32[4] in the checkpoint, f32[3] in the model") != std::string::npos);
+  for (const std::string& p : {good, wrapped, lacking, wrongShape}) std::filesystem::remove(p);
 }

@@ -416,3 +416,10 @@ TEST_CASE("onnx import: a model needing an input's value compiles once per disti
   CHECK((*model)->compiledValues() == 3);
   fs::remove_all(dir);
 }
+
+TEST_CASE("onnx import: a graph output listed twice is an error naming it, and every imported graph verifies") {
+  onnx::ModelProto m = addModel();
+  addOutput(*m.mutable_graph(), "y");
+  std::string e = errorOf(importModel(m));
+  CHECK_MESSAGE(e.find("graph output 'y' is listed twice") != std::string::npos, e);
+}
