@@ -3,12 +3,11 @@
 
 #include "frontend/onnx/onnx_import.h"
 #include "ir/parser.h"
+#include "ir/support/input_files.h"
 
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <iterator>
-#include <sstream>
 
 namespace smelt {
 
@@ -39,13 +38,7 @@ Expected<Graph> loadModel(const std::string& path, const TensorMap& inputValues)
   if (path == "-") {
     bytes.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
   } else {
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) return makeError("'{}' is a directory, not a model file", path);
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return makeError("cannot open '{}'", path);
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    bytes = buffer.str();
+    SMELT_TRY(bytes, readInputFile(path, "a model"));
     std::filesystem::path parent = std::filesystem::path(path).parent_path();
     dir = parent.empty() ? "." : parent.string();
   }

@@ -2,6 +2,8 @@
 // always writes ('descr', 'fortran_order', 'shape') with a small tolerant scanner.
 #include "frontend/npy.h"
 
+#include "ir/support/input_files.h"
+
 #include <fmt/ranges.h>
 
 #include <cstring>
@@ -117,20 +119,7 @@ Expected<Tensor> parseNpy(std::string_view bytes, std::string_view what) {
 }
 
 Expected<Tensor> readNpy(const std::string& path) {
-  // Only a regular file of a bounded size: /dev/zero would be read forever, a FIFO would block.
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    return makeError("'{}' is not a regular file (an .npy array is read from a file)", path);
-  }
-  constexpr uintmax_t kMaxBytes = uintmax_t{1} << 36;  // 64 GiB
-  if (uintmax_t size = std::filesystem::file_size(path, ec); !ec && size > kMaxBytes) {
-    return makeError("'{}' is {} bytes; .npy files of at most {} bytes are read", path, size, kMaxBytes);
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return makeError("cannot open '{}'", path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  std::string bytes = buffer.str();
+  SMELT_TRY(std::string bytes, readInputFile(path, "an .npy array"));
   return parseNpy(bytes, path);
 }
 

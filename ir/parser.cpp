@@ -11,11 +11,12 @@
 #include "ir/parser.h"
 
 #include "ir/lexer.h"
+#include "ir/support/input_files.h"
 
 #include <charconv>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
+#include <cstring>
 #include <limits>
 #include <unordered_map>
 
@@ -278,23 +279,11 @@ class Parser {
   }
 
   Status readExternal(const Token& at, const std::string& path, int64_t offset, Tensor& t) {
-    std::filesystem::path rel(path);
-    if (rel.is_absolute()) return fail(at, fmt::format("external data path '{}' is absolute; only files beside the IR are read", path));
-    for (const auto& part : rel) {
-      if (part == "..") return fail(at, fmt::format("external data path '{}' leaves the IR's folder", path));
-    }
-    std::filesystem::path full = std::filesystem::path(options_.externalDataDir) / rel;
-    std::ifstream in(full, std::ios::binary);
-    if (!in) return fail(at, fmt::format("cannot open external data file '{}'", full.string()));
-    in.seekg(0, std::ios::end);
-    int64_t size = static_cast<int64_t>(in.tellg());
-    if (offset < 0 || offset + static_cast<int64_t>(t.byteSize()) > size) {
-      return fail(at, fmt::format("external data file '{}' ({} bytes) has no {} bytes at offset {}", full.string(),
-                                  size, t.byteSize(), offset));
-    }
-    in.seekg(offset);
-    in.read(reinterpret_cast<char*>(t.raw()), static_cast<std::streamsize>(t.byteSize()));
-    if (!in) return fail(at, fmt::format("failed reading external data file '{}'", full.string()));
+    Expected<std::filesystem::path> full = resolveInsideFolder(options_.externalDataDir, path, "external data");
+    if (!full) return fail(at, full.error().message());
+    Expected<std::string> bytes = readFileRange(*full, offset, static_cast<int64_t>(t.byteSize()), "external data");
+    if (!bytes) return fail(at, bytes.error().message());
+    std::memcpy(t.raw(), bytes->data(), bytes->size());
     return Status::success();
   }
 

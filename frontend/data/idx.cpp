@@ -1,8 +1,10 @@
 // See idx.h.
 #include "frontend/data/idx.h"
 
+#include "ir/support/input_files.h"
+
 #include <fstream>
-#include <iterator>
+#include <span>
 #include <vector>
 
 namespace smelt::data {
@@ -23,9 +25,12 @@ uint32_t bigEndian32(const unsigned char* p) {
 }  // namespace
 
 Expected<Tensor> readIdx(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return makeError("{}: cannot open the IDX file", path);
-  std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  SMELT_TRY(std::string bytes, readInputFile(path, "an IDX array"));
+  return parseIdx(bytes, path);
+}
+
+Expected<Tensor> parseIdx(std::string_view text, std::string_view path) {
+  auto bytes = std::span(reinterpret_cast<const unsigned char*>(text.data()), text.size());
   if (bytes.size() < 4 || bytes[0] != 0 || bytes[1] != 0) return makeError("{}: not an IDX file (bad magic number)", path);
   DType dtype = DType::u8;
   bool known = false;
@@ -36,11 +41,13 @@ Expected<Tensor> readIdx(const std::string& path) {
   size_t rank = bytes[3];
   if (rank == 0 || bytes.size() < 4 + 4 * rank) return makeError("{}: IDX header truncated (rank {})", path, rank);
   Shape shape;
-  size_t count = 1;
-  for (size_t d = 0; d < rank; ++d) {
-    shape.push_back(bigEndian32(&bytes[4 + 4 * d]));
-    count *= static_cast<size_t>(shape.back());
+  for (size_t d = 0; d < rank; ++d) shape.push_back(bigEndian32(&bytes[4 + 4 * d]));
+  // Within smelt's limits before the product is used: it could wrap around to the file's size.
+  if (Status limits = checkShapeLimits(shape); !limits.ok()) {
+    return makeError("{}: IDX shape: {}", path, limits.error().message());
   }
+  size_t count = 1;
+  for (int64_t d : shape) count *= static_cast<size_t>(d);
   size_t elementBytes = dtypeSize(dtype);
   size_t header = 4 + 4 * rank;
   if (bytes.size() != header + count * elementBytes) {

@@ -9,12 +9,15 @@
 #include "ir/tensor.h"
 
 #include <string>
+#include <string_view>
 
 namespace smelt::data {
 
 /// The file's tensor (u8, i8, i16, i32, f32 or f64 by its type code); a clear error naming the file
 /// for a bad magic number, an unknown type, or a size that does not match the header.
 Expected<Tensor> readIdx(const std::string& path);
+/// The same from the file's bytes; `path` names it in errors.
+Expected<Tensor> parseIdx(std::string_view bytes, std::string_view path);
 /// Writes `t` (u8, i8, i16, i32, f32 or f64) as an IDX file.
 Status writeIdx(const std::string& path, const Tensor& t);
 

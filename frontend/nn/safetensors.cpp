@@ -3,6 +3,8 @@
 // after the header, plus an optional "__metadata__" map of strings).
 #include "frontend/nn/safetensors.h"
 
+#include "ir/support/input_files.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -62,9 +64,12 @@ Status saveSafetensors(const std::string& path, const StateDict& state, const st
 }
 
 Expected<StateDict> loadSafetensors(const std::string& path, std::map<std::string, std::string>* metadata) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return makeError("{}: cannot open the checkpoint", path);
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  SMELT_TRY(std::string bytes, readInputFile(path, "a safetensors checkpoint"));
+  return parseSafetensors(bytes, path, metadata);
+}
+
+Expected<StateDict> parseSafetensors(std::string_view bytes, std::string_view path,
+                                     std::map<std::string, std::string>* metadata) {
   if (bytes.size() < 8) return makeError("{}: not a safetensors file (shorter than its header length)", path);
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= uint64_t{static_cast<unsigned char>(bytes[static_cast<size_t>(i)])} << (8 * i);

@@ -9,6 +9,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 
 namespace smelt::nn {
 
@@ -19,6 +20,9 @@ Status saveSafetensors(const std::string& path, const StateDict& state,
 /// Every tensor in the file; a clear error for a malformed file (naming the tensor where one is bad).
 /// `metadata`, when given, receives the file's "__metadata__" strings.
 Expected<StateDict> loadSafetensors(const std::string& path, std::map<std::string, std::string>* metadata = nullptr);
+/// The same from the file's bytes; `path` names it in errors.
+Expected<StateDict> parseSafetensors(std::string_view bytes, std::string_view path,
+                                     std::map<std::string, std::string>* metadata = nullptr);
 /// Replaces `state`'s tensors by the file's. The file must hold exactly the tensors `state` has, each
 /// of the same dtype and shape (when `state` is empty, it takes the file's as they are); a mismatch
 /// is an error naming the tensor, and leaves `state` unchanged.

@@ -4,6 +4,7 @@
 
 #include "frontend/onnx/onnx_context.h"
 #include "frontend/onnx/onnx_tensor.h"
+#include "ir/support/input_files.h"
 #include "ir/verifier.h"
 
 #include <onnx/onnx_pb.h>
@@ -11,10 +12,8 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <set>
-#include <sstream>
 
 namespace smelt {
 
@@ -215,13 +214,7 @@ void collectOpTypes(const onnx::GraphProto& g, std::vector<std::string>& out, in
 }
 
 Expected<std::string> readFile(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return makeError("'{}' is a directory, not a file", path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return makeError("cannot open '{}'", path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+  return readInputFile(path, "an ONNX model");
 }
 
 std::string parentDir(const std::string& path) {

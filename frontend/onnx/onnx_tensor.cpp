@@ -2,9 +2,10 @@
 // garbled model gives an error, never a crash or an out-of-bounds read.
 #include "frontend/onnx/onnx_tensor.h"
 
+#include "ir/support/input_files.h"
+
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 
 namespace smelt::onnximport {
@@ -62,29 +63,7 @@ Expected<Tensor> fromRawBytes(const TensorType& type, std::string_view bytes, st
   return t;
 }
 
-// Resolves an external data location against the model folder, refusing anything that could leave it.
-Expected<std::filesystem::path> externalPath(const std::string& location, const std::string& modelDir,
-                                             std::string_view what) {
-  namespace fs = std::filesystem;
-  if (location.empty()) return makeError("tensor '{}': external data has no 'location'", what);
-  fs::path rel(location);
-  if (rel.is_absolute() || rel.has_root_name() || rel.has_root_directory() || location.front() == '/' ||
-      location.front() == '\\') {
-    return makeError("tensor '{}': external data location '{}' is an absolute path; only files in the model's "
-                     "folder may be read",
-                     what, location);
-  }
-  for (const fs::path& part : rel) {
-    if (part == "..") {
-      return makeError("tensor '{}': external data location '{}' contains '..'; only files in the model's folder "
-                       "may be read",
-                       what, location);
-    }
-  }
-  if (location.find('\0') != std::string::npos) return makeError("tensor '{}': bad external data location", what);
-  return fs::path(modelDir.empty() ? "." : modelDir) / rel;
-}
-
+// An external tensor's bytes, from a file in the model's folder (resolveInsideFolder refuses any path leaving it).
 Expected<Tensor> fromExternal(const TensorType& type, const onnx::TensorProto& proto, const std::string& modelDir,
                               std::string_view what) {
   std::string location;
@@ -105,24 +84,14 @@ Expected<Tensor> fromExternal(const TensorType& type, const onnx::TensorProto& p
       SMELT_TRY(length, parseInt(entry.value()));
     }
   }
-  SMELT_TRY(std::filesystem::path path, externalPath(location, modelDir, what));
+  std::string tensorName = fmt::format("tensor '{}'", what);
+  SMELT_TRY(std::filesystem::path path, resolveInsideFolder(modelDir, location, tensorName));
   int64_t need = static_cast<int64_t>(type.byteSize());
   if (length >= 0 && length != need) {
     return makeError("tensor '{}': external data length is {} bytes, {} needs {}", what, length, type.toString(),
                      need);
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return makeError("tensor '{}': cannot open external data file '{}'", what, path.string());
-  in.seekg(0, std::ios::end);
-  auto fileSize = static_cast<int64_t>(in.tellg());
-  if (fileSize < 0 || offset > fileSize || fileSize - offset < need) {
-    return makeError("tensor '{}': external data file '{}' has {} bytes, reading {} at offset {} runs past its end",
-                     what, path.string(), fileSize, need, offset);
-  }
-  std::string bytes(static_cast<size_t>(need), '\0');
-  in.seekg(offset);
-  in.read(bytes.data(), need);
-  if (!in) return makeError("tensor '{}': reading external data file '{}' failed", what, path.string());
+  SMELT_TRY(std::string bytes, readFileRange(path, offset, need, tensorName));
   return fromRawBytes(type, bytes, what, "external data");
 }
 

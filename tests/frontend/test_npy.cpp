@@ -1,8 +1,17 @@
-// .npy reading and writing.
+// .npy reading and writing, and what every input file reader refuses (IDX, safetensors, models).
+#include "frontend/data/idx.h"
+#include "frontend/model_loader.h"
+#include "frontend/nn/safetensors.h"
 #include "frontend/npy.h"
+#include "ir/support/input_files.h"
 #include "tests/support/random_tensors.h"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <random>
 
 using namespace smelt;
 
@@ -67,4 +76,40 @@ TEST_CASE("npy headers declaring too many dimensions or elements, and files that
     REQUIRE_FALSE(read.ok());
     CHECK(read.error().message().find("not a regular file") != std::string::npos);
   }
+}
+
+TEST_CASE("every input file reader refuses devices, FIFOs and folders before reading") {
+  std::string fifo = (std::filesystem::temp_directory_path() / fmt::format("smelt_fifo_{}", std::random_device{}())).string();
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  // Each would read /dev/zero forever or block on the FIFO if it opened them.
+  for (const std::string& path : {std::string("/dev/zero"), fifo, std::string("/tmp")}) {
+    CAPTURE(path);
+    std::vector<std::string> errors;
+    auto note = [&](const auto& result) { errors.push_back(result.ok() ? "<no error>" : result.error().message()); };
+    note(readNpy(path));
+    note(data::readIdx(path));
+    note(nn::loadSafetensors(path));
+    note(loadModel(path, {}));
+    note(readInputFile(path, "a test file"));
+    for (const std::string& e : errors) CHECK_MESSAGE(e.find("not a regular file") != std::string::npos, e);
+  }
+  std::filesystem::remove(fifo);
+}
+
+TEST_CASE("IDX headers whose shape is past smelt's limits are errors before any allocation") {
+  auto idx = [](std::vector<uint32_t> dims, size_t dataBytes) {
+    std::string bytes = {'\0', '\0', '\x08', static_cast<char>(dims.size())};
+    for (uint32_t d : dims) {
+      for (int s = 24; s >= 0; s -= 8) bytes += static_cast<char>(d >> s);
+    }
+    return data::parseIdx(bytes + std::string(dataBytes, '\1'), "h.idx");
+  };
+  CHECK(idx({2, 3}, 6).ok());
+  // 2^32 - 1 per dim, four dims: the product overflows 64 bits and wraps around.
+  auto huge = idx({0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}, 16);
+  REQUIRE_FALSE(huge.ok());
+  CHECK_MESSAGE(huge.error().message().find("h.idx: IDX shape") != std::string::npos, huge.error().message());
+  auto deep = idx(std::vector<uint32_t>(40, 1), 1);
+  REQUIRE_FALSE(deep.ok());
+  CHECK(deep.error().message().find("rank 40") != std::string::npos);
 }
