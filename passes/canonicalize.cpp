@@ -20,6 +20,8 @@ namespace {
 
 /// The largest zeros tensor a rewrite materializes as a plain constant; larger ones are expanded.
 constexpr int64_t kMaxConstantElements = int64_t{1} << 16;
+/// The most operands one concat keeps; more are split into a tree of concats.
+constexpr size_t kMaxConcatOperands = 32;
 
 const std::vector<int64_t>& ints(const Node& node, std::string_view attr) {
   return std::get<std::vector<int64_t>>(node.attrs().find(attr)->second);
@@ -205,6 +207,22 @@ const Pattern kPatterns[] = {
     {"cast", "cast(x) to x's dtype -> x", [](Rewriter& r) { return r.ifSameType(r.x()); }},
     // concat(x) -> x
     {"concat", "concat(x) -> x", [](Rewriter& r) { return r.node.numOperands() == 1 ? r.x() : nullptr; }},
+    // A concat of many operands becomes a tree of concats of at most kMaxConcatOperands each: one
+    // kernel selects among its operands per element, so a 5,000-way concat was a 5,000-deep chain that
+    // took LLVM seconds to compile and read every operand for every element.
+    {"concat", "concat of more than 32 operands -> concat of concats of at most 32",
+     [](Rewriter& r) -> Value* {
+       size_t n = r.node.numOperands();
+       if (n <= kMaxConcatOperands) return nullptr;
+       int64_t axis = std::get<int64_t>(r.node.attrs().find("axis")->second);
+       std::vector<Value*> groups;
+       for (size_t i = 0; i < n; i += kMaxConcatOperands) {
+         std::vector<Value*> part(r.node.operands().begin() + static_cast<std::ptrdiff_t>(i),
+                                  r.node.operands().begin() + static_cast<std::ptrdiff_t>(std::min(n, i + kMaxConcatOperands)));
+         groups.push_back(part.size() == 1 ? part[0] : r.b.op("concat", part, {{"axis", axis}}));
+       }
+       return r.b.op("concat", groups, {{"axis", axis}});
+     }},
     // slice(x) keeping every element in order -> x: same shape with positive steps is the identity
     {"slice", "slice(x) whole -> x",
      [](Rewriter& r) -> Value* {

@@ -131,6 +131,22 @@ struct Group {
   bool alive = true;
 };
 
+/// The most buffers a fused kernel reads. Devices bound a kernel's parameters (OpenCL guarantees
+/// 1 KiB, 128 pointers; CUDA 4 KiB), and a kernel selecting among many operands per element (a
+/// concat tree) would otherwise merge back into one deep chain.
+constexpr size_t kMaxKernelOperands = 64;
+
+size_t externalOperands(const Group& g) {
+  std::unordered_set<const Node*> inside(g.members.begin(), g.members.end());
+  std::unordered_set<const Value*> read;
+  for (const Node* m : g.members) {
+    for (const Value* o : m->operands()) {
+      if (!o->producer() || !inside.count(o->producer())) read.insert(o);
+    }
+  }
+  return read.size();
+}
+
 bool onlyViews(const Group& g) {
   for (const Node* m : g.members) {
     Role role = roleOf(*m);
@@ -258,7 +274,7 @@ class Planner {
     if (!merged) return false;
     merged->members = groups_[a].members;
     merged->members.insert(merged->members.end(), groups_[b].members.begin(), groups_[b].members.end());
-    if (!membersFit(*merged) || wouldCycle(a, b)) return false;
+    if (!membersFit(*merged) || externalOperands(*merged) > kMaxKernelOperands || wouldCycle(a, b)) return false;
     for (const Node* m : groups_[b].members) groupOf_[m] = a;
     groups_[b].alive = false;
     groups_[b].members.clear();

@@ -251,6 +251,13 @@ Expected<std::vector<Value*>> NodeContext::emitNode(std::string_view op, std::ve
   bool foldable = !operands.empty();
   for (Value* v : operands) foldable = foldable && constantValueOf(v) != nullptr;
   SMELT_TRY(Node * node, graph().addNode(op, std::move(operands), std::move(attrs), nodeName()));
+  // Folding must not make data: results larger than their operands (an expand, a ConstantOfShape, a
+  // tile) stay computed once they pass the size shape computations need, as in passes/fold.cpp.
+  constexpr int64_t kMaxGrownElements = int64_t{1} << 16;
+  int64_t operandElements = 0, resultElements = 0;
+  for (const Value* v : node->operands()) operandElements += v->type().numel();
+  for (const Value* v : node->results()) resultElements += v->type().numel();
+  foldable = foldable && (resultElements <= kMaxGrownElements || resultElements <= operandElements);
   if (!foldable) return node->results();
   std::vector<Tensor> inputs;
   for (Value* v : node->operands()) inputs.push_back(*constantValueOf(v));

@@ -292,16 +292,16 @@ Status constantOfShape(NodeContext& n) {
     SMELT_TRY(fill, n.attrTensor("value"));
   }
   if (fill.numel() != 1) return makeError("value must hold one element, got {}", fill.type().toString());
-  if (std::any_of(shape.begin(), shape.end(), isSymbolic)) {
-    // A shape with symbolic dimensions: the value expanded to it (computed per run, not a constant).
+  SMELT_CHECK_OK(checkShapeLimits(shape));
+  int64_t numel = 1;
+  for (int64_t d : shape) numel *= isSymbolic(d) ? 1 : d;
+  // A large or symbolic shape: the value expanded to it, computed per run, never materialized at import
+  // (a 74-byte model could otherwise ask for gigabytes). A small one stays a constant that later shape
+  // computations can read.
+  constexpr int64_t kMaxMaterialized = 4096;
+  if (std::any_of(shape.begin(), shape.end(), isSymbolic) || numel > kMaxMaterialized) {
     SMELT_TRY(Value * y, n.emit("expand", {n.constant(fill.reshaped({}))}, {{"shape", shape}}));
     return n.setOutput(0, y);
-  }
-  int64_t numel = 1;
-  for (int64_t d : shape) {
-    if (d < 0) return makeError("shape has a negative dimension ({})", d);
-    if (d > 0 && numel > (int64_t{1} << 32) / d) return makeError("shape {} is too large", shapeToString(shape));
-    numel *= d;
   }
   Tensor t(TensorType{fill.dtype(), shape});
   size_t elem = dtypeSize(fill.dtype());
@@ -309,7 +309,10 @@ Status constantOfShape(NodeContext& n) {
   return n.setOutput(0, n.constant(std::move(t)));
 }
 
-// Range needs static bounds: its length is the output shape.
+// Range needs static bounds: its length is the output shape. Its values are a constant, so its length
+// is bounded (an index range; larger ones are refused before anything is allocated).
+constexpr double kMaxRangeElements = double(int64_t{1} << 24);
+
 Status range(NodeContext& n) {
   SMELT_TRY(Tensor start, n.constInput(0));
   SMELT_TRY(Tensor limit, n.constInput(1));
@@ -321,14 +324,18 @@ Status range(NodeContext& n) {
     double s = start.getDouble(0), l = limit.getDouble(0), d = delta.getDouble(0);
     if (d == 0 || !std::isfinite(s) || !std::isfinite(l) || !std::isfinite(d)) return makeError("bad range bounds");
     double count = std::max(std::ceil((l - s) / d), 0.0);
-    if (count > 1e9) return makeError("range of {} elements is too large", count);
+    if (count > kMaxRangeElements) {
+      return makeError("a range of {} elements is larger than the {} an imported Range may have", count, kMaxRangeElements);
+    }
     t = Tensor(TensorType{dt, {static_cast<int64_t>(count)}});
     for (int64_t i = 0; i < t.numel(); ++i) t.setDouble(i, s + static_cast<double>(i) * d);
   } else {
     int64_t s = start.getInt(0), l = limit.getInt(0), d = delta.getInt(0);
     if (d == 0) return makeError("delta is 0");
     double count = std::max(std::ceil((static_cast<double>(l) - static_cast<double>(s)) / static_cast<double>(d)), 0.0);
-    if (count > 1e9) return makeError("range of {} elements is too large", count);
+    if (count > kMaxRangeElements) {
+      return makeError("a range of {} elements is larger than the {} an imported Range may have", count, kMaxRangeElements);
+    }
     t = Tensor(TensorType{dt, {static_cast<int64_t>(count)}});
     for (int64_t i = 0; i < t.numel(); ++i) t.setInt(i, s + i * d);
   }

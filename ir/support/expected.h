@@ -13,6 +13,26 @@
 
 namespace smelt {
 
+/// `text` with control characters other than newline and tab written as \xNN. Error messages quote
+/// untrusted names (ONNX node names, tensor names in a checkpoint, file names): raw escape sequences
+/// in them must not reach a terminal or a log.
+inline std::string escapeControlCharacters(std::string text) {
+  auto isControl = [](unsigned char c) { return (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f; };
+  size_t i = 0;
+  while (i < text.size() && !isControl(static_cast<unsigned char>(text[i]))) ++i;
+  if (i == text.size()) return text;
+  std::string out = text.substr(0, i);
+  for (; i < text.size(); ++i) {
+    auto c = static_cast<unsigned char>(text[i]);
+    if (isControl(c)) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
 /// A failure the caller can handle: one human-readable message, already naming what failed.
 /// What kind of failure an Error reports, for the callers that recover from some. Almost every error
 /// is kGeneric; the device runtime classifies drivers' error codes (CUDA_ERROR_OUT_OF_MEMORY,
@@ -29,7 +49,7 @@ enum class ErrorKind : unsigned char {
 class Error {
  public:
   explicit Error(std::string message, ErrorKind kind = ErrorKind::kGeneric)
-      : message_(std::move(message)), kind_(kind) {}
+      : message_(escapeControlCharacters(std::move(message))), kind_(kind) {}
   const std::string& message() const { return message_; }
   ErrorKind kind() const { return kind_; }
   /// Returns a copy with `context` prepended ("while importing Conv_3: ..."); the kind is kept.
