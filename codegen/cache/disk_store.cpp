@@ -9,7 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -115,7 +117,25 @@ std::string tempSuffix() {
 
 }  // namespace
 
-DiskStore::DiskStore(std::string dir) : dir_(std::move(dir)) {
+namespace {
+
+uint64_t maxBytesFromEnvironment() {
+  const char* env = std::getenv("SMELT_CACHE_MAX_BYTES");
+  if (!env || !*env) return DiskStore::kDefaultMaxBytes;
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long value = std::strtoull(env, &end, 10);
+  if (errno != 0 || *end != '\0' || env[0] == '-') {
+    logger().warn("kernel cache: SMELT_CACHE_MAX_BYTES='{}' is not a byte count; the limit stays {} bytes", env,
+                  DiskStore::kDefaultMaxBytes);
+    return DiskStore::kDefaultMaxBytes;
+  }
+  return value;
+}
+
+}  // namespace
+
+DiskStore::DiskStore(std::string dir) : dir_(std::move(dir)), maxBytes_(maxBytesFromEnvironment()) {
   if (dir_.empty()) {
     state_ = State::Disabled;
     reason_ = "no cache directory (no SMELT_CACHE_DIR, XDG_CACHE_HOME or home)";
@@ -199,15 +219,18 @@ DiskRead DiskStore::read(const std::string& digest, const std::string& keyText) 
     data = readAll(fd, st.st_size);
     if (!data.ok()) why = data.error().message();
   }
-  ::close(fd);
   if (why.empty()) {
     Expected<std::vector<std::byte>> payload = decodeCacheEntry(*data, keyText);
     if (payload.ok()) {
+      // A hit marks the entry recently used: trim() removes the least recently used first.
+      ::futimens(fd, nullptr);
+      ::close(fd);
       result.payload = std::move(payload).value();
       return result;
     }
     why = payload.error().message();
   }
+  ::close(fd);
   logger().warn("kernel cache: rejected {}: {}; removed, the kernel will be recompiled", path, why);
   removeIfUnchanged(path, st);
   result.rejected = true;
@@ -245,7 +268,59 @@ void DiskStore::write(const std::string& digest, const std::string& keyText,
     ::unlink(temp.c_str());
     logger().warn("kernel cache: cannot write {}: {}; entry kept in memory only", temp,
                   written.error().message());
+    return;
   }
+  uint64_t limit = maxBytes_.load();
+  if (limit == 0) return;
+  if (knownBytes_.load() < 0) {
+    Expected<DiskUsage> counted = usage();
+    knownBytes_ = counted ? static_cast<int64_t>(counted->bytes) : 0;
+  } else {
+    knownBytes_ += static_cast<int64_t>(bytes.size());
+  }
+  if (static_cast<uint64_t>(knownBytes_.load()) > limit) trim(limit / 10 * 8);
+}
+
+void DiskStore::remove(const std::string& digest) {
+  if (!ready(/*create=*/false)) return;
+  std::string path = entryPath(digest);
+  if (::unlink(path.c_str()) == 0) logger().debug("kernel cache: removed {}", path);
+}
+
+void DiskStore::trim(uint64_t target) {
+  struct Entry {
+    fs::path path;
+    uint64_t bytes;
+    int64_t usedNs;
+  };
+  std::vector<Entry> entries;
+  uint64_t total = 0;
+  Status walked = walkCache(dir_, [&](const fs::path& path, FileKind kind, uint64_t size) -> Status {
+    if (kind != FileKind::Entry) return Status::success();
+    struct stat st;
+    if (lstat(path.c_str(), &st) != 0) return Status::success();
+    entries.push_back({path, size, int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec});
+    total += size;
+    return Status::success();
+  });
+  if (!walked.ok()) {
+    logger().warn("kernel cache: cannot trim {}: {}", dir_, walked.error().message());
+    return;
+  }
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.usedNs < b.usedNs; });
+  size_t removed = 0;
+  uint64_t before = total;
+  for (const Entry& e : entries) {
+    if (total <= target) break;
+    if (::unlink(e.path.c_str()) == 0 || errno == ENOENT) {
+      total -= std::min(total, e.bytes);
+      ++removed;
+    }
+  }
+  knownBytes_ = static_cast<int64_t>(total);
+  logger().info("kernel cache: {} held {} bytes, over its limit of {} (SMELT_CACHE_MAX_BYTES); removed the {} least "
+                "recently used entries",
+                dir_, before, maxBytes_.load(), removed);
 }
 
 Expected<DiskUsage> DiskStore::usage() {

@@ -48,8 +48,16 @@ class DiskStore {
   /// warned about (file and reason) and removed, except foreign-owned ones, which are only ignored.
   DiskRead read(const std::string& digest, const std::string& keyText);
   /// Writes the entry atomically. A failure is only warned about: the memory layer still has it.
+  /// When the folder then holds more than maxBytes(), the least recently used entries are removed
+  /// until it holds at most 80% of it.
   void write(const std::string& digest, const std::string& keyText,
              std::span<const std::byte> payload);
+  /// Removes the entry named `digest` (one that read back whole but could not be loaded).
+  void remove(const std::string& digest);
+
+  /// The folder's size limit: $SMELT_CACHE_MAX_BYTES, else kDefaultMaxBytes; 0 means no limit.
+  uint64_t maxBytes() const { return maxBytes_; }
+  static constexpr uint64_t kDefaultMaxBytes = uint64_t{2} << 30;
 
   /// Counts the entries and their bytes (temporaries are not entries).
   Expected<DiskUsage> usage();
@@ -65,11 +73,18 @@ class DiskStore {
   bool ready(bool create);
   void disable(std::string reason);
   std::string entryPath(const std::string& digest) const;
+  /// Removes least recently used entries (oldest modification time: a hit touches its entry) until
+  /// the folder holds at most `target` bytes.
+  void trim(uint64_t target);
 
   std::string dir_;
   std::atomic<State> state_{State::Unchecked};
   mutable std::mutex stateMutex_;  // guards the Unchecked -> Ready/Disabled step and reason_
   std::string reason_;
+  std::atomic<uint64_t> maxBytes_;
+  // The folder's size as this process last counted it plus what it wrote since (-1: not counted yet):
+  // other processes' writes are seen at the next trim, which recounts.
+  std::atomic<int64_t> knownBytes_{-1};
 };
 
 }  // namespace smelt

@@ -45,7 +45,23 @@ struct LlvmJit::Impl {
   std::unique_ptr<llvm::TargetMachine> tm;
   std::string cpu, features, target;
   std::mutex mutex;
-  std::unordered_map<std::string, KernelEntry> loaded;  // by cache digest
+  // One entry per loaded object, by cache digest. The handle is weak: executables own their kernels.
+  // The tracker owns the object's code; removing it unloads the code.
+  struct Loaded {
+    std::weak_ptr<const JitKernel> handle;
+    llvm::orc::ResourceTrackerSP tracker;
+    uint64_t generation = 0;
+  };
+  std::unordered_map<std::string, Loaded> loaded;
+  uint64_t generations = 0;
+
+  /// Unloads `digest`'s object (mutex held). Its symbol can then be defined again.
+  void unload(std::unordered_map<std::string, Loaded>::iterator it) {
+    if (llvm::Error error = it->second.tracker->remove()) {
+      logger().warn("llvm: unloading a kernel failed: {}", errorText(std::move(error)));
+    }
+    loaded.erase(it);
+  }
 
   Status init() {
     llvm::InitializeNativeTarget();
@@ -120,9 +136,10 @@ LlvmJit::~LlvmJit() = default;
 
 Expected<LlvmJit*> LlvmJit::global() {
   static Expected<LlvmJit*> instance = []() -> Expected<LlvmJit*> {
-    static LlvmJit jit;
-    SMELT_CHECK_OK(jit.impl_->init());
-    return &jit;
+    // Never destroyed: kernel handles held by static objects release into it at exit.
+    static LlvmJit* jit = new LlvmJit;
+    SMELT_CHECK_OK(jit->impl_->init());
+    return jit;
   }();
   return instance;
 }
@@ -153,7 +170,7 @@ std::string keyText(const Kernel& kernel) {
 
 }  // namespace
 
-Expected<KernelEntry> LlvmJit::compile(const Kernel& kernel, CompileInfo* info) {
+Expected<JitKernelHandle> LlvmJit::compile(const Kernel& kernel, CompileInfo* info) {
   auto start = std::chrono::steady_clock::now();
   CacheKey key{.kernel = keyText(kernel), .backend = "llvm", .target = impl_->target,
                .compilerVersion = fmt::format("LLVM {} {}", LLVM_VERSION_STRING, kRendererVersion),
@@ -162,8 +179,13 @@ Expected<KernelEntry> LlvmJit::compile(const Kernel& kernel, CompileInfo* info) 
   std::string symbol = "smelt_k_" + digest;
   std::lock_guard lock(impl_->mutex);
   if (auto it = impl_->loaded.find(digest); it != impl_->loaded.end()) {
-    if (info) *info = {true, 0, digest};
-    return it->second;
+    if (JitKernelHandle live = it->second.handle.lock()) {
+      if (info) *info = {true, 0, digest};
+      return live;
+    }
+    // Its last handle went but its release has not run yet: unload it here (the release then finds a
+    // newer generation and leaves it alone), so the symbol can be defined again.
+    impl_->unload(it);
   }
   KernelCache& cache = KernelCache::global();
   std::optional<std::vector<std::byte>> object = cache.lookup(key);
@@ -173,20 +195,52 @@ Expected<KernelEntry> LlvmJit::compile(const Kernel& kernel, CompileInfo* info) 
     cache.store(key, compiled);
     object = std::move(compiled);
   }
-  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(
-      llvm::StringRef(reinterpret_cast<const char*>(object->data()), object->size()), symbol);
-  if (auto error = impl_->jit->addObjectFile(std::move(buffer))) {
-    return makeError("LLVM: cannot load kernel @{}: {}", kernel.name, errorText(std::move(error)));
+  llvm::orc::JITDylib& dylib = impl_->jit->getMainJITDylib();
+  llvm::orc::ResourceTrackerSP tracker = dylib.createResourceTracker();
+  auto addObject = [&](const std::vector<std::byte>& bytes) {
+    return impl_->jit->addObjectFile(tracker, llvm::MemoryBuffer::getMemBufferCopy(
+        llvm::StringRef(reinterpret_cast<const char*>(bytes.data()), bytes.size()), symbol));
+  };
+  if (auto error = addObject(*object)) {
+    std::string why = errorText(std::move(error));
+    if (!hit) return makeError("LLVM: cannot load kernel @{}: {}", kernel.name, why);
+    // A cached object that passed its checksum but does not load (another linker's, or damage the
+    // checksum cannot see) would fail every later run: evict it and compile afresh.
+    logger().warn("llvm: the cached object of kernel @{} does not load ({}); compiling it again", kernel.name, why);
+    cache.evict(key);
+    hit = false;
+    SMELT_TRY(object, impl_->compileObject(kernel, symbol));
+    cache.store(key, *object);
+    if (auto again = addObject(*object)) {
+      return makeError("LLVM: cannot load kernel @{}: {}", kernel.name, errorText(std::move(again)));
+    }
   }
-  auto address = impl_->jit->lookup(symbol);
-  if (!address) return makeError("LLVM: kernel @{} has no entry: {}", kernel.name, errorText(address.takeError()));
-  auto entry = address->toPtr<KernelEntry>();
-  impl_->loaded.emplace(digest, entry);
+  auto address = impl_->jit->lookup(dylib, symbol);
+  if (!address) {
+    std::string why = errorText(address.takeError());
+    if (llvm::Error error = tracker->remove()) llvm::consumeError(std::move(error));
+    return makeError("LLVM: kernel @{} has no entry: {}", kernel.name, why);
+  }
+  uint64_t generation = ++impl_->generations;
+  Impl* impl = impl_.get();
+  // The release runs when the last executable holding the kernel is dropped.
+  JitKernelHandle handle(new JitKernel{address->toPtr<KernelEntry>()}, [impl, digest, generation](const JitKernel* k) {
+    delete k;
+    std::lock_guard release(impl->mutex);
+    auto it = impl->loaded.find(digest);
+    if (it != impl->loaded.end() && it->second.generation == generation) impl->unload(it);
+  });
+  impl_->loaded[digest] = Impl::Loaded{handle, tracker, generation};
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   logger().debug("llvm: {} kernel @{} ({}) in {:.1f} ms", hit ? "loaded cached" : "compiled", kernel.name, digest,
                  seconds * 1e3);
   if (info) *info = {hit, seconds, digest};
-  return entry;
+  return handle;
+}
+
+size_t LlvmJit::loadedKernels() {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->loaded.size();
 }
 
 }  // namespace smelt::codegen

@@ -3,8 +3,10 @@
 // keeps it in the kernel cache (codegen/cache) and links it into one process-wide ORC LLJIT. No LLVM
 // type appears here, so only two files of smelt include LLVM's headers.
 //   auto jit = LlvmJit::global();
-//   SMELT_TRY(KernelEntry entry, (*jit)->compile(kernel));
-//   entry(buffers, 0, kernel.domainSize());
+//   SMELT_TRY(JitKernelHandle kernel, (*jit)->compile(description));
+//   kernel->entry(buffers, 0, description.domainSize());
+// A kernel's code stays loaded while a handle to it lives: executables hold theirs, and the code of
+// dropped executables is unloaded (a process compiling graph after graph does not grow).
 #pragma once
 
 #include "codegen/kernel.h"
@@ -17,6 +19,12 @@ namespace smelt::codegen {
 /// A compiled kernel: runs the outer points [begin, end) of the kernel's domain (row-major linear
 /// index) with `buffers[i]` as buffer i. Threads call it on disjoint ranges.
 using KernelEntry = void (*)(char** buffers, int64_t begin, int64_t end);
+
+/// A loaded kernel. Its code is unloaded when the last handle goes.
+struct JitKernel {
+  KernelEntry entry = nullptr;
+};
+using JitKernelHandle = std::shared_ptr<const JitKernel>;
 
 /// What one compile did, for logs and `smelt inspect`.
 struct CompileInfo {
@@ -32,8 +40,11 @@ class LlvmJit {
   static Expected<LlvmJit*> global();
   ~LlvmJit();
 
-  /// The entry point of `kernel`, compiled or taken from the kernel cache.
-  Expected<KernelEntry> compile(const Kernel& kernel, CompileInfo* info = nullptr);
+  /// The entry point of `kernel`: already loaded (kernels of one computation share it), from the
+  /// kernel cache, or compiled.
+  Expected<JitKernelHandle> compile(const Kernel& kernel, CompileInfo* info = nullptr);
+  /// How many distinct kernels are loaded now (for the tests of unloading).
+  size_t loadedKernels();
   /// The optimized LLVM IR of `kernel` (for `smelt kernels --backend llvm`); compiles nothing.
   Expected<std::string> renderIr(const Kernel& kernel, bool optimize);
   /// "cpu=<name> features=<list>": part of every cache key.

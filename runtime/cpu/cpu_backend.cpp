@@ -62,16 +62,17 @@ class CpuLaunch final : public PreparedLaunch {
 
 class CpuKernels final : public DeviceKernels {
  public:
-  explicit CpuKernels(std::map<std::string, KernelEntry> entries) : entries_(std::move(entries)) {}
+  explicit CpuKernels(std::map<std::string, codegen::JitKernelHandle> entries) : entries_(std::move(entries)) {}
   Expected<std::unique_ptr<PreparedLaunch>> prepare(const std::string& symbol, std::span<const KernelBufferArg> buffers,
                                                     const LaunchShape& shape) override {
     auto it = entries_.find(symbol);
     if (it == entries_.end()) return makeError("cpu: no kernel '{}' was compiled", symbol);
-    return std::unique_ptr<PreparedLaunch>(std::make_unique<CpuLaunch>(it->second, buffers, shape));
+    return std::unique_ptr<PreparedLaunch>(std::make_unique<CpuLaunch>(it->second->entry, buffers, shape));
   }
 
  private:
-  std::map<std::string, KernelEntry> entries_;
+  // The handles keep the code loaded while the executable holding these kernels lives.
+  std::map<std::string, codegen::JitKernelHandle> entries_;
 };
 
 }  // namespace
@@ -118,11 +119,11 @@ Expected<std::shared_ptr<DeviceKernels>> CpuBackend::loadKernels(std::span<const
                                                                 KernelLoadInfo& info) const {
 #ifdef SMELT_HAVE_LLVM
   SMELT_TRY(codegen::LlvmJit * jit, codegen::LlvmJit::global());
-  std::map<std::string, KernelEntry> entries;
+  std::map<std::string, codegen::JitKernelHandle> entries;
   info.target = jit->target();
   for (size_t k = 0; k < kernels.size(); ++k) {
     codegen::CompileInfo compiled;
-    SMELT_TRY(KernelEntry entry, jit->compile(*kernels[k], &compiled));
+    SMELT_TRY(codegen::JitKernelHandle entry, jit->compile(*kernels[k], &compiled));
     entries.emplace(symbols[k], entry);
     info.cached.push_back(compiled.cacheHit);
   }

@@ -136,8 +136,8 @@ Expected<std::shared_ptr<DeviceKernels>> CudaBackend::loadKernels(std::span<cons
   SMELT_TRY(cuda::NvrtcVersion nvrtc, cuda::nvrtcVersion());
   // An image of a newer CUDA than the driver would fail in cuModuleLoadDataEx: say why up front.
   SMELT_CHECK_OK(cuda::checkPtxCompatible(nvrtc.major));
-  SMELT_TRY(KernelImage image, cudaKernelImage(kernels, symbols, gpu.cc_major, gpu.cc_minor, info));
-  return loadImage(image, kernels.size(), info);
+  return loadBuiltImage(kernels.size(), info,
+                        [&] { return cudaKernelImage(kernels, symbols, gpu.cc_major, gpu.cc_minor, info); });
 }
 
 }  // namespace smelt

@@ -2,6 +2,7 @@
 #include "runtime/exec/device_backend.h"
 
 #include "codegen/cache/kernel_cache.h"
+#include "codegen/log.h"
 #include "codegen/lower_kernel.h"
 #include "codegen/kernel_passes.h"
 #include "runtime/cpu/cpu_backend.h"
@@ -61,6 +62,20 @@ Expected<std::shared_ptr<DeviceKernels>> DeviceBackend::loadImage(const KernelIm
   return loaded;
 }
 
+Expected<std::shared_ptr<DeviceKernels>> DeviceBackend::loadBuiltImage(
+    size_t kernels, KernelLoadInfo& info, const std::function<Expected<KernelImage>()>& build) const {
+  info.imageFromCache.reset();
+  SMELT_TRY(KernelImage image, build());
+  Expected<std::shared_ptr<DeviceKernels>> loaded = loadImage(image, kernels, info);
+  if (loaded || !info.imageFromCache) return loaded;
+  logger().warn("{}: the cached kernel image does not load ({}); building it again", device_->id(),
+                loaded.error().message());
+  KernelCache::global().evict(*info.imageFromCache);
+  info.imageFromCache.reset();
+  SMELT_TRY(image, build());
+  return loadImage(image, kernels, info);
+}
+
 std::string_view gpuKernelPipeline() {
   static const bool enabled = [] {
     const char* env = std::getenv("SMELT_BLOCKS");
@@ -85,6 +100,7 @@ Expected<std::string> cachedImage(const CacheKey& key, size_t kernels, KernelLoa
   KernelCache& cache = KernelCache::global();
   if (std::optional<std::vector<std::byte>> cached = cache.lookup(key)) {
     info.cached.assign(kernels, true);
+    info.imageFromCache = key;
     return std::string(reinterpret_cast<const char*>(cached->data()), cached->size());
   }
   SMELT_TRY(std::string image, compile());

@@ -36,6 +36,9 @@ struct KernelLoadInfo {
   std::string assembly;
   /// What it was compiled for: "sm_90", "compute_90", "gfx90a", "cpu=... features=...".
   std::string target;
+  /// Set by cachedImage() when the image came from the kernel cache: the key to evict should the
+  /// device refuse it (loadBuiltImage()).
+  std::optional<CacheKey> imageFromCache;
 };
 
 /// The buffers of a vendor product (GemmPlan): the node's operands, where the product goes, and a
@@ -90,6 +93,11 @@ class DeviceBackend {
   std::string whyNotCommon(const Node& node, bool (*lacks)(DType, const Device&) = nullptr) const;
   /// Loads `image` (of `kernels` kernels) on the device; an image this process loaded before counts
   /// every kernel as cached.
+  /// Builds an image with `build` and loads it. An image from the kernel cache that the device
+  /// refuses (its checksum held, but the driver cannot load it: written by another driver, or damage
+  /// the checksum cannot see) would fail every later run: its entry is evicted and `build` runs again.
+  Expected<std::shared_ptr<DeviceKernels>> loadBuiltImage(size_t kernels, KernelLoadInfo& info,
+                                                          const std::function<Expected<KernelImage>()>& build) const;
   Expected<std::shared_ptr<DeviceKernels>> loadImage(const KernelImage& image, size_t kernels,
                                                      KernelLoadInfo& info) const;
 

@@ -40,8 +40,7 @@ Expected<KernelImage> hipKernelImage(std::span<const codegen::Kernel* const> ker
 Expected<std::shared_ptr<DeviceKernels>> HipBackend::loadKernels(std::span<const codegen::Kernel* const> kernels,
                                                                 std::span<const std::string> symbols,
                                                                 KernelLoadInfo& info) const {
-  SMELT_TRY(KernelImage image, hipKernelImage(kernels, symbols, hipTargetArch(), info));
-  return loadImage(image, kernels.size(), info);
+  return loadBuiltImage(kernels.size(), info, [&] { return hipKernelImage(kernels, symbols, hipTargetArch(), info); });
 }
 
 }  // namespace smelt

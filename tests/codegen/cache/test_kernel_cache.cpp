@@ -3,6 +3,7 @@
 #include "codegen/cache/kernel_cache.h"
 #include "tests/codegen/cache/cache_test_util.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -397,6 +398,50 @@ TEST_CASE("kernel cache: the default dir is SMELT_CACHE_DIR, else XDG_CACHE_HOME
   restore("SMELT_CACHE_DIR", smelt);
   restore("XDG_CACHE_HOME", xdg);
   restore("HOME", home);
+}
+
+
+TEST_CASE("kernel cache: past SMELT_CACHE_MAX_BYTES the least recently used entries go first") {
+  test::TempDir tmp;
+  setenv("SMELT_CACHE_MAX_BYTES", "40000", 1);
+  KernelCache cache(tmp.path());
+  unsetenv("SMELT_CACHE_MAX_BYTES");
+  std::vector<std::byte> payload(4000, std::byte{7});
+  std::vector<CacheKey> keys;
+  for (int i = 0; i < 8; ++i) {
+    keys.push_back(makeKey(fmt::format("kernel @k{} {{ ... }}", i)));
+    cache.store(keys.back(), payload);
+  }
+  // Entry 0 read back (a hit marks it used); its mtime then is the newest. Times are set apart
+  // explicitly: a file system's clock may not tick between two stores.
+  for (int i = 0; i < 8; ++i) {
+    struct timespec times[2] = {{0, UTIME_OMIT}, {1000000 + i, 0}};
+    REQUIRE(utimensat(AT_FDCWD, entryPathOf(tmp.path(), keys[static_cast<size_t>(i)]).c_str(), times, 0) == 0);
+  }
+  cache.clearMemory();
+  REQUIRE(cache.lookup(keys[0]).has_value());
+  // Six more entries pass the 40,000-byte limit twice: each time the folder is trimmed to 80% of it.
+  for (int i = 8; i < 14; ++i) {
+    keys.push_back(makeKey(fmt::format("kernel @k{} {{ ... }}", i)));
+    cache.store(keys.back(), payload);
+  }
+  Expected<DiskUsage> usage = cache.diskUsage();
+  REQUIRE(usage.ok());
+  CHECK(usage->bytes <= 40000);
+  CHECK(usage->entries >= 7);
+  auto onDisk = [&](size_t i) { return std::filesystem::exists(entryPathOf(tmp.path(), keys[i])); };
+  CHECK(onDisk(0));    // used most recently among the old ones
+  CHECK(!onDisk(1));   // the least recently used went
+  CHECK(onDisk(13));   // the newest stays
+}
+
+TEST_CASE("kernel cache: the memory layer is bounded, the newest entries stay") {
+  test::TempDir tmp;
+  KernelCache cache("");  // memory only
+  std::vector<std::byte> payload(size_t{8} << 20, std::byte{1});  // 8 MiB each, 64 MiB bound
+  for (int i = 0; i < 12; ++i) cache.store(makeKey(fmt::format("kernel @big{} {{ ... }}", i)), payload);
+  CHECK(!cache.lookup(makeKey("kernel @big0 { ... }")).has_value());
+  CHECK(cache.lookup(makeKey("kernel @big11 { ... }")).has_value());
 }
 
 }  // namespace smelt

@@ -127,7 +127,7 @@ TEST_CASE("llvm: a result in the same memory as its operand vectorizes without a
   auto entry = (*jit)->compile(*kernel);
   REQUIRE(entry.ok());
   char* buffers[] = {reinterpret_cast<char*>(x.raw()), reinterpret_cast<char*>(x.raw())};
-  (*entry)(buffers, 0, kernel->domainSize());
+  (*entry)->entry(buffers, 0, kernel->domainSize());
   CHECK(testing::compareTensors(x, want, 0).empty());
 }
 
