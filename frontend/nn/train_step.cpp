@@ -8,11 +8,17 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <ranges>
 
 namespace smelt::nn {
 
 namespace {
+
+/// The batch sizes compiled so far, for the log (a loop: clang 14's ranges reject views::keys of a map).
+std::vector<int64_t> batchSizesOf(const std::map<int64_t, CompiledBatch>& byBatch) {
+  std::vector<int64_t> sizes;
+  for (const auto& entry : byBatch) sizes.push_back(entry.first);
+  return sizes;
+}
 
 /// The model's state (on the host, or on a device) for each of the graph's parameters, by position
 /// (null: the graph's initial value).
@@ -164,7 +170,7 @@ Status TrainStep::compileBatch(int64_t batch) {
   }
   if (!byBatch_.empty()) {
     logger().info("train step: compiling for batches of {} (compiled for {} before)", batch,
-                  fmt::join(std::views::keys(byBatch_), ", "));
+                  fmt::join(batchSizesOf(byBatch_), ", "));
   }
   SMELT_TRY(c.exe, Executable::compile(graph, compile));
   // Every parameter is fed from the model's state on every run: no second copy of it.
@@ -270,7 +276,7 @@ Status Predictor::compileBatch(int64_t batch) {
   if (!byBatch_.empty()) {
     options.device = deviceId();
     logger().info("predictor: compiling for batches of {} (compiled for {} before)", batch,
-                  fmt::join(std::views::keys(byBatch_), ", "));
+                  fmt::join(batchSizesOf(byBatch_), ", "));
   }
   CompiledBatch c;
   SMELT_TRY(c.exe, Executable::compile(graph, options));

@@ -138,7 +138,10 @@ Status CompiledGraph::Impl::planDonations() {
   for (size_t i = 0; i < graph.numNodes(); ++i) {
     for (const Value* o : graph.nodes()[i]->operands()) lastUse[o] = i;
   }
-  for (const auto& [parameterName, outputName] : options.donate) {
+  for (const auto& donation : options.donate) {
+    // Named copies, not structured bindings: clang 14 (the fuzzing build) cannot capture those.
+    const std::string& parameterName = donation.first;
+    const std::string& outputName = donation.second;
     const auto& params = graph.parameters();
     auto p = std::find_if(params.begin(), params.end(), [&](const Value* v) { return v->name() == parameterName; });
     if (p == params.end()) return makeError("donate: no parameter '{}'", parameterName);
