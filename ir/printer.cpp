@@ -134,7 +134,12 @@ std::string printAttributeWith(const Attribute& attr, const PrintOptions& option
           // messages only.
           return v ? toText(*v) : std::string("<no graph>");
         } else {
-          std::string body = external ? external->body(v) : printTensorBody(v, options);
+          // Without values, a constant of more than a few elements prints as `...` too (a dump's
+          // weights folded into constants would otherwise be megabytes of hex).
+          constexpr int64_t kShownWithoutValues = 16;
+          std::string body = !options.printParameterValues && v.numel() > kShownWithoutValues ? "..."
+                             : external ? external->body(v)
+                                        : printTensorBody(v, options);
           return fmt::format("dense<{}> {}", v.type().toString(), body);
         }
       },

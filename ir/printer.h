@@ -16,7 +16,8 @@ struct PrintOptions {
   /// aligned) and print as `file("<basename>", offset)`. The file is created or truncated.
   std::string externalDataPath;
   size_t externalThreshold = 1024;
-  /// Print parameter values at all; when false they print as `...` (for dumps, not parseable).
+  /// Print parameter values at all; when false they print as `...`, as do constants of more than 16
+  /// elements (for dumps, not parseable).
   bool printParameterValues = true;
 };
 

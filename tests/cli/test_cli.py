@@ -100,6 +100,22 @@ class Cli(unittest.TestCase):
         self.assertIn("conv2d", r.stdout)
         self.assertIn("%image: f32[1,1,8,8]", r.stdout)
 
+    @needs_onnx
+    def test_dump_no_values_elides_weights(self):
+        full = smelt("dump", MODEL)
+        short = smelt("dump", "--no-values", MODEL)
+        self.assertEqual(short.returncode, 0, short.stderr)
+        self.assertIn("conv2d", short.stdout)
+        self.assertIn("...", short.stdout)
+        self.assertNotRegex(short.stdout, r'x"[0-9a-f]{8}')  # no hex bodies
+        self.assertLess(len(short.stdout), len(full.stdout) / 2)
+
+    def test_version(self):
+        r = smelt("--version")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"^smelt \d+\.\d+\.\d+")
+        self.assertIn("backends:", r.stdout)
+
     def test_run_writes_outputs_with_sanitized_names(self):
         x = np.random.default_rng().uniform(0.5, 2, (2, 3)).astype(np.float32)
         k = np.random.default_rng().uniform(0.5, 2, (3,)).astype(np.float32)

@@ -1,4 +1,4 @@
-// `smelt dump FILE [--format text|dot] [--after PASS]`: the graph as IR text or Graphviz DOT, optionally
+// `smelt dump FILE [--format text|dot] [--after PASS] [--no-values]`: the graph as IR text or Graphviz DOT, optionally
 // as it is right after PASS in the default optimizing pipeline.
 #include "frontend/model_loader.h"
 #include "ir/dot.h"
@@ -18,6 +18,7 @@ Action addDumpCommand(CLI::App& app) {
     std::string format = "text";
     std::string grad;
     std::string after;
+    bool noValues = false;
   };
   auto options = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("dump", "Print a model (.onnx or IR text; - for stdin) as IR text or DOT");
@@ -29,6 +30,9 @@ Action addDumpCommand(CLI::App& app) {
   cmd->add_option("--after", options->after,
                   fmt::format("PASS: print the graph right after PASS in the default pipeline ({})",
                               kDefaultPipeline));
+  cmd->add_flag("--no-values", options->noValues,
+                "Print parameters and constants of more than 16 elements as `...` (a readable dump of a large "
+                "model; not parseable)");
   return [options]() {
     auto graph = loadWithGradients(options->file, options->grad, options->dims, /*keepSymbolic=*/true);
     if (!graph) return fail(graph.error().message());
@@ -43,7 +47,9 @@ Action addDumpCommand(CLI::App& app) {
       fmt::print("{}", toDot(*graph));
       return 0;
     }
-    auto text = printGraph(*graph);
+    PrintOptions print;
+    print.printParameterValues = !options->noValues;
+    auto text = printGraph(*graph, print);
     if (!text) return fail(text.error().message());
     fmt::print("{}", *text);
     return 0;
