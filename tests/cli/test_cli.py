@@ -46,7 +46,8 @@ class Cli(unittest.TestCase):
         for op in ["add", "conv2d", "matmul", "reduce_sum", "softmax", "grid_sample", "dropout", "cast"]:
             self.assertIn(op, lines)
         self.assertIn("dtypes=f16,bf16,f32,f64", lines["exp"])
-        self.assertIn("backends=reference", lines["exp"])
+        self.assertIn("backends=reference,llvm", lines["exp"])
+        self.assertRegex(lines["matmul"], r"backends=reference,llvm(,opencl)?,cuda,hip +differentiable=yes")
 
     def test_dump_text_round_trips_and_reads_stdin(self):
         r = smelt("dump", self.write_ir())

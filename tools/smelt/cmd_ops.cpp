@@ -21,8 +21,9 @@ Action addOpsCommand(CLI::App& app) {
           if (b != "reference" && b != "auto") backends.push_back(b);
         }
       }
+      // Joined first: a width applied to fmt::join pads every element, not the list.
       fmt::print("{:<20} dtypes={:<48} backends={:<32} differentiable={}\n", op->name, op->dtypes.toString(),
-                 fmt::join(backends, ","), op->differentiable() ? "yes" : "no");
+                 fmt::format("{}", fmt::join(backends, ",")), op->differentiable() ? "yes" : "no");
     }
     return 0;
   };
