@@ -6,6 +6,7 @@ packages=(
   llvm-16-dev                              # CPU JIT backend (codegen issue)
   libzstd-dev                              # LLVM's static libraries need it (SMELT_LLVM_STATIC: the ThreadSanitizer build)
   libfmt-dev libspdlog-dev doctest-dev libcli11-dev nlohmann-json3-dev
+  clang-14 libclang-rt-14-dev              # the sanitizer build and its libFuzzer targets (scripts/test.sh)
   libxxhash-dev                            # kernel cache keys and entry checksums (codegen/cache)
   libdnnl2 libopenblas0                    # f32 (oneDNN) and f64 (OpenBLAS) products on the CPU, loaded with dlopen
   libclblast1                              # f32/f64 products on the opencl backend (CLBlast), loaded with dlopen

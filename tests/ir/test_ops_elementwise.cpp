@@ -108,7 +108,10 @@ TEST_CASE("every elementwise op of docs/ops.md is registered with its documented
       {"ge", kNumeric},        {"and", kBool},         {"or", kBool},      {"xor", kBool},
       {"where", kAll},         {"clip", kNumeric},     {"cast", kAll},
   };
-  for (const auto& [name, set] : expected) {
+  for (const auto& entry : expected) {
+    // Named, not bound: clang 14 cannot capture structured bindings (CAPTURE, CHECK_MESSAGE).
+    const auto& name = entry.first;
+    const auto& set = entry.second;
     CAPTURE(name);
     const OpDef* op = OpRegistry::global().find(name);
     REQUIRE(op != nullptr);
@@ -249,7 +252,10 @@ TEST_CASE("comparisons give bool, eq and ne accept bool, logical ops") {
       {"eq", {0, 1, 0, 0}}, {"ne", {1, 0, 1, 1}}, {"lt", {1, 0, 0, 0}},
       {"le", {1, 1, 0, 0}}, {"gt", {0, 0, 1, 0}}, {"ge", {0, 1, 1, 0}},
   };
-  for (const auto& [op, expected] : cases) {
+  for (const auto& entry : cases) {
+    // Named, not bound: clang 14 cannot capture structured bindings (CAPTURE, CHECK_MESSAGE).
+    const auto& op = entry.first;
+    const auto& expected = entry.second;
     CAPTURE(op);
     auto out = runOutputs(oneNode(op, {"f32[4]", "f32[4]"}, "", "bool[4]"), feeds);
     CHECK(out[0].dtype() == DType::boolean);
@@ -264,7 +270,10 @@ TEST_CASE("comparisons give bool, eq and ne accept bool, logical ops") {
   const std::pair<const char*, std::vector<int64_t>> logical[] = {
       {"eq", {1, 0, 0, 1}}, {"ne", {0, 1, 1, 0}}, {"and", {0, 0, 0, 1}}, {"or", {0, 1, 1, 1}}, {"xor", {0, 1, 1, 0}},
   };
-  for (const auto& [op, expected] : logical) {
+  for (const auto& entry : logical) {
+    // Named, not bound: clang 14 cannot capture structured bindings (CAPTURE, CHECK_MESSAGE).
+    const auto& op = entry.first;
+    const auto& expected = entry.second;
     CAPTURE(op);
     checkInts(runOutputs(oneNode(op, {"bool[4]", "bool[4]"}, "", "bool[4]"), bools)[0], expected);
   }

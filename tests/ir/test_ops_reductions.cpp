@@ -54,7 +54,10 @@ TEST_CASE("every reduction of docs/ops.md is registered with its dtypes, attribu
       {"reduce_stddev", dtypes::kFloat},   {"reduce_logsumexp", dtypes::kFloat}, {"softmax", dtypes::kFloat},
       {"log_softmax", dtypes::kFloat},
   };
-  for (const auto& [name, set] : expected) {
+  for (const auto& entry : expected) {
+    // Named, not bound: clang 14 cannot capture structured bindings (CAPTURE, CHECK_MESSAGE).
+    const auto& name = entry.first;
+    const auto& set = entry.second;
     CAPTURE(name);
     const OpDef* op = OpRegistry::global().find(name);
     REQUIRE(op != nullptr);

@@ -22,7 +22,10 @@ TEST_CASE("nn layers: a Sequential's parameters carry PyTorch's names and shapes
                                         {"5.weight", {10, 128}},    {"5.bias", {10}},         {"6.weight", {10}},
                                         {"6.bias", {10}}};
   REQUIRE(model.state.size() == expected.size());
-  for (const auto& [name, shape] : expected) {
+  for (const auto& entry : expected) {
+    // Named, not bound: clang 14 cannot capture structured bindings (CAPTURE, CHECK_MESSAGE).
+    const auto& name = entry.first;
+    const auto& shape = entry.second;
     REQUIRE_MESSAGE(model.state.count(name), name);
     CHECK_MESSAGE(model.state.at(name).shape() == shape, name);
   }
@@ -187,7 +190,10 @@ TEST_CASE("nn models: resnet18 has torchvision's state_dict names, shapes and si
                                           {"layer4.1.bn2.bias", {512}},
                                           {"fc.weight", {10, 512}},
                                           {"fc.bias", {10}}};
-  for (const auto& [name, shape] : spotChecks) {
+  for (const auto& entry : spotChecks) {
+    // Named, not bound: clang 14 cannot capture structured bindings (CAPTURE, CHECK_MESSAGE).
+    const auto& name = entry.first;
+    const auto& shape = entry.second;
     REQUIRE_MESSAGE(model.state.count(name), name);
     CHECK_MESSAGE(model.state.at(name).shape() == shape, name);
   }

@@ -118,7 +118,10 @@ TEST_CASE("training: a partial batch trains on the same state and step count, on
     }
     CHECK((*stepA)->steps() == 3);
     CHECK((*stepA)->compiledBatchSizes() == 2);  // 8 at create, 5 on the first partial batch
-    for (const auto& [name, t] : b.hostState()) {
+    for (const auto& entry : b.hostState()) {
+      // Named, not bound: clang 14 cannot capture structured bindings (CAPTURE, CHECK_MESSAGE).
+      const auto& name = entry.first;
+      const auto& t = entry.second;
       CAPTURE(name);
       testing::checkClose(a.hostState().at(name), t, 1e-5);
     }

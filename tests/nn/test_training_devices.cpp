@@ -80,7 +80,10 @@ TEST_CASE("training on devices: the device's losses and state are the CPU's, ste
     auto state = onDevice.syncedHostState();
     REQUIRE(state.ok());
     REQUIRE((*state)->size() == onCpu.state.size());
-    for (const auto& [name, t] : onCpu.state) {
+    for (const auto& entry : onCpu.state) {
+      // Named, not bound: clang 14 cannot capture structured bindings (CAPTURE, CHECK_MESSAGE).
+      const auto& name = entry.first;
+      const auto& t = entry.second;
       CAPTURE(name);
       REQUIRE((*state)->count(name));
       CHECK(relativeDifference(t, (*state)->at(name)) < 1e-4);
