@@ -28,4 +28,19 @@ Value* GraphContext::stepInput() {
 
 int64_t GraphContext::nextSeed() { return static_cast<int64_t>(seedFor(seed_, "draw" + std::to_string(draws_++)) >> 1); }
 
+void GraphContext::requireRange(const Value* value, int64_t lo, int64_t hi, std::string what) {
+  if (value && value->kind() == ValueKind::Input) inputRanges_.push_back({value->name(), lo, hi, std::move(what)});
+}
+
+Status checkInputRange(const InputRange& range, const Tensor& values) {
+  if (!isInteger(values.dtype())) return Status::success();
+  for (int64_t i = 0; i < values.numel(); ++i) {
+    int64_t v = values.getInt(i);
+    if (v < range.lo || v >= range.hi) {
+      return makeError("{}: element {} is {}, outside [{}, {}) ({})", range.input, i, v, range.lo, range.hi, range.what);
+    }
+  }
+  return Status::success();
+}
+
 }  // namespace smelt::nn

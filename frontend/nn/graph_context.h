@@ -20,6 +20,17 @@ namespace smelt::nn {
 /// are; the executables' feed map type, so entries move between the two without copies.
 using StateDict = TensorMap;
 
+/// A range an integer graph input's values must lie in ([lo, hi)), checked on the host before each run:
+/// class labels, whose out-of-range values a one-hot comparison would otherwise turn into a silent zero.
+struct InputRange {
+  std::string input;
+  int64_t lo = 0, hi = 0;
+  std::string what;  ///< "nll loss: labels of 10 classes"
+};
+
+/// The first value of `values` outside `range`, as an error naming it, its position and the range.
+Status checkInputRange(const InputRange& range, const Tensor& values);
+
 class GraphContext {
  public:
   /// Values missing from `state` are initialized there as parameters are first asked for, from
@@ -53,6 +64,11 @@ class GraphContext {
   }
   const std::string& prefix() const { return prefix_; }
 
+  /// Requires `value`'s elements to lie in [lo, hi) when it is a graph input (training steps check the
+  /// fed tensor before running); other values are not checked.
+  void requireRange(const Value* value, int64_t lo, int64_t hi, std::string what);
+  const std::vector<InputRange>& inputRanges() const { return inputRanges_; }
+
   /// A seed for a random op (dropout), distinct per call within the graph.
   int64_t nextSeed();
   /// The step number, an i64 scalar input named "step" that training steps feed (1, 2, ...): random
@@ -69,6 +85,7 @@ class GraphContext {
   std::string prefix_;
   std::vector<Value*> trainable_;
   std::vector<std::pair<std::string, Value*>> assigned_;
+  std::vector<InputRange> inputRanges_;
 };
 
 }  // namespace smelt::nn

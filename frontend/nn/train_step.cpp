@@ -146,6 +146,7 @@ Status TrainStep::compileBatch(int64_t batch) {
     return makeError("train step: the loss must be one number, got {}", lossValue ? lossValue->type().toString() : "none");
   }
   tape.stopRecording();
+  inputRanges_ = ctx.inputRanges();
   std::vector<Value*> params = ctx.trainable();
   SMELT_TRY(std::vector<Value*> grads, tape.gradient(lossValue, params));
   if (options_.clipNorm > 0) grads = clipByGlobalNorm(ctx, grads, options_.clipNorm);
@@ -200,6 +201,7 @@ Expected<double> TrainStep::run(const Tensor& input, const Tensor& target, Tenso
     return makeError("target: the step was compiled for {}, got {}", target_.toString(), target.type().toString());
   }
   if (!byBatch_.count(batch)) SMELT_CHECK_OK(compileBatch(batch));
+  for (const InputRange& range : inputRanges_) SMELT_CHECK_OK(checkInputRange(range, range.input == "input" ? input : target));
   CompiledBatch& c = byBatch_.at(batch);
   for (const auto& [name, value] : optimizer_->feeds(steps_ + 1, learningRate())) c.scalars.at(name).setDouble(0, value);
   if (auto it = c.scalars.find("step"); it != c.scalars.end()) it->second.setInt(0, steps_ + 1);

@@ -118,6 +118,7 @@ class TrainStep {
   TrainStepOptions options_;
   Schedule schedule_;
   TensorType input_, target_;  // for the full batch
+  std::vector<InputRange> inputRanges_;  // what the loss requires of the fed input and target
   std::map<int64_t, CompiledBatch> byBatch_;
   int64_t steps_ = 0;
 };

@@ -145,3 +145,25 @@ TEST_CASE("training: a partial batch trains on the same state and step count, on
     CHECK((*predict)->compiledBatchSizes() == 2);
   }
 }
+
+TEST_CASE("training: a label outside [0, classes) is an error naming it, not a silent zero loss") {
+  nn::Model model(mlp(), 5);
+  auto step = nn::TrainStep::create(model, nn::crossEntropy, nn::sgd({.lr = 0.1}), TensorType{DType::f32, {8, 2}},
+                                    TensorType{DType::i64, {8}});
+  REQUIRE_MESSAGE(step.ok(), (step.ok() ? "" : step.error().message()));
+  std::mt19937_64 rng(testing::testSeed());
+  Tensor x(TensorType{DType::f32, {8, 2}}), y(TensorType{DType::i64, {8}});
+  makeBatch(rng, x, y);
+  REQUIRE((*step)->run(x, y).ok());
+  for (int64_t bad : {int64_t{4}, int64_t{-1}, int64_t{1} << 40}) {
+    CAPTURE(bad);
+    Tensor wrong = y;
+    wrong.setInt(5, bad);
+    auto result = (*step)->run(x, wrong);
+    REQUIRE_FALSE(result.ok());
+    CHECK_MESSAGE(result.error().message().find(fmt::format("target: element 5 is {}, outside [0, 4)", bad)) !=
+                      std::string::npos,
+                  result.error().message());
+  }
+  CHECK((*step)->steps() == 1);  // the refused batches did not train
+}
