@@ -239,8 +239,15 @@ Expected<std::vector<std::unique_ptr<Executable>>> Executable::compileAll(std::s
   }
   Expected<std::vector<std::unique_ptr<CompiledGraph>>> compiled = CompiledGraph::compileAll(graphs, device, options);
   const bool onCpu = device->kind() == DeviceKind::kCpu;
-  if (!compiled && !onCpu && options.fallback && isOutOfMemory(compiled.error())) {
-    // Out of memory even after the pool freed its cache: each graph on the CPU instead.
+  if (!compiled && !onCpu && options.fallback && isDeviceLost(compiled.error())) {
+    // Lost while compiling (uploading constants, loading kernels): reset the device and compile once
+    // more, as a host run does; a device that stays lost sends the graphs to the CPU below.
+    logger().warn("@{}: {}; resetting {}", graphs.front().name(), compiled.error().message(), device->id());
+    Status reset = device->reset();
+    compiled = reset.ok() ? CompiledGraph::compileAll(graphs, device, options) : Expected<std::vector<std::unique_ptr<CompiledGraph>>>(reset.error());
+  }
+  if (!compiled && !onCpu && options.fallback && (isOutOfMemory(compiled.error()) || isDeviceLost(compiled.error()))) {
+    // Out of memory even after the pool freed its cache, or a device lost again: each graph on the CPU.
     for (const Graph& graph : graphs) {
       std::unique_ptr<Executable> exe(new Executable());
       exe->impl_->options = options;

@@ -146,7 +146,7 @@ TEST_CASE("training: a partial batch trains on the same state and step count, on
   }
 }
 
-TEST_CASE("training: a label outside [0, classes) is an error naming it, not a silent zero loss") {
+TEST_CASE("training: a label outside 0 to classes-1 is an error naming it, not a silent zero loss") {
   nn::Model model(mlp(), 5);
   auto step = nn::TrainStep::create(model, nn::crossEntropy, nn::sgd({.lr = 0.1}), TensorType{DType::f32, {8, 2}},
                                     TensorType{DType::i64, {8}});

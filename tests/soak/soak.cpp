@@ -1,0 +1,308 @@
+// The soak: training steps, predictor calls from several threads, compiles of new and of cached graphs,
+// all at once in a loop for a fixed time, sampling the process's resident memory and the device pool's
+// statistics. After a warm-up nothing may grow: not the resident set (beyond a small allowance for the
+// allocator), not the pool's device allocations, not the JIT's loaded kernels. Every result is checked
+// against the reference interpreter or the CPU as it goes. Also the pool's rent/return cycle time.
+//
+//   smelt_soak [--seconds S] [--device ID] [--faults SPEC] [--loops train,predict,compile] [--pool-cycles N]
+//
+// ctest runs it on the CPU, on PoCL with out-of-memory faults (the pool's cache is trimmed every
+// second so allocations reach the driver), and on PoCL with lost devices for the compile loop alone:
+// a lost device is recovered from in host runs (run(feeds)), while the model API's device-resident
+// state dies with the device and its error is the caller's (docs/runtime.md). docs/testing.md has the
+// 30-minute run's figures.
+#ifdef SMELT_HAVE_LLVM
+#include "codegen/llvm/llvm_jit.h"
+#endif
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "frontend/nn/losses.h"
+#include "frontend/nn/optimizers.h"
+#include "frontend/nn/train_step.h"
+#include "ir/interpreter.h"
+#include "ir/parser.h"
+#include "runtime/device/device_list.h"
+#include "runtime/device/fault_injection.h"
+#include "runtime/device/memory_pool.h"
+#include "runtime/exec/executable.h"
+
+using namespace smelt;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Options {
+  double seconds = 30;
+  std::string device = "cpu";
+  std::string faults;
+  int64_t poolCycles = 0;
+  std::string loops = "train,predict,compile";
+  bool runs(std::string_view loop) const { return loops.find(loop) != std::string::npos; }
+};
+
+double residentMiB() {
+  long pages = 0, resident = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
+}
+
+// The first failure, kept for the final report; the loops stop at it.
+std::mutex failureMutex;
+std::string failure;
+std::atomic<bool> stop{false};
+
+void fail(std::string message) {
+  std::lock_guard lock(failureMutex);
+  if (failure.empty()) failure = std::move(message);
+  stop = true;
+}
+
+nn::ModulePtr network() {
+  return nn::sequential({nn::linear(16, 64), nn::relu(), nn::linear(64, 64), nn::tanh(), nn::linear(64, 4)});
+}
+
+void fill(std::mt19937_64& rng, Tensor& x, Tensor* y) {
+  std::normal_distribution<double> normal;
+  for (int64_t i = 0; i < x.numel(); ++i) x.setDouble(i, normal(rng));
+  if (y) {
+    for (int64_t i = 0; i < y->numel(); ++i) y->setInt(i, static_cast<int64_t>(rng() % 4));
+  }
+}
+
+double maxDifference(const Tensor& a, const Tensor& b) {
+  double worst = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) worst = std::max(worst, std::abs(a.getDouble(i) - b.getDouble(i)));
+  return worst;
+}
+
+// Trains on the device and on the CPU side by side: the losses must agree step after step (each
+// step's result feeds the next, so a wrong step shows in every later one).
+void trainLoop(const Options& options, std::atomic<int64_t>& steps) {
+  nn::Model onDevice(network(), 3), onCpu(network(), 3);
+  TensorType xType{DType::f32, {32, 16}}, yType{DType::i64, {32}};
+  nn::TrainStepOptions deviceOptions;
+  deviceOptions.device = options.device;
+  auto deviceStep =
+      nn::TrainStep::create(onDevice, nn::crossEntropy, nn::adam({.lr = 1e-3}), xType, yType, deviceOptions);
+  auto cpuStep = nn::TrainStep::create(onCpu, nn::crossEntropy, nn::adam({.lr = 1e-3}), xType, yType);
+  if (!deviceStep || !cpuStep) return fail((deviceStep ? cpuStep.error() : deviceStep.error()).message());
+  std::mt19937_64 rng(7);
+  Tensor x(xType), y(yType);
+  while (!stop) {
+    fill(rng, x, &y);
+    auto a = (*deviceStep)->run(x, y);
+    auto b = (*cpuStep)->run(x, y);
+    if (!a || !b) return fail(fmt::format("train step: {}", (a ? b.error() : a.error()).message()));
+    if (std::abs(*a - *b) > 1e-3 * (1 + std::abs(*b))) {
+      return fail(fmt::format("train step {}: loss {} on {}, {} on the CPU", steps.load(), *a, options.device, *b));
+    }
+    ++steps;
+  }
+}
+
+// Predicts from a model of its own (training mutates the trained one) and compares with the CPU.
+void predictLoop(const Options& options, int thread, std::atomic<int64_t>& calls) {
+  nn::Model model(network(), 11);
+  TensorType xType{DType::f32, {8, 16}};
+  auto onDevice = nn::Predictor::create(model, xType, {.device = options.device});
+  auto onCpu = nn::Predictor::create(model, xType, {.device = "cpu"});
+  if (!onDevice || !onCpu) return fail((onDevice ? onCpu.error() : onDevice.error()).message());
+  std::mt19937_64 rng(100 + thread);
+  Tensor x(xType), a, b;
+  while (!stop) {
+    fill(rng, x, nullptr);
+    Status ra = (*onDevice)->run(x, a), rb = (*onCpu)->run(x, b);
+    if (!ra.ok() || !rb.ok()) return fail(fmt::format("predictor: {}", (ra.ok() ? rb : ra).error().message()));
+    if (maxDifference(a, b) > 1e-4)
+      return fail(fmt::format("predictor {}: differs from the CPU by {}", thread, maxDifference(a, b)));
+    ++calls;
+  }
+}
+
+// Compiles graphs in a rotation of 24 distinct ones: the first round compiles, later rounds hit the
+// kernel cache and load code the JIT unloaded when the previous executable was dropped.
+void compileLoop(const Options& options, std::atomic<int64_t>& compiles) {
+  std::mt19937_64 rng(5);
+  for (int64_t i = 0; !stop; ++i) {
+    Expected<Graph> graph = parseGraph(fmt::format(R"(graph @g(%x: f32[16,32]) {{
+  %0 = constant() {{value = dense<f32[]> [{}]}} : f32[]
+  %1 = mul(%x, %0) : f32[16,32]
+  %2 = softmax(%1) {{axis = 1}} : f32[16,32]
+  return y = %2
+}})",
+                                                   1.0 + static_cast<double>(i % 24) * 0.125));
+    if (!graph) return fail(graph.error().message());
+    Tensor x(TensorType{DType::f32, {16, 32}});
+    fill(rng, x, nullptr);
+    CompileOptions compile;
+    compile.device = options.device;
+    auto exe = Executable::compile(*graph, compile);
+    if (!exe) return fail(fmt::format("compile: {}", exe.error().message()));
+    auto out = (*exe)->run({{"x", x}});
+    auto want = interpret(*graph, {{"x", x}});
+    if (!out || !want) return fail(fmt::format("run: {}", (out ? want.error() : out.error()).message()));
+    if (maxDifference((*out)[0], (*want)[0]) > 1e-5) return fail("a compiled graph differs from the reference");
+    ++compiles;
+  }
+}
+
+// Rent and return `cycles` blocks of a few sizes: the pool's steady-state cost per cycle (blocks the
+// caller overwrites, so no fill is timed: rent() would zero each one on the device).
+void poolCycles(const std::shared_ptr<MemoryPool>& pool, int64_t cycles) {
+  const size_t sizes[] = {256, 4096, 65536, 1 << 20};
+  auto start = Clock::now();
+  for (int64_t i = 0; i < cycles; ++i) {
+    Expected<PooledBuffer> block = pool->rentToOverwrite(sizes[i % 4]);
+    if (!block) return fail(fmt::format("pool: {}", block.error().message()));
+  }
+  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  fmt::print("pool: {} rent/return cycles in {:.2f} s: {:.1f} ns each; {} device allocations\n", cycles, seconds,
+             seconds * 1e9 / static_cast<double>(cycles), pool->stats().deviceAllocations);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (arg == "--seconds") {
+      options.seconds = std::atof(value().c_str());
+    } else if (arg == "--device") {
+      options.device = value();
+    } else if (arg == "--faults") {
+      options.faults = value();
+    } else if (arg == "--loops") {
+      options.loops = value();
+    } else if (arg == "--pool-cycles") {
+      options.poolCycles = std::atoll(value().c_str());
+    } else {
+      fmt::print(stderr,
+                 "usage: smelt_soak [--seconds S] [--device ID] [--faults SPEC] [--loops train,predict,compile] "
+                 "[--pool-cycles N]\n");
+      return 2;
+    }
+  }
+  auto device = openDevice(options.device);
+  if (!device) {
+    fmt::print(stderr, "soak: {}\n", device.error().message());
+    return 2;
+  }
+  std::shared_ptr<MemoryPool> pool = MemoryPool::forDevice(*device);
+  if (options.poolCycles > 0) {
+    poolCycles(pool, options.poolCycles);
+    if (!failure.empty()) fmt::print(stderr, "soak: FAILED: {}\n", failure);
+    return failure.empty() ? 0 : 1;
+  }
+
+  std::atomic<int64_t> steps{0}, calls{0}, compiles{0};
+  std::vector<std::thread> threads;
+  if (options.runs("train")) threads.emplace_back(trainLoop, std::cref(options), std::ref(steps));
+  if (options.runs("predict")) {
+    for (int t = 0; t < 3; ++t) threads.emplace_back(predictLoop, std::cref(options), t, std::ref(calls));
+  }
+  if (options.runs("compile")) threads.emplace_back(compileLoop, std::cref(options), std::ref(compiles));
+
+  // Warm-up: a quarter of the time (every compiled batch, rotation graph and pool block made once).
+  // With faults, they are injected then and the baseline is taken at half time, after the recovery (a
+  // reset device is a new context, whose setup is allowed to allocate once).
+  auto start = Clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  double warmEnd = options.seconds / 4;
+  double baselineAt = options.faults.empty() ? warmEnd : options.seconds / 2;
+  bool faultsOn = false;
+  double rssWarm = 0, rssMax = 0;
+  int64_t allocationsWarm = 0;
+  size_t kernelsWarm = 0;
+  bool warm = false;
+  double lastTrim = 0;
+  // The JIT's loaded kernels (0 without LLVM): the code of dropped executables must be unloaded.
+  auto loadedKernels = [] {
+#ifdef SMELT_HAVE_LLVM
+    auto jit = codegen::LlvmJit::global();
+    return jit ? (*jit)->loadedKernels() : size_t{0};
+#else
+    return size_t{0};
+#endif
+  };
+  while (!stop && elapsed() < options.seconds) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    // Faults start after the warm-up: recovery must not leak either.
+    if (!faultsOn && !options.faults.empty() && elapsed() >= warmEnd) {
+      faultsOn = true;
+      if (Status s = faultInjector().configure(options.faults); !s.ok()) fail(s.error().message());
+    }
+    if (!warm && elapsed() >= baselineAt) {
+      warm = true;
+      rssWarm = residentMiB();
+      allocationsWarm = pool->stats().deviceAllocations;
+      kernelsWarm = loadedKernels();
+      fmt::print("soak: warm after {:.0f} s: {:.1f} MiB resident, {} device allocations, {} kernels loaded\n",
+                 elapsed(), rssWarm, allocationsWarm, kernelsWarm);
+    }
+    if (warm) rssMax = std::max(rssMax, residentMiB());
+    // Under faults the pool's cache is freed every second, so rents reach the driver's allocator
+    // (where out-of-memory faults are injected) instead of being served from the cache.
+    if (faultsOn && elapsed() - lastTrim >= 1.0) {
+      pool->trim();
+      lastTrim = elapsed();
+    }
+  }
+  stop = true;
+  for (std::thread& t : threads) t.join();
+
+  double rssEnd = residentMiB();
+  PoolStats stats = pool->stats();
+  size_t kernelsEnd = loadedKernels();
+  fmt::print(
+      "soak: {:.0f} s on {}: {} train steps, {} predictor calls, {} compiles; resident {:.1f} MiB warm, "
+      "{:.1f} MiB at most after, {:.1f} MiB at the end; device allocations {} warm, {} at the end (pool hit "
+      "rate {:.4f}); kernels loaded {} warm, {} at the end; faults injected: {} out of memory, {} lost device\n",
+      elapsed(), options.device, steps.load(), calls.load(), compiles.load(), rssWarm, rssMax, rssEnd, allocationsWarm,
+      stats.deviceAllocations, stats.hitRate(), kernelsWarm, kernelsEnd, faultInjector().injected(Fault::kOutOfMemory),
+      faultInjector().injected(Fault::kDeviceLost));
+  if (failure.empty() && ((options.runs("train") && steps == 0) || (options.runs("predict") && calls == 0) ||
+                          (options.runs("compile") && compiles == 0))) {
+    failure = "a loop made no progress";
+  }
+  if (failure.empty() && !options.faults.empty() &&
+      faultInjector().injected(Fault::kOutOfMemory) + faultInjector().injected(Fault::kDeviceLost) == 0) {
+    failure = "no fault was injected";
+  }
+  // The allocator keeps some freed memory: 16 MiB of growth is allowed, a leak of even 1 KiB per
+  // iteration over minutes is far more.
+  if (failure.empty() && rssMax - rssWarm > 16.0) {
+    failure = fmt::format("resident memory grew by {:.1f} MiB after the warm-up", rssMax - rssWarm);
+  }
+  // Without faults the pool must serve everything from its cache once warm (a fault frees it).
+  if (failure.empty() && options.faults.empty() && stats.deviceAllocations != allocationsWarm) {
+    failure =
+        fmt::format("the pool allocated {} more blocks after the warm-up", stats.deviceAllocations - allocationsWarm);
+  }
+  if (failure.empty() && kernelsEnd > kernelsWarm + 8) {
+    failure = fmt::format("loaded kernels grew from {} to {}", kernelsWarm, kernelsEnd);
+  }
+  (void)faultInjector().configure("");
+  if (!failure.empty()) {
+    fmt::print(stderr, "soak: FAILED: {}\n", failure);
+    return 1;
+  }
+  fmt::print("soak: passed\n");
+  return 0;
+}
