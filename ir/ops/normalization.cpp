@@ -198,7 +198,12 @@ std::vector<Value*> decomposeBatchNorm(Builder& b, const Node& node) {
   size_t rank = x->shape().size();
   auto channel = [&](size_t i) { return perChannel(b, node.operand(i), rank); };
   Value* centered = b.sub(x, channel(3));
-  return {normalize(b, centered, channel(4), floatAttr(node, "epsilon"), channel(1), channel(2))};
+  // Built one by one: a call's arguments are evaluated in an unspecified order (GCC right to left,
+  // clang left to right), and the decomposition's printed IR must not depend on the compiler.
+  Value* bias = channel(2);
+  Value* scale = channel(1);
+  Value* var = channel(4);
+  return {normalize(b, centered, var, floatAttr(node, "epsilon"), scale, bias)};
 }
 
 // The running-stat results are differentiated too (they are linear in the running stats and the batch
@@ -214,8 +219,9 @@ std::vector<Value*> decomposeBatchNormTrain(Builder& b, const Node& node) {
   Value* mean = b.op("reduce_mean", {x}, reduce);  // [1, C, 1, ...]
   Value* centered = b.sub(x, mean);
   Value* var = b.op("reduce_mean", {b.square(centered)}, reduce);  // biased
-  Value* y = normalize(b, centered, var, floatAttr(node, "epsilon"), perChannel(b, node.operand(1), rank),
-                       perChannel(b, node.operand(2), rank));
+  Value* bias = perChannel(b, node.operand(2), rank);  // before the scale, as above
+  Value* scale = perChannel(b, node.operand(1), rank);
+  Value* y = normalize(b, centered, var, floatAttr(node, "epsilon"), scale, bias);
   double momentum = floatAttr(node, "momentum");
   Shape stat = node.operand(1)->shape();
   auto running = [&](Value* old, Value* batch) {

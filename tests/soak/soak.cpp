@@ -43,6 +43,18 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
 struct Options {
   double seconds = 30;
   std::string device = "cpu";
@@ -286,8 +298,9 @@ int main(int argc, char** argv) {
     failure = "no fault was injected";
   }
   // The allocator keeps some freed memory: 16 MiB of growth is allowed, a leak of even 1 KiB per
-  // iteration over minutes is far more.
-  if (failure.empty() && rssMax - rssWarm > 16.0) {
+  // iteration over minutes is far more. Under AddressSanitizer the resident set grows by design (its
+  // quarantine holds freed blocks, 256 MiB by default): there its leak check at exit stands in.
+  if (failure.empty() && !kAddressSanitizer && rssMax - rssWarm > 16.0) {
     failure = fmt::format("resident memory grew by {:.1f} MiB after the warm-up", rssMax - rssWarm);
   }
   // Without faults the pool must serve everything from its cache once warm (a fault frees it).
