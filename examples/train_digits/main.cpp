@@ -6,20 +6,18 @@
 // The whole training step (forward, cross-entropy, gradients, Adam) is one graph compiled once; each
 // batch then runs it with the parameters and Adam's moments resident between steps.
 #include "frontend/data/idx.h"
+#include "frontend/nn/batches.h"
 #include "frontend/nn/losses.h"
+#include "frontend/nn/progress.h"
 #include "frontend/nn/safetensors.h"
 #include "frontend/nn/train_step.h"
-#include "progress.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <filesystem>
-#include <numeric>
-#include <random>
 
 using namespace smelt;
 
@@ -55,47 +53,27 @@ nn::ModulePtr makeNetwork(int64_t height, int64_t width) {
   return net;
 }
 
-/// Rows `order[begin, begin + count)` of `t` (any rank, first axis) into `out`.
-void gatherRows(const Tensor& t, const std::vector<int64_t>& order, size_t begin, Tensor& out) {
-  size_t rowBytes = t.byteSize() / static_cast<size_t>(t.shape()[0]);
-  for (int64_t i = 0; i < out.shape()[0]; ++i) {
-    std::memcpy(out.raw() + static_cast<size_t>(i) * rowBytes,
-                t.raw() + static_cast<size_t>(order[begin + static_cast<size_t>(i)]) * rowBytes, rowBytes);
-  }
-}
-
-/// Correct predictions among the first `rows` rows of `logits` [N, C] for `labels` from `offset`.
-int64_t correct(const Tensor& logits, const Tensor& labels, int64_t offset = 0, int64_t rows = -1) {
-  int64_t n = rows >= 0 ? rows : logits.shape()[0], classes = logits.shape()[1], hits = 0;
+/// Correct predictions of `logits` [N, C] for `labels` [N].
+int64_t correct(const Tensor& logits, const Tensor& labels) {
+  int64_t n = logits.shape()[0], classes = logits.shape()[1], hits = 0;
   const float* p = logits.data<float>();
   for (int64_t i = 0; i < n; ++i) {
     int64_t best = std::max_element(p + i * classes, p + (i + 1) * classes) - (p + i * classes);
-    hits += best == labels.data<int64_t>()[offset + i];
+    hits += best == labels.data<int64_t>()[i];
   }
   return hits;
 }
 
-/// `t`'s type with `rows` rows.
-TensorType withRows(const Tensor& t, int64_t rows) {
-  Shape shape = t.shape();
-  shape[0] = rows;
-  return TensorType{t.dtype(), shape};
-}
-
 /// Accuracy of the model on a whole split, in batches of the predictor's size and a smaller last one.
 Expected<double> evaluate(nn::Predictor& predict, const Split& split, int64_t batch) {
-  int64_t n = split.images.shape()[0], hits = 0;
-  std::vector<int64_t> order(static_cast<size_t>(n));
-  std::iota(order.begin(), order.end(), 0);
-  Tensor x(withRows(split.images, batch));
-  for (int64_t begin = 0; begin < n; begin += batch) {
-    int64_t count = std::min(batch, n - begin);
-    if (count != x.shape()[0]) x = Tensor(withRows(split.images, count));
-    gatherRows(split.images, order, static_cast<size_t>(begin), x);
-    SMELT_TRY(Tensor logits, predict.run(x));
-    hits += correct(logits, split.labels, begin, count);
+  SMELT_TRY(nn::Batches batches, nn::Batches::make(split.images, split.labels, {.batch = batch, .shuffle = false}));
+  Tensor x, y, logits;
+  int64_t hits = 0;
+  for (batches.startEpoch(); batches.next(x, y);) {
+    SMELT_CHECK_OK(predict.run(x, logits));
+    hits += correct(logits, y);
   }
-  return static_cast<double>(hits) / static_cast<double>(n);
+  return static_cast<double>(hits) / static_cast<double>(batches.examples());
 }
 
 /// `name` in the folder of this executable (build/bin), else in the current folder.
@@ -138,7 +116,9 @@ int run(int argc, char** argv) {
   batch = std::min(batch, n);
   // A new shuffle each epoch; the last batch is smaller where the batch size does not divide the set
   // (the step compiles for it once).
-  int64_t stepsPerEpoch = (n + batch - 1) / batch;
+  auto batches = nn::Batches::make(train->images, train->labels, {.batch = batch, .shuffle = true, .seed = seed});
+  if (!batches.ok()) return fail(batches.error());
+  int64_t stepsPerEpoch = batches->batchesPerEpoch();
   fmt::print("data: {} ({} training, {} test images of {}x{})\n", dataDir, n, test->images.shape()[0], height, width);
 
   auto start = std::chrono::steady_clock::now();
@@ -160,28 +140,15 @@ int run(int argc, char** argv) {
              model.parameterCount(), (*step)->deviceId(), compileSeconds, (*step)->report().kernels,
              (*step)->report().blas);
 
-  examples::Progress progress(epochs, stepsPerEpoch);
-  std::mt19937_64 rng(seed);
-  std::vector<int64_t> order(static_cast<size_t>(n));
-  std::iota(order.begin(), order.end(), 0);
-  Tensor x(inputType), y(labelType), lastX, lastY, logits;
-  if (int64_t rest = n % batch; rest != 0) {
-    lastX = Tensor(withRows(x, rest));
-    lastY = Tensor(withRows(y, rest));
-  }
+  nn::ProgressBar progress(epochs, stepsPerEpoch, "images");
+  Tensor bx, by, logits;
   double testAccuracy = 0;
   for (int64_t epoch = 1; epoch <= epochs; ++epoch) {
-    std::shuffle(order.begin(), order.end(), rng);
     auto epochStart = std::chrono::steady_clock::now();
     double lossSum = 0;
     int64_t hits = 0, seen = 0;
     double rate = 0;
-    for (int64_t s = 0; s < stepsPerEpoch; ++s) {
-      const bool partial = (s + 1) * batch > n;
-      Tensor& bx = partial ? lastX : x;
-      Tensor& by = partial ? lastY : y;
-      gatherRows(train->images, order, static_cast<size_t>(s * batch), bx);
-      gatherRows(train->labels, order, static_cast<size_t>(s * batch), by);
+    for (batches->startEpoch(); batches->next(bx, by);) {
       auto loss = (*step)->run(bx, by, &logits);
       if (!loss.ok()) return fail(loss.error());
       lossSum += *loss;
@@ -189,7 +156,8 @@ int run(int argc, char** argv) {
       seen += by.shape()[0];
       rate = static_cast<double>(seen) /
              std::chrono::duration<double>(std::chrono::steady_clock::now() - epochStart).count();
-      progress.step(epoch, s + 1, lossSum / static_cast<double>(s + 1), static_cast<double>(hits) / static_cast<double>(seen), rate);
+      int64_t s = batches->taken();
+      progress.step(epoch, s, lossSum / static_cast<double>(s), static_cast<double>(hits) / static_cast<double>(seen), rate);
     }
     bool last = epoch == epochs;
     double measured = -1;
