@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <memory>
 #include <vector>
 
 namespace smelt {
@@ -62,17 +63,23 @@ class CpuLaunch final : public PreparedLaunch {
 
 class CpuKernels final : public DeviceKernels {
  public:
-  explicit CpuKernels(std::map<std::string, codegen::JitKernelHandle> entries) : entries_(std::move(entries)) {}
+  /// A kernel's entry point, and what keeps its code loaded (the JIT's handle, type-erased so that this
+  /// file builds without LLVM too).
+  struct Loaded {
+    KernelEntry entry = nullptr;
+    std::shared_ptr<const void> code;
+  };
+  explicit CpuKernels(std::map<std::string, Loaded> entries) : entries_(std::move(entries)) {}
   Expected<std::unique_ptr<PreparedLaunch>> prepare(const std::string& symbol, std::span<const KernelBufferArg> buffers,
                                                     const LaunchShape& shape) override {
     auto it = entries_.find(symbol);
     if (it == entries_.end()) return makeError("cpu: no kernel '{}' was compiled", symbol);
-    return std::unique_ptr<PreparedLaunch>(std::make_unique<CpuLaunch>(it->second->entry, buffers, shape));
+    return std::unique_ptr<PreparedLaunch>(std::make_unique<CpuLaunch>(it->second.entry, buffers, shape));
   }
 
  private:
   // The handles keep the code loaded while the executable holding these kernels lives.
-  std::map<std::string, codegen::JitKernelHandle> entries_;
+  std::map<std::string, Loaded> entries_;
 };
 
 }  // namespace
@@ -119,12 +126,12 @@ Expected<std::shared_ptr<DeviceKernels>> CpuBackend::loadKernels(std::span<const
                                                                 KernelLoadInfo& info) const {
 #ifdef SMELT_HAVE_LLVM
   SMELT_TRY(codegen::LlvmJit * jit, codegen::LlvmJit::global());
-  std::map<std::string, codegen::JitKernelHandle> entries;
+  std::map<std::string, CpuKernels::Loaded> entries;
   info.target = jit->target();
   for (size_t k = 0; k < kernels.size(); ++k) {
     codegen::CompileInfo compiled;
     SMELT_TRY(codegen::JitKernelHandle entry, jit->compile(*kernels[k], &compiled));
-    entries.emplace(symbols[k], entry);
+    entries.emplace(symbols[k], CpuKernels::Loaded{entry->entry, entry});
     info.cached.push_back(compiled.cacheHit);
   }
   return std::shared_ptr<DeviceKernels>(std::make_shared<CpuKernels>(std::move(entries)));
