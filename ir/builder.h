@@ -24,6 +24,7 @@ class Builder {
   /// Records an error (the first one wins) and returns null, for use in rules: `return b.fail(...)`.
   Value* fail(Error error);
   void setSourceName(std::string name) { sourceName_ = std::move(name); }
+  const std::string& sourceName() const { return sourceName_; }
 
   /// Emits a single-result op; null when an operand is null or the op rejects its operands.
   Value* op(std::string_view name, std::vector<Value*> operands, AttrMap attrs = {});

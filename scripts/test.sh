@@ -51,12 +51,14 @@ CC=clang-14 CXX=clang++-14 bash scripts/build.sh build-asan -DSMELT_SANITIZE=ON 
 # The suites that only compare numbers over large sets of graphs through external compilers (PoCL,
 # NVRTC, HIPRTC) or repeat the reference suites on another backend ran above; under the sanitizers they
 # would add minutes without exercising any smelt code the other tests do not (CI's 30-minute budget).
-# The package test builds an outside project, which would need the sanitizers' flags too.
+# The package test builds an outside project, which would need the sanitizers' flags too. The
+# benchmarks' smoke test drives `smelt bench` from Python (a minute under the sanitizers); the main
+# build runs it.
 # The per-op sweeps (every op's example on a backend, or with a symbolic batch) compile hundreds of
 # programs and run the same code paths as the smaller tests; the main build runs them. The soak runs
 # on the CPU there (leaks are what the sanitizer adds), its PoCL variants in the main build.
 sweeps="every op that takes symbols|every warp shuffle is a statement"
-asan_skip="soak/opencl|opencl backend, every op|opencl C of vectorized kernels|cuda backend: every op|NVRTC compiles the CUDA C|HIPRTC compiles the HIP|$sweeps|_llvm\$|_opencl\$|examples/|package/find_package"
+asan_skip="soak/opencl|opencl backend, every op|opencl C of vectorized kernels|cuda backend: every op|NVRTC compiles the CUDA C|HIPRTC compiles the HIP|$sweeps|_llvm\$|_opencl\$|examples/|package/find_package|benchmarks/smoke"
 # intercept_tls_get_addr=0: GCC 12's sanitizer runtime predates LLVM's fix D147459; with it on, the
 # leak checker's tracer crashed at exit (signal 11) whenever a libgomp worker thread existed (libgomp
 # is dlopen'ed with oneDNN, so its TLS is dynamic): the test body had passed.

@@ -192,7 +192,7 @@ Sequential& Sequential::add(ModulePtr child, std::string name) {
 Value* Sequential::forward(GraphContext& ctx, Value* x) {
   for (auto& [name, child] : children_) {
     if (!x) return nullptr;
-    x = ctx.scoped(name, [&, &layer = child] { return layer->forward(ctx, x); });
+    x = ctx.scoped(name, [&, &layer = child] { return layer->forward(ctx, x); }, child->describe());
   }
   return x;
 }

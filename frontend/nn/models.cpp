@@ -26,7 +26,7 @@ class BasicBlock final : public Module {
 
   Value* forward(GraphContext& ctx, Value* x) override {
     auto child = [&](const char* name, const ModulePtr& m, Value* v) {
-      return v ? ctx.scoped(name, [&] { return m->forward(ctx, v); }) : nullptr;
+      return v ? ctx.scoped(name, [&] { return m->forward(ctx, v); }, m->describe()) : nullptr;
     };
     Value* y = child("bn1", bn1_, child("conv1", conv1_, x));
     y = y ? ctx.b().op("relu", {y}) : nullptr;

@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <set>
 
 using namespace smelt;
 
@@ -219,4 +220,27 @@ TEST_CASE("nn models: resnet18 has torchvision's state_dict names, shapes and si
     loss = *r;
   }
   CHECK(loss < 0.5 * *first);
+}
+
+TEST_CASE("layers: the nodes a layer builds carry its name and description, so errors and profiles name it") {
+  nn::Model model(nn::sequential({nn::linear(4, 8), nn::relu(), nn::linear(8, 3)}), 1);
+  Graph graph;
+  Value* x = graph.addInput("x", TensorType{DType::f32, {2, 4}});
+  nn::GraphContext ctx(graph, model.state, /*training=*/false, 1);
+  Value* y = model.net->forward(ctx, x);
+  REQUIRE(y);
+  std::set<std::string> sources;
+  for (const auto& node : graph.nodes()) sources.insert(node->sourceName());
+  CHECK(sources.count("0 Linear(4 -> 8)"));
+  CHECK(sources.count("1 ReLU"));
+  CHECK(sources.count("2 Linear(8 -> 3)"));
+  // A layer fed the wrong width: the error names the layer, not a bare node number.
+  Graph bad;
+  Value* wide = bad.addInput("x", TensorType{DType::f32, {2, 5}});
+  nn::Model other(nn::sequential({nn::linear(4, 8)}), 1);
+  nn::GraphContext badCtx(bad, other.state, false, 1);
+  CHECK_FALSE(other.net->forward(badCtx, wide));
+  REQUIRE_FALSE(badCtx.b().ok());
+  CHECK_MESSAGE(badCtx.b().status().error().message().find("0 Linear(4 -> 8)") != std::string::npos,
+                badCtx.b().status().error().message());
 }
