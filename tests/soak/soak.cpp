@@ -187,6 +187,44 @@ void poolCycles(const std::shared_ptr<MemoryPool>& pool, int64_t cycles) {
              seconds * 1e9 / static_cast<double>(cycles), pool->stats().deviceAllocations);
 }
 
+/// What the loops did, and the process's size at one moment.
+struct Progress {
+  int64_t steps = 0, calls = 0, compiles = 0;
+};
+struct Sample {
+  double residentMiB = 0;
+  int64_t deviceAllocations = 0;
+  size_t loadedKernels = 0;
+};
+
+/// Why the soak failed, given the samples after the warm-up and at the end; empty when it passed.
+std::string verdict(const Options& options, const Progress& done, const Sample& warm, const Sample& last,
+                    double rssMax) {
+  if ((options.runs("train") && done.steps == 0) || (options.runs("predict") && done.calls == 0) ||
+      (options.runs("compile") && done.compiles == 0)) {
+    return "a loop made no progress";
+  }
+  if (!options.faults.empty() &&
+      faultInjector().injected(Fault::kOutOfMemory) + faultInjector().injected(Fault::kDeviceLost) == 0) {
+    return "no fault was injected";
+  }
+  // The allocator keeps some freed memory: 16 MiB of growth is allowed, a leak of even 1 KiB per
+  // iteration over minutes is far more. Under AddressSanitizer the resident set grows by design (its
+  // quarantine holds freed blocks, 256 MiB by default): there its leak check at exit stands in.
+  if (!kAddressSanitizer && rssMax - warm.residentMiB > 16.0) {
+    return fmt::format("resident memory grew by {:.1f} MiB after the warm-up", rssMax - warm.residentMiB);
+  }
+  // Without faults the pool must serve everything from its cache once warm (a fault frees it).
+  if (options.faults.empty() && last.deviceAllocations != warm.deviceAllocations) {
+    return fmt::format("the pool allocated {} more blocks after the warm-up",
+                       last.deviceAllocations - warm.deviceAllocations);
+  }
+  if (last.loadedKernels > warm.loadedKernels + 8) {
+    return fmt::format("loaded kernels grew from {} to {}", warm.loadedKernels, last.loadedKernels);
+  }
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -239,9 +277,8 @@ int main(int argc, char** argv) {
   double warmEnd = options.seconds / 4;
   double baselineAt = options.faults.empty() ? warmEnd : options.seconds / 2;
   bool faultsOn = false;
-  double rssWarm = 0, rssMax = 0;
-  int64_t allocationsWarm = 0;
-  size_t kernelsWarm = 0;
+  Sample warmSample;
+  double rssMax = 0;
   bool warm = false;
   double lastTrim = 0;
   // The JIT's loaded kernels (0 without LLVM): the code of dropped executables must be unloaded.
@@ -262,11 +299,9 @@ int main(int argc, char** argv) {
     }
     if (!warm && elapsed() >= baselineAt) {
       warm = true;
-      rssWarm = residentMiB();
-      allocationsWarm = pool->stats().deviceAllocations;
-      kernelsWarm = loadedKernels();
+      warmSample = {residentMiB(), pool->stats().deviceAllocations, loadedKernels()};
       fmt::print("soak: warm after {:.0f} s: {:.1f} MiB resident, {} device allocations, {} kernels loaded\n",
-                 elapsed(), rssWarm, allocationsWarm, kernelsWarm);
+                 elapsed(), warmSample.residentMiB, warmSample.deviceAllocations, warmSample.loadedKernels);
     }
     if (warm) rssMax = std::max(rssMax, residentMiB());
     // Under faults the pool's cache is freed every second, so rents reach the driver's allocator
@@ -279,38 +314,17 @@ int main(int argc, char** argv) {
   stop = true;
   for (std::thread& t : threads) t.join();
 
-  double rssEnd = residentMiB();
-  PoolStats stats = pool->stats();
-  size_t kernelsEnd = loadedKernels();
+  Sample last{residentMiB(), pool->stats().deviceAllocations, loadedKernels()};
   fmt::print(
       "soak: {:.0f} s on {}: {} train steps, {} predictor calls, {} compiles; resident {:.1f} MiB warm, "
       "{:.1f} MiB at most after, {:.1f} MiB at the end; device allocations {} warm, {} at the end (pool hit "
       "rate {:.4f}); kernels loaded {} warm, {} at the end; faults injected: {} out of memory, {} lost device\n",
-      elapsed(), options.device, steps.load(), calls.load(), compiles.load(), rssWarm, rssMax, rssEnd, allocationsWarm,
-      stats.deviceAllocations, stats.hitRate(), kernelsWarm, kernelsEnd, faultInjector().injected(Fault::kOutOfMemory),
+      elapsed(), options.device, steps.load(), calls.load(), compiles.load(), warmSample.residentMiB, rssMax,
+      last.residentMiB, warmSample.deviceAllocations, last.deviceAllocations, pool->stats().hitRate(),
+      warmSample.loadedKernels, last.loadedKernels, faultInjector().injected(Fault::kOutOfMemory),
       faultInjector().injected(Fault::kDeviceLost));
-  if (failure.empty() && ((options.runs("train") && steps == 0) || (options.runs("predict") && calls == 0) ||
-                          (options.runs("compile") && compiles == 0))) {
-    failure = "a loop made no progress";
-  }
-  if (failure.empty() && !options.faults.empty() &&
-      faultInjector().injected(Fault::kOutOfMemory) + faultInjector().injected(Fault::kDeviceLost) == 0) {
-    failure = "no fault was injected";
-  }
-  // The allocator keeps some freed memory: 16 MiB of growth is allowed, a leak of even 1 KiB per
-  // iteration over minutes is far more. Under AddressSanitizer the resident set grows by design (its
-  // quarantine holds freed blocks, 256 MiB by default): there its leak check at exit stands in.
-  if (failure.empty() && !kAddressSanitizer && rssMax - rssWarm > 16.0) {
-    failure = fmt::format("resident memory grew by {:.1f} MiB after the warm-up", rssMax - rssWarm);
-  }
-  // Without faults the pool must serve everything from its cache once warm (a fault frees it).
-  if (failure.empty() && options.faults.empty() && stats.deviceAllocations != allocationsWarm) {
-    failure =
-        fmt::format("the pool allocated {} more blocks after the warm-up", stats.deviceAllocations - allocationsWarm);
-  }
-  if (failure.empty() && kernelsEnd > kernelsWarm + 8) {
-    failure = fmt::format("loaded kernels grew from {} to {}", kernelsWarm, kernelsEnd);
-  }
+  if (failure.empty())
+    failure = verdict(options, {steps.load(), calls.load(), compiles.load()}, warmSample, last, rssMax);
   (void)faultInjector().configure("");
   if (!failure.empty()) {
     fmt::print(stderr, "soak: FAILED: {}\n", failure);
