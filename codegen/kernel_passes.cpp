@@ -1,6 +1,7 @@
 // The kernel pass table and runner (see kernel_passes.h).
 #include "codegen/kernel_passes.h"
 
+#include "codegen/canonical_order.h"
 #include "codegen/collapse_loops.h"
 #include "codegen/kernel_opt.h"
 #include "codegen/kernel_walk.h"
@@ -34,6 +35,8 @@ constexpr KernelPass kPasses[] = {
        removeDeadInstructions(k);
        return countKernel(k).instructions != before;
      }},
+    {"canonical-order", "instructions in one order and numbering, whatever order the lowering emitted them in",
+     canonicalOrder},
     {"tile-columns", "CPU: a column kernel walks rows of tiles of adjacent columns", tileColumns},
     {"map-to-blocks", "GPU: long rows run as one block of threads per point, combined in the block",
      [](Kernel& k) { return mapToBlocks(k); }},

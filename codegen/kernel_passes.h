@@ -29,10 +29,11 @@ std::span<const KernelPass> kernelPasses();
 
 /// The clean-up every lowered kernel gets (lowerToKernel runs it): sibling nests collapse first (so
 /// they still fuse), loops fuse, then values are reused through outputs before reciprocals are
-/// hoisted (they are numbered per loop and would hide a value's twin), twins are shared, and what
-/// nothing reads goes last.
+/// hoisted (they are numbered per loop and would hide a value's twin), twins are shared, what nothing
+/// reads goes, and last the instructions take their canonical order (the kernel cache's key must not
+/// depend on the order the C++ compiler evaluated a lowering's arguments in).
 inline constexpr std::string_view kLoweringKernelPipeline =
-    "collapse-loops,fuse-loops,reuse-through-output,hoist-reciprocals,cse,dce";
+    "collapse-loops,fuse-loops,reuse-through-output,hoist-reciprocals,cse,dce,canonical-order";
 /// What CPU backends add (column kernels walk rows of tiles).
 inline constexpr std::string_view kCpuKernelPipeline = "tile-columns";
 /// What GPU backends add (long rows run as blocks of threads, flat elementwise kernels as vectors).

@@ -225,7 +225,11 @@ std::vector<Value*> decomposeBatchNormTrain(Builder& b, const Node& node) {
   double momentum = floatAttr(node, "momentum");
   Shape stat = node.operand(1)->shape();
   auto running = [&](Value* old, Value* batch) {
-    return b.add(b.scale(old, momentum), b.scale(b.reshape(batch, stat), 1.0 - momentum));
+    // One statement per node: arguments evaluate in an unspecified order, and the graph must not
+    // depend on the compiler.
+    Value* added = b.scale(b.reshape(batch, stat), 1.0 - momentum);
+    Value* kept = b.scale(old, momentum);
+    return b.add(kept, added);
   };
   return {y, running(node.operand(3), mean), running(node.operand(4), var)};
 }

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include <bit>
+#include <regex>
 
 using namespace smelt;
 using namespace smelt::codegen;
@@ -162,7 +163,7 @@ TEST_CASE("size-general kernels: the numbers that vary become run-time values, t
   const std::string rowsText = printKernel(rows->kernel);
   CHECK(rowsText.find("domain [?]") != std::string::npos);
   CHECK(rowsText.find("f32[?] in") != std::string::npos);
-  CHECK(rowsText.find("loop %2 < 5") != std::string::npos);
+  CHECK(std::regex_search(rowsText, std::regex("loop %[0-9]+ < 5 ")));
   CHECK(rows->params() == 0);
   // The mean: its loop's extent and the divisor B are read at run time from the last buffer.
   const std::string meanText = printKernel(mean->kernel);

@@ -14,13 +14,12 @@ __kernel void k0_fused_0(__global const float* b0, long b0_off, __global const f
   b2 += b2_off;
   b3 += b3_off;
   float v0 = 0.0f;
-  long v3 = 0L;
   float v2 = tid == 0 ? v0 : 0.0f;
   for (long v1 = tid; v1 < 4096; v1 += 256) {
-    float v4 = b0[v1];
-    float v5 = v4 * v4;
-    float v6 = v2 + v5;
-    v2 = v6;
+    float v3 = b0[v1];
+    float v4 = v3 * v3;
+    float v5 = v4 + v2;
+    v2 = v5;
   }
   smelt_red_float[tid] = v2;
   barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
@@ -28,16 +27,17 @@ __kernel void k0_fused_0(__global const float* b0, long b0_off, __global const f
     if (tid < s) smelt_red_float[tid] = smelt_red_float[tid] + smelt_red_float[tid + s];
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
   }
-  float v7 = smelt_red_float[0];
+  float v6 = smelt_red_float[0];
   barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-  b2[v3] = v7;
-  float v11 = 1.0f / sqrt(v7);
+  long v7 = 0L;
+  b2[v7] = v6;
+  float v8 = 1.0f / sqrt(v6);
   barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-  for (long v8 = tid; v8 < 4096; v8 += 256) {
-    float v9 = b1[v8];
-    float v10 = b0[v8];
-    float v12 = v10 * v11;
-    float v13 = v9 + v12;
-    b3[v8] = v13;
+  for (long v9 = tid; v9 < 4096; v9 += 256) {
+    float v10 = b1[v9];
+    float v11 = b0[v9];
+    float v12 = v8 * v11;
+    float v13 = v10 + v12;
+    b3[v9] = v13;
   }
 }

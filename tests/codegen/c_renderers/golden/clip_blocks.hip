@@ -11,13 +11,12 @@ extern "C" __global__ void k0_fused_0(const float* b0, const float* b1, float* b
   long long tid = (long long)threadIdx.x;
   const int lanes = warpSize < 256 ? warpSize : 256;
   float v0 = 0.0f;
-  long long v3 = 0LL;
   float v2 = tid == 0 ? v0 : 0.0f;
   for (long long v1 = tid; v1 < 4096; v1 += 256) {
-    float v4 = b0[v1];
-    float v5 = v4 * v4;
-    float v6 = v2 + v5;
-    v2 = v6;
+    float v3 = b0[v1];
+    float v4 = v3 * v3;
+    float v5 = v4 + v2;
+    v2 = v5;
   }
   for (int s = lanes / 2; s > 0; s >>= 1) {
     float v2_o = (float)__shfl_down(v2, s, lanes);
@@ -34,15 +33,16 @@ extern "C" __global__ void k0_fused_0(const float* b0, const float* b1, float* b
     if (tid == 0) smelt_red_float[0] = v2;
   }
   __syncthreads();
-  float v7 = smelt_red_float[0];
+  float v6 = smelt_red_float[0];
   __syncthreads();
-  b2[v3] = v7;
-  float v11 = 1.0f / sqrtf(v7);
-  for (long long v8 = tid; v8 < 4096; v8 += 256) {
-    float v9 = b1[v8];
-    float v10 = b0[v8];
-    float v12 = v10 * v11;
-    float v13 = v9 + v12;
-    b3[v8] = v13;
+  long long v7 = 0LL;
+  b2[v7] = v6;
+  float v8 = 1.0f / sqrtf(v6);
+  for (long long v9 = tid; v9 < 4096; v9 += 256) {
+    float v10 = b1[v9];
+    float v11 = b0[v9];
+    float v12 = v8 * v11;
+    float v13 = v10 + v12;
+    b3[v9] = v13;
   }
 }

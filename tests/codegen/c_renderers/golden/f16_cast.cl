@@ -11,12 +11,12 @@ __kernel void k0_fused_0(__global const ushort* b0, long b0_off, __global const 
   b2 += b2_off;
   b3 += b3_off;
   long v0 = p;
+  float v1 = smelt_h2f(b1[v0]);
   float v2 = smelt_h2f(b0[v0]);
-  float v3 = smelt_h2f(b1[v0]);
-  float v4 = smelt_rh(v2 * v3);
-  int v5 = (int)(smelt_f2i(v4));
-  int v6_d = v5 == 0 || v5 == (int)-1 ? (int)1 : v5;
-  int v6 = v5 == 0 ? (int)0 : v5 == (int)-1 ? (int)((uint)0 - (uint)v5) : (int)(v5 / v6_d);
-  b2[v0] = (ushort)smelt_f2h(v4);
-  b3[v0] = v6;
+  float v3 = smelt_rh(v1 * v2);
+  b2[v0] = (ushort)smelt_f2h(v3);
+  int v4 = (int)(smelt_f2i(v3));
+  int v5_d = v4 == 0 || v4 == (int)-1 ? (int)1 : v4;
+  int v5 = v4 == 0 ? (int)0 : v4 == (int)-1 ? (int)((uint)0 - (uint)v4) : (int)(v4 / v5_d);
+  b3[v0] = v5;
 }

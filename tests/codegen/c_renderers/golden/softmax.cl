@@ -11,35 +11,35 @@ __kernel void k0_fused_0(__global const float* b0, long b0_off, __global float* 
   b0 += b0_off;
   b1 += b1_off;
   long v0 = p;
-  long v3 = 100L;
-  long v4 = (long)((ulong)v0 * (ulong)v3);
-  float v7 = (-as_float(0x7f800000u));
-  float v9 = v7;
-  for (long v8 = 0; v8 < 100; ++v8) {
-    long v10 = (long)((ulong)v4 + (ulong)v8);
-    float v11 = b0[v10];
-    float v12 = v9 != v9 || v11 != v11 ? v9 + v11 : v11 > v9 ? v11 : v9;
-    v9 = v12;
+  float v1 = (-as_float(0x7f800000u));
+  long v2 = 100L;
+  long v3 = (long)((ulong)v2 * (ulong)v0);
+  float v5 = v1;
+  for (long v4 = 0; v4 < 100; ++v4) {
+    long v6 = (long)((ulong)v3 + (ulong)v4);
+    float v7 = b0[v6];
+    float v8 = v7 != v7 || v5 != v5 ? v7 + v5 : v5 > v7 ? v5 : v7;
+    v5 = v8;
   }
-  float v13 = v9;
-  float v16 = 0.0f;
-  float v18 = v16;
-  for (long v17 = 0; v17 < 100; ++v17) {
-    long v19 = (long)((ulong)v4 + (ulong)v17);
-    float v20 = b0[v19];
-    float v21 = v20 - v13;
-    float v22 = exp(v21);
-    float v23 = v18 + v22;
-    b1[v19] = v22;
-    v18 = v23;
+  float v9 = v5;
+  float v10 = 0.0f;
+  float v12 = v10;
+  for (long v11 = 0; v11 < 100; ++v11) {
+    long v13 = (long)((ulong)v3 + (ulong)v11);
+    float v14 = b0[v13];
+    float v15 = v14 - v9;
+    float v16 = exp(v15);
+    b1[v13] = v16;
+    float v17 = v12 + v16;
+    v12 = v17;
   }
-  float v24 = v18;
-  float v27 = 1.0f;
-  float v28 = v27 / v24;
-  for (long v1 = 0; v1 < 100; ++v1) {
-    long v5 = (long)((ulong)v1 + (ulong)v4);
-    float v26 = b1[v5];
-    float v25 = v26 * v28;
-    b1[v5] = v25;
+  float v18 = v12;
+  float v19 = 1.0f;
+  float v20 = v19 / v18;
+  for (long v21 = 0; v21 < 100; ++v21) {
+    long v22 = (long)((ulong)v21 + (ulong)v3);
+    float v23 = b1[v22];
+    float v24 = v23 * v20;
+    b1[v22] = v24;
   }
 }

@@ -12,51 +12,51 @@ __kernel void k0_fused_0(__global const float* b0, long b0_off, __global float* 
   b0 += b0_off;
   b1 += b1_off;
   long v0 = p;
-  long v3 = 1000L;
-  long v4 = (long)((ulong)v0 * (ulong)v3);
-  float v7 = (-as_float(0x7f800000u));
-  float v9 = tid == 0 ? v7 : (-as_float(0x7f800000u));
-  for (long v8 = tid; v8 < 1000; v8 += 256) {
-    long v10 = (long)((ulong)v4 + (ulong)v8);
-    float v11 = b0[v10];
-    float v12 = v9 != v9 || v11 != v11 ? v9 + v11 : v11 > v9 ? v11 : v9;
-    v9 = v12;
+  float v1 = (-as_float(0x7f800000u));
+  long v2 = 1000L;
+  long v3 = (long)((ulong)v0 * (ulong)v2);
+  float v5 = tid == 0 ? v1 : (-as_float(0x7f800000u));
+  for (long v4 = tid; v4 < 1000; v4 += 256) {
+    long v6 = (long)((ulong)v3 + (ulong)v4);
+    float v7 = b0[v6];
+    float v8 = v7 != v7 || v5 != v5 ? v7 + v5 : v5 > v7 ? v5 : v7;
+    v5 = v8;
   }
-  smelt_red_float[tid] = v9;
+  smelt_red_float[tid] = v5;
   barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
   for (long s = 128; s > 0; s >>= 1) {
     if (tid < s) smelt_red_float[tid] = smelt_red_float[tid] != smelt_red_float[tid] || smelt_red_float[tid + s] != smelt_red_float[tid + s] ? smelt_red_float[tid] + smelt_red_float[tid + s] : smelt_red_float[tid + s] > smelt_red_float[tid] ? smelt_red_float[tid + s] : smelt_red_float[tid];
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
   }
-  float v13 = smelt_red_float[0];
+  float v9 = smelt_red_float[0];
   barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-  float v16 = 0.0f;
+  float v10 = 0.0f;
   barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-  float v18 = tid == 0 ? v16 : 0.0f;
-  for (long v17 = tid; v17 < 1000; v17 += 256) {
-    long v19 = (long)((ulong)v4 + (ulong)v17);
-    float v20 = b0[v19];
-    float v21 = v20 - v13;
-    float v22 = exp(v21);
-    float v23 = v18 + v22;
-    b1[v19] = v22;
-    v18 = v23;
+  float v12 = tid == 0 ? v10 : 0.0f;
+  for (long v11 = tid; v11 < 1000; v11 += 256) {
+    long v13 = (long)((ulong)v3 + (ulong)v11);
+    float v14 = b0[v13];
+    float v15 = v14 - v9;
+    float v16 = exp(v15);
+    b1[v13] = v16;
+    float v17 = v12 + v16;
+    v12 = v17;
   }
-  smelt_red_float[tid] = v18;
+  smelt_red_float[tid] = v12;
   barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
   for (long s = 128; s > 0; s >>= 1) {
     if (tid < s) smelt_red_float[tid] = smelt_red_float[tid] + smelt_red_float[tid + s];
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
   }
-  float v24 = smelt_red_float[0];
+  float v18 = smelt_red_float[0];
   barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-  float v27 = 1.0f;
-  float v28 = v27 / v24;
+  float v19 = 1.0f;
+  float v20 = v19 / v18;
   barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-  for (long v1 = tid; v1 < 1000; v1 += 256) {
-    long v5 = (long)((ulong)v1 + (ulong)v4);
-    float v26 = b1[v5];
-    float v25 = v26 * v28;
-    b1[v5] = v25;
+  for (long v21 = tid; v21 < 1000; v21 += 256) {
+    long v22 = (long)((ulong)v21 + (ulong)v3);
+    float v23 = b1[v22];
+    float v24 = v20 * v23;
+    b1[v22] = v24;
   }
 }

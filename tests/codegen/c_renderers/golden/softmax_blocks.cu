@@ -11,67 +11,67 @@ extern "C" __global__ void k0_fused_0(const float* b0, float* b1, long long n) {
   long long tid = (long long)threadIdx.x;
   const int lanes = 32 < 256 ? 32 : 256;
   long long v0 = p;
-  long long v3 = 1000LL;
-  long long v4 = (long long)((unsigned long long)v0 * (unsigned long long)v3);
-  float v7 = (-__uint_as_float(0x7f800000u));
-  float v9 = tid == 0 ? v7 : (-__uint_as_float(0x7f800000u));
-  for (long long v8 = tid; v8 < 1000; v8 += 256) {
-    long long v10 = (long long)((unsigned long long)v4 + (unsigned long long)v8);
-    float v11 = b0[v10];
-    float v12 = v9 != v9 || v11 != v11 ? v9 + v11 : v11 > v9 ? v11 : v9;
-    v9 = v12;
+  float v1 = (-__uint_as_float(0x7f800000u));
+  long long v2 = 1000LL;
+  long long v3 = (long long)((unsigned long long)v0 * (unsigned long long)v2);
+  float v5 = tid == 0 ? v1 : (-__uint_as_float(0x7f800000u));
+  for (long long v4 = tid; v4 < 1000; v4 += 256) {
+    long long v6 = (long long)((unsigned long long)v3 + (unsigned long long)v4);
+    float v7 = b0[v6];
+    float v8 = v7 != v7 || v5 != v5 ? v7 + v5 : v5 > v7 ? v5 : v7;
+    v5 = v8;
   }
   for (int s = lanes / 2; s > 0; s >>= 1) {
-    float v9_o = (float)__shfl_down_sync(0xffffffffu, v9, s, lanes);
-    v9 = v9 != v9 || v9_o != v9_o ? v9 + v9_o : v9_o > v9 ? v9_o : v9;
+    float v5_o = (float)__shfl_down_sync(0xffffffffu, v5, s, lanes);
+    v5 = v5 != v5 || v5_o != v5_o ? v5 + v5_o : v5_o > v5 ? v5_o : v5;
   }
-  if (tid % lanes == 0) smelt_red_float[tid / lanes] = v9;
+  if (tid % lanes == 0) smelt_red_float[tid / lanes] = v5;
   __syncthreads();
   if (tid < lanes) {
-    v9 = tid < 256 / lanes ? smelt_red_float[tid] : (-__uint_as_float(0x7f800000u));
+    v5 = tid < 256 / lanes ? smelt_red_float[tid] : (-__uint_as_float(0x7f800000u));
     for (int s = lanes / 2; s > 0; s >>= 1) {
-      float v9_o = (float)__shfl_down_sync(0xffffffffu, v9, s, lanes);
-      v9 = v9 != v9 || v9_o != v9_o ? v9 + v9_o : v9_o > v9 ? v9_o : v9;
+      float v5_o = (float)__shfl_down_sync(0xffffffffu, v5, s, lanes);
+      v5 = v5 != v5 || v5_o != v5_o ? v5 + v5_o : v5_o > v5 ? v5_o : v5;
     }
-    if (tid == 0) smelt_red_float[0] = v9;
+    if (tid == 0) smelt_red_float[0] = v5;
   }
   __syncthreads();
-  float v13 = smelt_red_float[0];
+  float v9 = smelt_red_float[0];
   __syncthreads();
-  float v16 = 0.0f;
-  float v18 = tid == 0 ? v16 : 0.0f;
-  for (long long v17 = tid; v17 < 1000; v17 += 256) {
-    long long v19 = (long long)((unsigned long long)v4 + (unsigned long long)v17);
-    float v20 = b0[v19];
-    float v21 = v20 - v13;
-    float v22 = expf(v21);
-    float v23 = v18 + v22;
-    b1[v19] = v22;
-    v18 = v23;
+  float v10 = 0.0f;
+  float v12 = tid == 0 ? v10 : 0.0f;
+  for (long long v11 = tid; v11 < 1000; v11 += 256) {
+    long long v13 = (long long)((unsigned long long)v3 + (unsigned long long)v11);
+    float v14 = b0[v13];
+    float v15 = v14 - v9;
+    float v16 = expf(v15);
+    b1[v13] = v16;
+    float v17 = v12 + v16;
+    v12 = v17;
   }
   for (int s = lanes / 2; s > 0; s >>= 1) {
-    float v18_o = (float)__shfl_down_sync(0xffffffffu, v18, s, lanes);
-    v18 = v18 + v18_o;
+    float v12_o = (float)__shfl_down_sync(0xffffffffu, v12, s, lanes);
+    v12 = v12 + v12_o;
   }
-  if (tid % lanes == 0) smelt_red_float[tid / lanes] = v18;
+  if (tid % lanes == 0) smelt_red_float[tid / lanes] = v12;
   __syncthreads();
   if (tid < lanes) {
-    v18 = tid < 256 / lanes ? smelt_red_float[tid] : 0.0f;
+    v12 = tid < 256 / lanes ? smelt_red_float[tid] : 0.0f;
     for (int s = lanes / 2; s > 0; s >>= 1) {
-      float v18_o = (float)__shfl_down_sync(0xffffffffu, v18, s, lanes);
-      v18 = v18 + v18_o;
+      float v12_o = (float)__shfl_down_sync(0xffffffffu, v12, s, lanes);
+      v12 = v12 + v12_o;
     }
-    if (tid == 0) smelt_red_float[0] = v18;
+    if (tid == 0) smelt_red_float[0] = v12;
   }
   __syncthreads();
-  float v24 = smelt_red_float[0];
+  float v18 = smelt_red_float[0];
   __syncthreads();
-  float v27 = 1.0f;
-  float v28 = v27 / v24;
-  for (long long v1 = tid; v1 < 1000; v1 += 256) {
-    long long v5 = (long long)((unsigned long long)v1 + (unsigned long long)v4);
-    float v26 = b1[v5];
-    float v25 = v26 * v28;
-    b1[v5] = v25;
+  float v19 = 1.0f;
+  float v20 = v19 / v18;
+  for (long long v21 = tid; v21 < 1000; v21 += 256) {
+    long long v22 = (long long)((unsigned long long)v21 + (unsigned long long)v3);
+    float v23 = b1[v22];
+    float v24 = v20 * v23;
+    b1[v22] = v24;
   }
 }
