@@ -223,6 +223,9 @@ Expected<int64_t> CompiledGraph::Impl::addKernel(codegen::Kernel kernel, const s
 Status CompiledGraph::Impl::prepare(const Graph& source, const std::string& symbolPrefix) {
   start = std::chrono::steady_clock::now();
   graph = source.clone();
+  if (options.checkIndices) {
+    SMELT_TRY(indexChecks, addIndexChecks(graph));
+  }
   SMELT_TRY(PassManager pm, PassManager::fromPipeline(options.pipeline, PassManagerOptions::fromEnvironment()));
   SMELT_TRY(bool changed, pm.run(graph));
   (void)changed;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "ir/op_registry.h"
+#include "passes/index_checks.h"
 #include "runtime/device/host_staging.h"
 #include "runtime/device/memory_pool.h"
 #include "runtime/exec/arena_layout.h"
@@ -11,6 +12,7 @@
 
 #include <chrono>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -104,6 +106,27 @@ struct CompiledGraph::Impl {
   std::vector<bool> donatedOutputs;
   /// Per output: where its value is once the steps ran (kOutput i for those a kernel writes).
   std::vector<Binding> outputSource;
+  /// The index checks (passes/index_checks.h), whose flags are the graph's last outputs, and the
+  /// tensors the flags come back in, kept between runs.
+  std::vector<IndexCheck> indexChecks;
+  std::vector<Tensor> hostFlags;
+  std::vector<DeviceTensor> deviceFlags;
+  /// The outputs the caller sees: the graph's, less the checks' flags.
+  size_t callerOutputs() const { return graph.outputs().size() - indexChecks.size(); }
+  /// Before a run: the flags' kept tensors appended to the caller's outputs.
+  template <class T>
+  static void lendFlags(std::vector<T>& outputs, std::vector<T>& kept, size_t callerOutputs) {
+    if (outputs.size() != callerOutputs) return;
+    for (T& t : kept) outputs.push_back(std::move(t));
+    kept.clear();
+  }
+  /// After a run: the flags taken off the outputs (read on the host, a device's waited for) and the
+  /// first raised check as an error.
+  Status takeFlags(std::vector<Tensor>& outputs);
+  Status takeFlags(std::vector<DeviceTensor>& outputs);
+  /// The first raised flag's error, else success.
+  Status raisedCheck(std::span<const Tensor> flags) const;
+  std::vector<Tensor> flagValues;  // a device's flags read back, reused
 
   /// This run's bindings by position.
   std::vector<KernelBufferArg> inputArgs, parameterArgs, outputArgs, constantArgs;

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <span>
 
 namespace smelt {
 
@@ -236,6 +237,7 @@ Status CompiledGraph::run(std::span<const Tensor* const> inputs, std::span<const
   }
   // Output tensors of the right types, kept across runs when the caller passes the same vector; the
   // ones donated this run land in their parameters' tensors instead.
+  Impl::lendFlags(outputs, x.hostFlags, x.callerOutputs());
   prepareOutputs(g, outputs, &x.donatedNow);
   if (x.hostMemory) {
     for (size_t i = 0; i < inputs.size(); ++i) x.inputArgs[i] = hostArg(*inputs[i]);
@@ -278,7 +280,7 @@ Status CompiledGraph::run(std::span<const Tensor* const> inputs, std::span<const
       std::memcpy(outputs[i].raw(), pointerOf(x.resolve(source, 1)), outputs[i].byteSize());
     }
   }
-  if (x.hostMemory) return Status::success();
+  if (x.hostMemory) return x.takeFlags(outputs);
   // Everything back through pinned staging with one wait: the outputs, and the donated parameters
   // into the caller's tensors.
   x.fetches.clear();
@@ -295,7 +297,8 @@ Status CompiledGraph::run(std::span<const Tensor* const> inputs, std::span<const
   if (Status fetched = x.staging->copyOut(x.fetches, *x.stream); !fetched.ok()) {
     return fetched.error().withContext(fmt::format("{}: running @{}", x.device->id(), g.name()));
   }
-  return x.rejoinDefaultStream();
+  SMELT_CHECK_OK(x.rejoinDefaultStream());
+  return x.takeFlags(outputs);
 }
 
 Status CompiledGraph::run(std::span<const DeviceTensor* const> inputs, std::span<const DeviceTensor* const> parameters,
@@ -332,6 +335,7 @@ Status CompiledGraph::run(std::span<const DeviceTensor* const> inputs, std::span
   }
   // Outputs: the caller's tensors where nothing else shares them, else fresh ones from the pool; a
   // donated output is its fed parameter's tensor, which the run overwrites.
+  Impl::lendFlags(outputs, x.deviceFlags, x.callerOutputs());
   outputs.resize(g.outputs().size());
   for (size_t i = 0; i < outputs.size(); ++i) {
     int64_t p = x.donatedParameter[i];
@@ -364,8 +368,42 @@ Status CompiledGraph::run(std::span<const DeviceTensor* const> inputs, std::span
                                   outputs[i].byteSize(), *x.stream));
   }
   // The kernels may still be running: the default stream follows this run, so the outputs' next
-  // users (toHost(), other executables) wait for it on the device.
-  return x.rejoinDefaultStream();
+  // users (toHost(), other executables) wait for it on the device (unless index checks wait now).
+  SMELT_CHECK_OK(x.rejoinDefaultStream());
+  return x.takeFlags(outputs);
+}
+
+Status CompiledGraph::Impl::raisedCheck(std::span<const Tensor> flags) const {
+  for (size_t k = 0; k < flags.size(); ++k) {
+    if (flags[k].getInt(0) != 0) {
+      return indexCheckError(indexChecks[k]).withContext(fmt::format("running @{}", graph.name()));
+    }
+  }
+  return Status::success();
+}
+
+Status CompiledGraph::Impl::takeFlags(std::vector<Tensor>& outputs) {
+  if (indexChecks.empty()) return Status::success();
+  const size_t first = callerOutputs();
+  Status raised = raisedCheck(std::span<const Tensor>(outputs).subspan(first));
+  for (size_t k = first; k < outputs.size(); ++k) hostFlags.push_back(std::move(outputs[k]));
+  outputs.resize(first);
+  return raised;
+}
+
+Status CompiledGraph::Impl::takeFlags(std::vector<DeviceTensor>& outputs) {
+  if (indexChecks.empty()) return Status::success();
+  const size_t first = callerOutputs();
+  if (flagValues.size() != indexChecks.size()) {
+    flagValues.clear();
+    for (size_t k = first; k < graph.outputs().size(); ++k) flagValues.emplace_back(graph.outputs()[k].value->type());
+  }
+  for (size_t k = 0; k < indexChecks.size(); ++k) {
+    SMELT_CHECK_OK(outputs[first + k].toHost(flagValues[k]));  // waits for the run
+    deviceFlags.push_back(std::move(outputs[first + k]));
+  }
+  outputs.resize(first);
+  return raisedCheck(flagValues);
 }
 
 }  // namespace smelt

@@ -32,6 +32,11 @@ bool replayFromEnvironment() {
   return !(v && std::string_view(v) == "0");
 }
 
+bool checkIndicesFromEnvironment() {
+  const char* v = std::getenv("SMELT_CHECK_INDICES");
+  return !(v && std::string_view(v) == "0");
+}
+
 bool tf32FromEnvironment() {
   const char* tf32 = std::getenv("SMELT_TF32");
   return tf32 && std::string_view(tf32) == "1";

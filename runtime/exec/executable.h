@@ -31,6 +31,8 @@ bool blasFromEnvironment();
 bool tf32FromEnvironment();
 /// False when $SMELT_CUDA_GRAPHS is 0.
 bool replayFromEnvironment();
+/// False when $SMELT_CHECK_INDICES is 0.
+bool checkIndicesFromEnvironment();
 
 /// How to compile, and where. An aggregate: Executable::compile(graph, {.device = "cuda"}).
 class SizeGeneralKernels;
@@ -58,6 +60,11 @@ struct CompileOptions {
   bool replay = replayFromEnvironment();
   /// Whether ops with a host implementation (OpDef::host) run it instead of their kernel (CPU).
   bool host = true;
+  /// Whether gather and scatter_add report an index out of range as the reference does (an error
+  /// naming the node after the run) instead of reading a clamped one or dropping the update: each
+  /// computes a flag beside it (passes/index_checks.h), read back with the outputs; a device-resident
+  /// run then waits for its flags. $SMELT_CHECK_INDICES=0 turns it off (JAX's clamping behaviour).
+  bool checkIndices = checkIndicesFromEnvironment();
   /// Outputs whose values may be written over a parameter's fed tensor, (parameter, output) by name: a
   /// training step's new weights over the old. Honoured where the output's kernel is the parameter's
   /// last reader and reads it only at the index it writes (see Executable::donated); the caller's
@@ -131,7 +138,8 @@ class Executable {
   void releaseParameterValues();
   /// Whether output `i` is written over its donated parameter's tensor (CompileOptions::donate).
   bool donated(size_t output) const;
-  /// The graph after the pipeline, as it runs.
+  /// The graph after the pipeline, as it runs: its outputs are the source graph's, then the flags of
+  /// its index checks (CompileOptions::checkIndices), named __index_check_N, which runs do not return.
   const Graph& graph() const;
   const CompileReport& report() const;
   /// The device it runs on now (the CPU after a fallback).
