@@ -91,8 +91,9 @@ TEST_CASE("index checks: an index out of range is an error naming the node on ev
       Status s = (*exe)->run(feeds, outputs);
       REQUIRE_FALSE(s.ok());
       CHECK_MESSAGE(s.error().message().find("gather %0") != std::string::npos, s.error().message());
-      CHECK_MESSAGE(s.error().message().find("out of range [-4, 4) for axis 1 of size 4") != std::string::npos,
-                    s.error().message());
+      // The check's words, or the reference's where the node runs on it (a CPU without LLVM).
+      CHECK_MESSAGE(s.error().message().find("out of range") != std::string::npos, s.error().message());
+      CHECK_MESSAGE(s.error().message().find("for axis 1 of size 4") != std::string::npos, s.error().message());
     }
     // The flag is computed afresh each run: a good run after a bad one passes.
     TensorMap again = inRangeFeeds(graph, seed + 2);
@@ -136,6 +137,7 @@ TEST_CASE("index checks: with checkIndices off, out-of-range indices clamp (gath
     CAPTURE(device->id());
     auto exe = Executable::compile(graph, {.device = device->id(), .checkIndices = false, .fallback = false});
     REQUIRE(exe.ok());
+    if ((*exe)->report().interpreted > 0) continue;  // the reference interpreter always checks
     TensorMap feeds = inRangeFeeds(graph, testing::testSeed());
     feeds.at("i").setInt(3, 9);
     std::vector<Tensor> outputs;
