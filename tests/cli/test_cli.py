@@ -438,8 +438,8 @@ class Cli(unittest.TestCase):
         r = run("run", ir, "--backend", "cuda", *feeds, "--output-dir", out)
         bench = lambda: run("bench", ir, "--backend", "cuda", "--runs", "1", "--warmup", "0")
         if r.returncode != 0:
-            # No GPU here: the same one-line reason from every command, naming the device.
-            why = "smelt: error: device 'cuda' (devices here: cpu"
+            # No GPU here: the same one-line reason from every command, naming the backends there are.
+            why = "smelt: error: --backend: 'cuda' has no device here ("
             self.assert_one_line_error(r, why)
             self.assertIn("CUDA driver", r.stderr)
             self.assert_one_line_error(run("grad", ir, "--wrt", "x", "--backend", "cuda", *feeds,
@@ -460,8 +460,31 @@ class Cli(unittest.TestCase):
         self.assertIn(f"{kernels} from the cache", line)
 
     def test_unknown_backend(self):
+        """An unknown backend, or one this command does not run, is a one-line error listing the backends
+        this machine has (the CPU's names, each device kind with a device and its ids, auto)."""
+        here = smelt("devices").stdout
         r = smelt("run", self.write_ir(), "--backend", "tpu")
-        self.assertNotEqual(r.returncode, 0)
+        self.assert_one_line_error(r, "smelt: error: --backend: 'tpu' is not a backend; here: llvm, cpu",
+                                   "auto, reference")
+        if "opencl:0" in here:
+            self.assertIn("opencl, opencl:0", r.stderr)
+        if "cuda:0" not in here:
+            self.assertNotIn("cuda", r.stderr)
+        r = smelt("bench", self.write_ir(), "--backend", "reference")
+        self.assert_one_line_error(r, "'reference' is not for this command")
+        self.assertNotIn("reference", r.stderr.split("here:")[1])
+        if "opencl:0" in here:
+            self.assert_one_line_error(smelt("run", self.write_ir(), "--backend", "opencl:9"),
+                                       "'opencl:9' is not a device here")
+
+    def test_every_subcommand_describes_the_model_file_and_backend_alike(self):
+        for command in ["dump", "run", "grad", "opt", "inspect", "kernels", "bench"]:
+            text = smelt(command, "--help").stdout
+            self.assertIn("Model file (.onnx or IR text; - for stdin)", text, command)
+        for command in ["run", "grad", "bench"]:
+            text = " ".join(smelt(command, "--help").stdout.split())
+            self.assertIn("Where to run: llvm (the CPU), opencl, cuda, hip, a device id (cuda:1), auto (measured "
+                          "placement)", text, command)
 
 
 if __name__ == "__main__":

@@ -108,12 +108,11 @@ Action addBenchCommand(CLI::App& app) {
   };
   auto options = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("bench", "Compile once, run many times, print the median time of one run");
-  cmd->add_option("file", options->file, "Model file (.onnx or IR text; - for stdin)")->required();
+  addModelFileArgument(cmd, options->file);
   addDimOption(cmd, options->dims);
   cmd->add_option("--grad", options->grad,
                   "NAME[,NAME...]: also compute the gradients of the outputs' sum w.r.t. these inputs or parameters");
-  cmd->add_option("--backend", options->backend,
-                  "Where to run: llvm (the CPU), opencl, cuda, hip, a device id, auto; default: $SMELT_DEVICE, else the CPU");
+  addBackendOption(cmd, options->backend, false);
   cmd->add_option("--input", options->inputs, "NAME=PATH.npy; inputs not given are random");
   cmd->add_flag("--fresh-outputs", options->freshOutputs,
                "New output tensors on every run (as frameworks returning new tensors do: their first touch is "

@@ -22,7 +22,7 @@ Action addDumpCommand(CLI::App& app) {
   };
   auto options = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("dump", "Print a model (.onnx or IR text; - for stdin) as IR text or DOT");
-  cmd->add_option("file", options->file, "Model file")->required();
+  addModelFileArgument(cmd, options->file);
   addDimOption(cmd, options->dims);
   cmd->add_option("--format", options->format, "text or dot")->check(CLI::IsMember({"text", "dot"}));
   cmd->add_option("--grad", options->grad,

@@ -66,11 +66,10 @@ Action addGradCommand(CLI::App& app) {
   };
   auto options = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("grad", "Gradients of the sum of all outputs, written as NAME.grad.npy");
-  cmd->add_option("file", options->file, "Model file (.onnx or IR text; - for stdin)")->required();
+  addModelFileArgument(cmd, options->file);
   cmd->add_option("--wrt", options->wrt, "NAME[,NAME...]: graph inputs or parameters")->required();
   cmd->add_option("--input", options->inputs, "NAME=PATH.npy for each graph input");
-  cmd->add_option("--backend", options->backend, "Where to run: llvm (the CPU), opencl, cuda, hip, a device id (cuda:1), auto (measured placement) or reference "
-                  "(the interpreter); default: $SMELT_DEVICE, else the CPU");
+  addBackendOption(cmd, options->backend, true);
   cmd->add_option("--output-dir", options->outputDir, "Folder for NAME.grad.npy files (default: .)");
   addDimOption(cmd, options->dims);
   return [options]() {

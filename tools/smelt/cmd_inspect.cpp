@@ -67,7 +67,7 @@ Action addInspectCommand(CLI::App& app) {
   };
   auto options = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("inspect", "Kernels, FLOPs, bytes moved and the planned arena of a model");
-  cmd->add_option("file", options->file, "Model file (.onnx or IR text; - for stdin)")->required();
+  addModelFileArgument(cmd, options->file);
   addDimOption(cmd, options->dims);
   cmd->add_option("--grad", options->grad,
                   "NAME[,NAME...]: cover forward + backward (gradient of the sum of all outputs)");

@@ -32,7 +32,7 @@ Action addKernelsCommand(CLI::App& app) {
   };
   auto options = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("kernels", "Print the kernels a model compiles to");
-  cmd->add_option("file", options->file, "Model file (.onnx or IR text; - for stdin)")->required();
+  addModelFileArgument(cmd, options->file);
   addDimOption(cmd, options->dims);
   cmd->add_option("--grad", options->grad, "NAME[,NAME...]: include the backward graph");
   cmd->add_option("--passes", options->passes,

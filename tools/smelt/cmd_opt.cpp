@@ -21,7 +21,7 @@ Action addOptCommand(CLI::App& app) {
   };
   auto options = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("opt", "Run passes over a model (.onnx or IR text; - for stdin) and print the IR");
-  cmd->add_option("file", options->file, "Model file")->required();
+  addModelFileArgument(cmd, options->file);
   addDimOption(cmd, options->dims);
   cmd->add_option("--passes", options->passes,
                   fmt::format("Comma-separated pipeline (default: {})", kDefaultPipeline));

@@ -22,9 +22,8 @@ Action addRunCommand(CLI::App& app) {
   };
   auto options = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("run", "Run a model and write its outputs as .npy files");
-  cmd->add_option("file", options->file, "Model file (.onnx or IR text; - for stdin)")->required();
-  cmd->add_option("--backend", options->backend, "Where to run: llvm (the CPU), opencl, cuda, hip, a device id (cuda:1), auto (measured placement) or reference "
-                  "(the interpreter); default: $SMELT_DEVICE, else the CPU");
+  addModelFileArgument(cmd, options->file);
+  addBackendOption(cmd, options->backend, true);
   cmd->add_option("--input", options->inputs, "NAME=PATH.npy for each graph input");
   cmd->add_option("--output-dir", options->outputDir, "Folder for OUTPUTNAME.npy files (default: .)");
   addDimOption(cmd, options->dims);

@@ -33,6 +33,13 @@ Expected<std::vector<std::string>> splitNames(const std::string& list);
 /// (after the forward outputs when `keepForwardOutputs`, else replacing them).
 Status addGradientOutputs(Graph& graph, const std::vector<std::string>& names, bool keepForwardOutputs);
 
+/// The model file argument, described alike in every subcommand.
+void addModelFileArgument(CLI::App* cmd, std::string& file);
+/// --backend, described alike in every subcommand that runs a model, and checked against what this
+/// machine has (an unknown or absent one is an error listing those here); `reference` when the command
+/// can run the reference interpreter.
+void addBackendOption(CLI::App* cmd, std::string& backend, bool reference);
+
 /// The --dim option ("NAME=EXTENT", repeatable), for commands that take models with symbolic dimensions.
 void addDimOption(CLI::App* cmd, std::vector<std::string>& dims);
 /// Binds `graph`'s symbolic dimensions from `dims` (--dim) and the shapes of `feeds` (the --input

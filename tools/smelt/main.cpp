@@ -57,6 +57,9 @@ int main(int argc, char** argv) {
   add(addBenchCommand);
   add(addDevicesCommand);
   add(addTuneCommand);
+  // A wrong option is one line, as every other error: "smelt: error: --backend: 'cuda' has no device here
+  // (...); here: llvm, cpu, ...".
+  app.failure_message([](const CLI::App*, const CLI::Error& e) { return fmt::format("smelt: error: {}\n", e.what()); });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
