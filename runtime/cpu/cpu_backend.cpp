@@ -133,6 +133,7 @@ Expected<std::shared_ptr<DeviceKernels>> CpuBackend::loadKernels(std::span<const
     SMELT_TRY(codegen::JitKernelHandle entry, jit->compile(*kernels[k], &compiled));
     entries.emplace(symbols[k], CpuKernels::Loaded{entry->entry, entry});
     info.cached.push_back(compiled.cacheHit);
+    if (info.compiledOne) info.compiledOne(k + 1);
   }
   return std::shared_ptr<DeviceKernels>(std::make_shared<CpuKernels>(std::move(entries)));
 #else

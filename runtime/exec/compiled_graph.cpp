@@ -246,7 +246,9 @@ Status CompiledGraph::Impl::prepare(const Graph& source, const std::string& symb
     }
   }
   SMELT_CHECK_OK(planDonations());
+  size_t planned = 0;
   for (const auto& node : graph.nodes()) {
+    if (progress) progress->stage(fmt::format("lowering node {} of {} of @{}", ++planned, graph.numNodes(), graph.name()));
     if (node->opName() == "constant") continue;
     Step step;
     step.node = node.get();
@@ -459,11 +461,15 @@ Expected<std::vector<std::unique_ptr<CompiledGraph>>> CompiledGraph::compileAll(
   std::vector<std::unique_ptr<CompiledGraph>> compiled;
   std::vector<const codegen::Kernel*> kernels;
   std::vector<std::string> symbols;
+  CompileProgress progress(fmt::format("{}{} for {}", graphs.empty() ? "" : "@" + graphs.front().name(),
+                                       graphs.size() > 1 ? fmt::format(" and {} more graphs", graphs.size() - 1) : "",
+                                       device->id()));
   for (size_t g = 0; g < graphs.size(); ++g) {
     std::unique_ptr<CompiledGraph> one(new CompiledGraph());
     Impl& x = *one->impl_;
     x.options = options;
     x.device = device;
+    x.progress = &progress;
     SMELT_TRY(x.backend, backendFor(device));
     // Kernel names are unique within a graph; a prefix keeps them unique across the batch.
     SMELT_CHECK_OK(x.prepare(graphs[g], graphs.size() > 1 ? fmt::format("g{}_", g) : ""));
@@ -477,14 +483,20 @@ Expected<std::vector<std::unique_ptr<CompiledGraph>>> CompiledGraph::compileAll(
   KernelLoadInfo info;
   std::shared_ptr<DeviceKernels> loaded;
   if (!kernels.empty()) {
+    progress.stage(fmt::format("building {} kernels (compiling, or from the kernel cache)", kernels.size()));
+    info.compiledOne = [&](size_t done) { progress.stage(fmt::format("built {} of {} kernels", done, kernels.size())); };
     SMELT_TRY(loaded, compiled.front()->impl_->backend->loadKernels(kernels, symbols, info));
   }
+  int64_t cached = 0;
+  for (bool hit : info.cached) cached += hit ? 1 : 0;
+  progress.summary(fmt::format("{} kernels, {} from the cache", kernels.size(), cached));
   size_t first = 0;
   for (auto& one : compiled) {
     // Each graph counts its own kernels' cache hits.
     size_t count = one->impl_->pendingKernels.size();
     for (size_t k = first; k < first + count && k < info.cached.size(); ++k) one->impl_->report.cacheHits += info.cached[k];
     first += count;
+    one->impl_->progress = nullptr;
     SMELT_CHECK_OK(one->impl_->finish(loaded, info));
   }
   return compiled;

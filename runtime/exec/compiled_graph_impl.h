@@ -7,6 +7,7 @@
 #include "runtime/device/host_staging.h"
 #include "runtime/device/memory_pool.h"
 #include "runtime/exec/arena_layout.h"
+#include "runtime/exec/compile_progress.h"
 #include "runtime/exec/compiled_graph.h"
 #include "runtime/exec/step_profile.h"
 
@@ -140,6 +141,8 @@ struct CompiledGraph::Impl {
   std::shared_ptr<HostStaging> staging;
   std::vector<HostFetch> fetches;
 
+  /// Told the stage while compiling (compileAll's), or null.
+  CompileProgress* progress = nullptr;
   bool checkKernels = false;
   bool profiling = false;
   StepProfile profile;

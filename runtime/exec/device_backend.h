@@ -39,6 +39,9 @@ struct KernelLoadInfo {
   /// Set by cachedImage() when the image came from the kernel cache: the key to evict should the
   /// device refuse it (loadBuiltImage()).
   std::optional<CacheKey> imageFromCache;
+  /// Set by the caller, or empty: told how many kernels are done after each one a backend compiles on
+  /// its own (the CPU's JIT), so that a long compile can say how far it is (compile_progress.h).
+  std::function<void(size_t done)> compiledOne;
 };
 
 /// The buffers of a vendor product (GemmPlan): the node's operands, where the product goes, and a
