@@ -1,7 +1,11 @@
 // CacheKey: everything a compiled kernel depends on, and its 128-bit digest (the entry's name).
 #pragma once
 
+#include "ir/support/expected.h"
+
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace smelt {
 
@@ -31,6 +35,9 @@ struct CacheKey {
 
   bool operator==(const CacheKey&) const = default;
 };
+
+/// The fields of a key text (CacheKey::text()) by name, "smelt" (its version) included, in order.
+Expected<std::vector<std::pair<std::string, std::string>>> parseCacheKeyText(std::string_view text);
 
 /// XXH3-128 of `text` as 32 lowercase hex digits.
 std::string cacheDigest(std::string_view text);

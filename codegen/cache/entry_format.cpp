@@ -97,4 +97,15 @@ Expected<std::vector<std::byte>> decodeCacheEntry(std::span<const std::byte> ent
   return std::vector<std::byte>(payload.begin(), payload.end());
 }
 
+Expected<std::string> cacheEntryKeyText(std::span<const std::byte> entry) {
+  if (entry.size() < kMinSize) return makeError("truncated ({} bytes)", entry.size());
+  if (std::memcmp(entry.data(), kMagic.data(), kMagic.size()) != 0) return makeError("bad magic");
+  Reader r(entry.subspan(kMagic.size()));
+  uint32_t version = 0, length = 0;
+  std::span<const std::byte> key;
+  if (!r.get(version) || version != kCacheFormatVersion) return makeError("format version {}", version);
+  if (!r.get(length) || !r.take(length, key)) return makeError("truncated key");
+  return std::string(reinterpret_cast<const char*>(key.data()), key.size());
+}
+
 }  // namespace smelt

@@ -28,4 +28,8 @@ std::vector<std::byte> encodeCacheEntry(std::string_view keyText,
 Expected<std::vector<std::byte>> decodeCacheEntry(std::span<const std::byte> entry,
                                                   std::string_view keyText);
 
+/// The key text an entry was written for (its magic, version and length checked, not its checksum):
+/// what `smelt cache explain` compares a missing key with.
+Expected<std::string> cacheEntryKeyText(std::span<const std::byte> entry);
+
 }  // namespace smelt

@@ -170,11 +170,15 @@ std::string keyText(const Kernel& kernel) {
 
 }  // namespace
 
+CacheKey LlvmJit::keyFor(const Kernel& kernel) const {
+  return CacheKey{.kernel = keyText(kernel), .backend = "llvm", .target = impl_->target,
+                  .compilerVersion = fmt::format("LLVM {} {}", LLVM_VERSION_STRING, kRendererVersion),
+                  .driverVersion = "", .options = "O3"};
+}
+
 Expected<JitKernelHandle> LlvmJit::compile(const Kernel& kernel, CompileInfo* info) {
   auto start = std::chrono::steady_clock::now();
-  CacheKey key{.kernel = keyText(kernel), .backend = "llvm", .target = impl_->target,
-               .compilerVersion = fmt::format("LLVM {} {}", LLVM_VERSION_STRING, kRendererVersion),
-               .driverVersion = "", .options = "O3"};
+  CacheKey key = keyFor(kernel);
   std::string digest = key.digest();
   std::string symbol = "smelt_k_" + digest;
   std::lock_guard lock(impl_->mutex);

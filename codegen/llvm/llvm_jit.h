@@ -9,6 +9,7 @@
 // dropped executables is unloaded (a process compiling graph after graph does not grow).
 #pragma once
 
+#include "codegen/cache/cache_key.h"
 #include "codegen/kernel.h"
 
 #include <memory>
@@ -43,6 +44,8 @@ class LlvmJit {
   /// The entry point of `kernel`: already loaded (kernels of one computation share it), from the
   /// kernel cache, or compiled.
   Expected<JitKernelHandle> compile(const Kernel& kernel, CompileInfo* info = nullptr);
+  /// The kernel cache's key for `kernel` here (what compile() looks up; `smelt cache explain`).
+  CacheKey keyFor(const Kernel& kernel) const;
   /// How many distinct kernels are loaded now (for the tests of unloading).
   size_t loadedKernels();
   /// The optimized LLVM IR of `kernel` (for `smelt kernels --backend llvm`); compiles nothing.

@@ -386,6 +386,21 @@ class Cli(unittest.TestCase):
                            env=dict(env, SMELT_DEVICE="cpu"))
         self.assertIn("runs on cpu (set by SMELT_DEVICE)", r.stdout)
 
+    def test_cache_explain_says_hit_or_miss_and_why(self):
+        env = dict(os.environ, SMELT_CACHE_DIR=os.path.join(self.dir, "cache"))
+        run = lambda *a: subprocess.run([SMELT, *a], capture_output=True, text=True, env=env)
+        ir = self.write_ir()
+        r = run("cache", "explain", ir)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("key: smelt ", r.stdout)
+        self.assertIn("backend llvm", r.stdout)
+        self.assertRegex(r.stdout, r"\(fused %\d+\): [0-9a-f]{32} miss\n  no entry holds this kernel")
+        self.assertRegex(r.stdout, r"(\d+) kernels: 0 hit, \1 missed")
+        self.assertEqual(run("bench", ir, "--runs", "1", "--warmup", "0").returncode, 0)
+        r = run("cache", "explain", ir)
+        self.assertNotIn(" miss\n", r.stdout)
+        self.assertRegex(r.stdout, r"(\d+) kernels: \1 hit, 0 missed")
+
     def test_cache_stats_and_clear(self):
         cache = os.path.join(self.dir, "cache")
         env = dict(os.environ, SMELT_CACHE_DIR=cache)

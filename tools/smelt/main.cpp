@@ -37,7 +37,7 @@ int fail(const std::string& message) {
 int main(int argc, char** argv) {
   using namespace smelt::cli;
   CLI::App app{"smelt: define, differentiate, compile and run tensor graphs"};
-  app.set_version_flag("--version", versionText());
+  app.set_version_flag("--version", std::function<std::string()>(versionText));  // probes devices: only when asked
   // A subcommand is required, except for --version.
   app.require_subcommand(0, 1);
   std::map<CLI::App*, Action> actions;

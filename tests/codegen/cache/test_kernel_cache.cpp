@@ -1,5 +1,6 @@
 // KernelCache: memory and disk hits, repair of bad entries, folder security, concurrency, clear.
 #include "codegen/cache/cache_dir.h"
+#include "codegen/cache/cache_explain.h"
 #include "codegen/cache/kernel_cache.h"
 #include "tests/codegen/cache/cache_test_util.h"
 
@@ -442,6 +443,33 @@ TEST_CASE("kernel cache: the memory layer is bounded, the newest entries stay") 
   for (int i = 0; i < 12; ++i) cache.store(makeKey(fmt::format("kernel @big{} {{ ... }}", i)), payload);
   CHECK(!cache.lookup(makeKey("kernel @big0 { ... }")).has_value());
   CHECK(cache.lookup(makeKey("kernel @big11 { ... }")).has_value());
+}
+
+
+TEST_CASE("kernel cache: explain finds the entries holding a missed kernel under another key, and how they differ") {
+  test::TempDir tmp;
+  KernelCache cache(tmp.path());
+  CacheKey stored = makeKey("kernel @k domain [4]");
+  stored.target = "sm_80";
+  cache.store(stored, fakeBinary("sm_80"));
+  cache.store(makeKey("kernel @other domain [8]"), fakeBinary("other"));
+  CacheKey wanted = stored;
+  wanted.target = "sm_90";
+  wanted.options = "-O2";
+  CHECK_FALSE(cache.lookup(wanted).has_value());
+  std::vector<NearMiss> near = findNearMisses(tmp.path(), wanted);
+  REQUIRE(near.size() == 1);
+  CHECK(near[0].file.find(stored.digest()) != std::string::npos);
+  REQUIRE(near[0].differences.size() == 2);
+  CHECK(near[0].differences[0] == "options: '" + stored.options + "' in the entry, '-O2' here");
+  CHECK(near[0].differences[1] == "target: 'sm_80' in the entry, 'sm_90' here");
+  // A kernel no entry holds: nothing near.
+  CHECK(findNearMisses(tmp.path(), makeKey("kernel @new domain [2]")).empty());
+  // The key text parses back into its fields.
+  auto fields = parseCacheKeyText(wanted.text());
+  REQUIRE(fields.ok());
+  REQUIRE(fields->size() == 7);
+  CHECK(fields->back() == std::pair<std::string, std::string>{"kernel", "kernel @k domain [4]"});
 }
 
 }  // namespace smelt
