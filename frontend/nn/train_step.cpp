@@ -71,7 +71,16 @@ Expected<const StateDict*> Model::syncedHostState() {
     SMELT_CHECK_OK(t.toHost(host));
   }
   hostCurrent_ = true;
+  unsyncedSteps_ = 0;
   return &state;
+}
+
+void Model::deviceStateLost() {
+  deviceState_.clear();
+  stateDevice_.reset();
+  deviceCurrent_ = false;
+  hostCurrent_ = true;
+  unsyncedSteps_ = 0;
 }
 
 const StateDict& Model::hostState() {
@@ -98,6 +107,7 @@ Expected<DeviceTensorMap*> Model::stateOn(const std::shared_ptr<Device>& device)
 void Model::stateChanged() {
   deviceCurrent_ = false;
   hostCurrent_ = true;
+  unsyncedSteps_ = 0;
 }
 
 int64_t Model::parameterCount() const {
@@ -228,6 +238,27 @@ Expected<double> TrainStep::runOnHost(CompiledBatch& c, const Tensor& input, con
 }
 
 Expected<double> TrainStep::runOnDevice(CompiledBatch& c, const Tensor& input, const Tensor& target, Tensor* output) {
+  Expected<double> loss = runDeviceStep(c, input, target, output);
+  if (loss.ok() || !isDeviceLost(loss.error())) return loss;
+  // The device's context is gone with the model's state on it: the model goes back to its state as
+  // last copied to the host, every compiled batch compiles again (on the reset device, or the CPU),
+  // and the next run trains on from there. This step and those since the copy are lost: an error.
+  const std::string device = c.exe->deviceId();
+  const int64_t lost = model_->unsyncedSteps();
+  model_->deviceStateLost();
+  steps_ = std::max<int64_t>(0, steps_ - lost);
+  for (auto& [batch, compiled] : byBatch_) {
+    compiled.deviceInputs.clear();
+    compiled.deviceOutputs.clear();
+    if (compiled.exe->deviceId() == device) SMELT_CHECK_OK(compiled.exe->recoverDevice(loss.error()));
+  }
+  return loss.error().withContext(fmt::format(
+      "training step {}: {} was lost; the model's state is back at its last copy on the host, {} step{} ago (step "
+      "{}); the next step trains on from there on {}",
+      steps_ + lost + 1, device, lost, lost == 1 ? "" : "s", steps_, c.exe->deviceId()));
+}
+
+Expected<double> TrainStep::runDeviceStep(CompiledBatch& c, const Tensor& input, const Tensor& target, Tensor* output) {
   const Graph& g = c.exe->graph();
   const std::shared_ptr<Device>& device = c.exe->device();
   SMELT_TRY(DeviceTensorMap * state, model_->stateOn(device));

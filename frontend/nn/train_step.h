@@ -47,13 +47,22 @@ struct Model {
   /// Says that `state` was written on the host: a device copy is made again before its next use.
   void stateChanged();
   /// Says that the device copy was written (by a step there): `state` is stale until synced.
-  void deviceStateChanged() { hostCurrent_ = false; }
+  void deviceStateChanged() {
+    hostCurrent_ = false;
+    ++unsyncedSteps_;
+  }
+  /// Steps taken on the device since `state` was last current (what losing the device would lose).
+  int64_t unsyncedSteps() const { return unsyncedSteps_; }
+  /// Says that the device holding the state was lost: its copy is dropped, and `state`, as last
+  /// synced, is the model's state again (the steps since are lost: unsyncedSteps() before the call).
+  void deviceStateLost();
 
  private:
   std::shared_ptr<Device> stateDevice_;
   DeviceTensorMap deviceState_;
   bool hostCurrent_ = true;
   bool deviceCurrent_ = false;
+  int64_t unsyncedSteps_ = 0;
 };
 
 using LossFn = std::function<Value*(GraphContext& ctx, Value* output, Value* target)>;
@@ -112,6 +121,8 @@ class TrainStep {
   Status compileBatch(int64_t batch);
   Expected<double> runOnHost(CompiledBatch& c, const Tensor& input, const Tensor& target, Tensor* output);
   Expected<double> runOnDevice(CompiledBatch& c, const Tensor& input, const Tensor& target, Tensor* output);
+  /// One step on the device, without the recovery from a lost device runOnDevice adds.
+  Expected<double> runDeviceStep(CompiledBatch& c, const Tensor& input, const Tensor& target, Tensor* output);
   Model* model_ = nullptr;
   LossFn loss_;
   OptimizerPtr optimizer_;

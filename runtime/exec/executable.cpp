@@ -166,18 +166,24 @@ struct Executable::Impl {
     return compileOn(cpuDevice());
   }
 
+  /// After `why` (a lost device): the device reset, unless another executable reset it since this one
+  /// compiled (then it is fresh), and the graph compiled on it again.
+  Status resetAndCompile(const Error& why) {
+    logger().warn("@{}: {}; resetting {}", source->name(), why.message(), deviceId);
+    ++reinitializations;
+    const bool resetSince = compiled && compiled->generation() != device->generation();
+    compiled.reset();
+    Status reset = resetSince ? Status::success() : device->reset();
+    return reset.ok() ? compileOn(device) : reset;
+  }
+
   /// After a failed host run: a lost device is reset, the graph compiled on it again and the run
   /// repeated; out of memory, or a device that stays lost, moves the executable to the CPU.
   template <typename Run>
   Status recover(Status status, const Run& again) {
     if (status.ok() || !options.fallback || !source || device->kind() == DeviceKind::kCpu) return status;
     if (isDeviceLost(status.error())) {
-      logger().warn("@{}: {}; resetting {}", source->name(), status.error().message(), deviceId);
-      ++reinitializations;
-      compiled.reset();
-      // Another executable may have reset the device since this one was compiled: then it is fresh.
-      Status reset = device->reset();
-      if (reset.ok()) reset = compileOn(device);
+      Status reset = resetAndCompile(status.error());
       status = reset.ok() ? again() : reset;
       if (status.ok()) return status;
     }
@@ -356,6 +362,18 @@ Status Executable::run(std::span<const DeviceTensor* const> inputs, std::span<co
   // Device tensors cannot follow the executable to another device: a failure here is the caller's
   // to handle (their memory died with the device's context).
   return x.compiled->run(inputs, parameters, outputs);
+}
+
+Status Executable::recoverDevice(const Error& why) {
+  Impl& x = *impl_;
+  if (x.symbolic) {
+    // Every binding's executable shares the device: each compiles again on its next run.
+    for (auto& [binding, exe] : x.byBinding) SMELT_CHECK_OK(exe->recoverDevice(why));
+    return Status::success();
+  }
+  if (!isDeviceLost(why) || !x.source || x.device->kind() == DeviceKind::kCpu) return why;
+  if (Status reset = x.resetAndCompile(why); reset.ok() || !x.options.fallback) return reset;
+  return x.fallBackToCpu(why);
 }
 
 void Executable::releaseParameterValues() {

@@ -149,6 +149,11 @@ class Executable {
   /// How many times it moved to the CPU, or reset its device and compiled again.
   int fallbacks() const;
   int reinitializations() const;
+  /// After a device-resident run failed because the device was lost (isDeviceLost(why)): resets the
+  /// device (unless another executable already did) and compiles the graph on it again, or on the CPU
+  /// where it stays lost (with CompileOptions::fallback). The caller's device tensors died with the
+  /// old context: it makes them again. Host runs do this themselves.
+  Status recoverDevice(const Error& why);
   /// A graph with symbolic dimensions (ir/dims.h) compiles once per binding its runs bring, on the
   /// first run with that binding; each such compile is logged (SMELT_LOG=info) and counted here. 0
   /// for static graphs. Kernels whose numbers alone change with the sizes compile once for all of them

@@ -1,17 +1,19 @@
 // The model API on every device there is (PoCL here, a GPU where present): a TrainStep on the device
 // gives the CPU's losses and state step after step (parameters and Adam's moments stay on the device,
 // updated in place), a Predictor on the device predicts from that state, the host state comes back
-// when asked, and a model trained on the device goes on training on the CPU from where it was.
-#include "frontend/nn/losses.h"
-#include "frontend/nn/train_step.h"
-#include "runtime/device/device_list.h"
-#include "runtime/device/memory_pool.h"
-
+// when asked, a model trained on the device goes on training on the CPU from where it was, and a lost
+// device sends the model back to its last copy on the host, from which training goes on.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
 #include <cmath>
 #include <random>
+
+#include "frontend/nn/losses.h"
+#include "frontend/nn/train_step.h"
+#include "runtime/device/device_list.h"
+#include "runtime/device/fault_injection.h"
+#include "runtime/device/memory_pool.h"
 
 using namespace smelt;
 
@@ -56,7 +58,8 @@ TEST_CASE("training on devices: the device's losses and state are the CPU's, ste
     nn::TrainStepOptions cpuOptions{.device = "cpu", .clipNorm = 1.0};
     nn::TrainStepOptions deviceOptions{.device = id, .clipNorm = 1.0};
     auto cpuStep = nn::TrainStep::create(onCpu, nn::crossEntropy, nn::adam({.lr = 0.01}), xType, yType, cpuOptions);
-    auto deviceStep = nn::TrainStep::create(onDevice, nn::crossEntropy, nn::adam({.lr = 0.01}), xType, yType, deviceOptions);
+    auto deviceStep =
+        nn::TrainStep::create(onDevice, nn::crossEntropy, nn::adam({.lr = 0.01}), xType, yType, deviceOptions);
     REQUIRE_MESSAGE(cpuStep.ok(), (cpuStep.ok() ? "" : cpuStep.error().message()));
     REQUIRE_MESSAGE(deviceStep.ok(), (deviceStep.ok() ? "" : deviceStep.error().message()));
     CHECK((*deviceStep)->deviceId() == id);
@@ -110,5 +113,57 @@ TEST_CASE("training on devices: the device's losses and state are the CPU's, ste
     REQUIRE(d.ok());
     // (Adam's step count starts again in the new step: compare the loss, which comes before the update.)
     CHECK(std::abs(*c - *d) <= 1e-4 * (1 + std::abs(*c)));
+  }
+}
+
+TEST_CASE(
+    "training on devices: a lost device is an error naming the lost steps, and training goes on from the last host "
+    "copy") {
+  std::vector<std::string> ids = devices();
+  if (ids.empty()) MESSAGE("no device besides the CPU: nothing to lose");
+  for (const std::string& id : ids) {
+    CAPTURE(id);
+    TensorType xType{DType::f32, {32, 6}}, yType{DType::i64, {32}};
+    nn::Model onCpu(net(), 5), onDevice(net(), 5);
+    auto cpuStep =
+        nn::TrainStep::create(onCpu, nn::crossEntropy, nn::adam({.lr = 0.01}), xType, yType, {.device = "cpu"});
+    auto deviceStep =
+        nn::TrainStep::create(onDevice, nn::crossEntropy, nn::adam({.lr = 0.01}), xType, yType, {.device = id});
+    REQUIRE(cpuStep.ok());
+    REQUIRE(deviceStep.ok());
+    std::mt19937_64 rng(8);
+    std::vector<std::pair<Tensor, Tensor>> batches;
+    for (int b = 0; b < 7; ++b) {
+      batches.emplace_back(Tensor(xType), Tensor(yType));
+      makeBatch(rng, batches.back().first, batches.back().second);
+    }
+    // Three steps on both; the device's state copied to the host; two more on the device only.
+    for (int b = 0; b < 3; ++b) {
+      REQUIRE((*cpuStep)->run(batches[b].first, batches[b].second).ok());
+      REQUIRE((*deviceStep)->run(batches[b].first, batches[b].second).ok());
+    }
+    REQUIRE(onDevice.syncedHostState().ok());
+    for (int b = 3; b < 5; ++b) REQUIRE((*deviceStep)->run(batches[b].first, batches[b].second).ok());
+    CHECK(onDevice.unsyncedSteps() == 2);
+    // The device is lost during the sixth step.
+    REQUIRE(faultInjector().configure("lost=1").ok());
+    auto lost = (*deviceStep)->run(batches[5].first, batches[5].second);
+    REQUIRE(faultInjector().configure("").ok());
+    REQUIRE_FALSE(lost.ok());
+    const std::string message = lost.error().message();
+    CHECK_MESSAGE(message.find("training step 6: " + id + " was lost") != std::string::npos, message);
+    CHECK_MESSAGE(message.find("2 steps ago (step 3)") != std::string::npos, message);
+    CHECK((*deviceStep)->steps() == 3);
+    // Training goes on from the step-3 state, as the CPU's does from its own step 3.
+    Tensor cpuLogits, deviceLogits;
+    for (int b = 3; b < 7; ++b) {
+      auto a = (*cpuStep)->run(batches[b].first, batches[b].second, &cpuLogits);
+      auto d = (*deviceStep)->run(batches[b].first, batches[b].second, &deviceLogits);
+      REQUIRE(a.ok());
+      REQUIRE_MESSAGE(d.ok(), (d.ok() ? "" : d.error().message()));
+      CHECK_MESSAGE(std::abs(*a - *d) <= 1e-4 * (1 + std::abs(*a)), "batch ", b, ": ", *a, " vs ", *d);
+      CHECK(relativeDifference(cpuLogits, deviceLogits) < 1e-4);
+    }
+    CHECK((*deviceStep)->steps() == 7);
   }
 }
