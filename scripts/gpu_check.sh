@@ -161,9 +161,9 @@ else
   failures+=("smelt_train_steps --device cuda")
 fi
 
-# Convolutions run on cuDNN where it loads, with the algorithms it times fastest; the same step runs
-# with its heuristics' choices (SMELT_CUDNN_ALGO=heuristic) and as im2col + cuBLAS (SMELT_CUDNN=0).
-for variant in heuristic:SMELT_CUDNN_ALGO=heuristic im2col:SMELT_CUDNN=0; do
+# Convolutions run on cuDNN where it loads, with its heuristics' algorithms; the same step runs with the
+# algorithms it times fastest (SMELT_CUDNN_ALGO=timed) and as im2col + cuBLAS (SMELT_CUDNN=0).
+for variant in timed:SMELT_CUDNN_ALGO=timed im2col:SMELT_CUDNN=0; do
   name=${variant%%:*} setting=${variant#*:}
   if timeout "$(limit 60)" env "$setting" "$build/bin/smelt_train_steps" --device cuda --only resnet18_train_step \
     --seconds "$seconds" >"$logs/smelt_model_$name.log" 2>&1; then
@@ -238,7 +238,7 @@ step "summary"
   for w in mlp_train_step resnet18_train_step tiny_latency; do
     echo "| $w | ${smelt_model[$w]:--} | $(figure torch_eager.log "$w:host") | $(figure torch_compile.log "$w:host") | $(figure torch_compile.log "$w:compile") |"
   done
-  echo "| resnet18_train_step, cuDNN's heuristic algorithms (SMELT_CUDNN_ALGO=heuristic) | ${smelt_model[resnet18_train_step_heuristic]:--} | | | |"
+  echo "| resnet18_train_step, cuDNN's timed algorithms (SMELT_CUDNN_ALGO=timed) | ${smelt_model[resnet18_train_step_timed]:--} | | | |"
   echo "| resnet18_train_step, im2col + cuBLAS (SMELT_CUDNN=0) | ${smelt_model[resnet18_train_step_im2col]:--} | | | |"
   grep -h ":error" "$logs"/torch_*.log 2>/dev/null | sed 's/^/torch: /'
   echo

@@ -276,12 +276,14 @@ Expected<double> TrainStep::runDeviceStep(CompiledBatch& c, const Tensor& input,
   for (size_t i = 0; i < c.stateNames.size(); ++i) {
     if (!c.exe->donated(2 + i)) (*state)[c.stateNames[i]] = c.deviceOutputs[2 + i];
   }
-  model_->deviceStateChanged();
+  model_->deviceStateChanged(false);
   if (output) {
     SMELT_TRY(*output, c.deviceOutputs[1].toHost());
   }
-  // The loss is the one number that comes back each step (it waits for the step to finish).
+  // The loss is the one number that comes back each step (it waits for the step to finish); only then
+  // is the step done, and counted as one the host copy lacks (a device lost before it is not).
   SMELT_TRY(Tensor loss, c.deviceOutputs[0].toHost());
+  model_->deviceStateChanged(true);
   return loss.getDouble(0);
 }
 

@@ -46,10 +46,11 @@ struct Model {
   Expected<DeviceTensorMap*> stateOn(const std::shared_ptr<Device>& device);
   /// Says that `state` was written on the host: a device copy is made again before its next use.
   void stateChanged();
-  /// Says that the device copy was written (by a step there): `state` is stale until synced.
-  void deviceStateChanged() {
+  /// Says that the device copy was written (by a step there): `state` is stale until synced. `stepDone`
+  /// when the step has finished on the device (it then counts in unsyncedSteps()).
+  void deviceStateChanged(bool stepDone = true) {
     hostCurrent_ = false;
-    ++unsyncedSteps_;
+    if (stepDone) ++unsyncedSteps_;
   }
   /// Steps taken on the device since `state` was last current (what losing the device would lose).
   int64_t unsyncedSteps() const { return unsyncedSteps_; }

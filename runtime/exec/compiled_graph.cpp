@@ -486,6 +486,7 @@ Expected<std::vector<std::unique_ptr<CompiledGraph>>> CompiledGraph::compileAll(
     progress.stage(fmt::format("building {} kernels (compiling, or from the kernel cache)", kernels.size()));
     info.compiledOne = [&](size_t done) { progress.stage(fmt::format("built {} of {} kernels", done, kernels.size())); };
     SMELT_TRY(loaded, compiled.front()->impl_->backend->loadKernels(kernels, symbols, info));
+    info.compiledOne = nullptr;  // it refers to this frame; the info is kept
   }
   int64_t cached = 0;
   for (bool hit : info.cached) cached += hit ? 1 : 0;
