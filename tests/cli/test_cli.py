@@ -391,6 +391,9 @@ class Cli(unittest.TestCase):
         run = lambda *a: subprocess.run([SMELT, *a], capture_output=True, text=True, env=env)
         ir = self.write_ir()
         r = run("cache", "explain", ir)
+        if "built without LLVM" in r.stderr:  # the build a GPU host makes: the CPU compiles nothing
+            self.assert_one_line_error(r, "smelt: error: smelt cache explain: this smelt was built without LLVM")
+            return
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("key: smelt ", r.stdout)
         self.assertIn("backend llvm", r.stdout)
