@@ -80,25 +80,6 @@ bool orderOperands(KBlock& block, const StructuralHashes& hashes) {
   return changed;
 }
 
-/// Every value a statement reads, in reading order: operands left to right; a loop's extent, inits,
-/// body and nexts.
-void forEachUseInOrder(const KStmt& s, const std::function<void(int32_t)>& f) {
-  if (const KInst* i = std::get_if<KInst>(&s)) {
-    for (int32_t o : {i->a, i->b, i->c}) {
-      if (o >= 0) f(o);
-    }
-  } else if (const KStore* st = std::get_if<KStore>(&s)) {
-    f(st->offset);
-    f(st->value);
-  } else {
-    const KLoop& l = *std::get<LoopPtr>(s);
-    if (l.extentValue >= 0) f(l.extentValue);
-    for (int32_t v : l.init) f(v);
-    for (const KStmt& inner : l.body.stmts) forEachUseInOrder(inner, f);
-    for (int32_t v : l.next) f(v);
-  }
-}
-
 /// Reorders the instructions of block[begin, end) (no stores or loops among them) depth-first from
 /// their readers: the block's later statements, then `trailing` (an enclosing loop's nexts).
 bool orderSegment(KBlock& block, size_t begin, size_t end, const std::vector<int32_t>& trailing) {
@@ -143,7 +124,7 @@ bool orderSegment(KBlock& block, size_t begin, size_t end, const std::vector<int
            std::tuple(b.kind != KInstKind::Outer, b.ibits, b.dtype);
   });
   for (size_t k : prologue) visit(std::get<KInst>(block.stmts[k]).result);
-  for (size_t k = end; k < block.stmts.size(); ++k) forEachUseInOrder(block.stmts[k], visit);
+  for (size_t k = end; k < block.stmts.size(); ++k) forEachUse(block.stmts[k], visit);
   for (int32_t v : trailing) visit(v);
   for (size_t k = begin; k < end; ++k) visit(std::get<KInst>(block.stmts[k]).result);  // what nothing reads
   bool changed = false;
@@ -185,7 +166,7 @@ bool sinkToFirstReader(KBlock& block) {
   };
   for (size_t k = 0; k < n; ++k) {
     if (!std::holds_alternative<KInst>(block.stmts[k]))
-      forEachUseInOrder(block.stmts[k], [&](int32_t v) { bound(v, segment[k]); });
+      forEachUse(block.stmts[k], [&](int32_t v) { bound(v, segment[k]); });
   }
   bool moved = false;
   for (size_t k = n; k-- > 0;) {  // readers before what they read

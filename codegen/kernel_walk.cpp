@@ -19,9 +19,10 @@ void forEachUse(const KStmt& s, const std::function<void(int32_t)>& f) {
     f(st->value);
   } else {
     const KLoop& l = *std::get<LoopPtr>(s);
+    if (l.extentValue >= 0) f(l.extentValue);
     for (int32_t v : l.init) f(v);
-    for (int32_t v : l.next) f(v);
     forEachUseInBlock(l.body, f);
+    for (int32_t v : l.next) f(v);
   }
 }
 
@@ -60,6 +61,7 @@ void renameStmt(KStmt& s, const std::unordered_map<int32_t, int32_t>& map) {
     st->value = renamed(st->value, map);
   } else {
     KLoop& l = *std::get<LoopPtr>(s);
+    if (l.extentValue >= 0) l.extentValue = renamed(l.extentValue, map);
     for (int32_t& v : l.init) v = renamed(v, map);
     for (int32_t& v : l.next) v = renamed(v, map);
     renameBlock(l.body, map);

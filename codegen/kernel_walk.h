@@ -13,7 +13,8 @@ namespace smelt::codegen {
 
 using LoopPtr = std::shared_ptr<KLoop>;
 
-/// Every value a statement reads, loop bodies included.
+/// Every value a statement reads, loop bodies included, in reading order: operands left to right; a
+/// loop's run-time extent, inits, body, then nexts.
 void forEachUse(const KStmt& s, const std::function<void(int32_t)>& f);
 void forEachUseInBlock(const KBlock& b, const std::function<void(int32_t)>& f);
 

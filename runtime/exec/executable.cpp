@@ -367,7 +367,7 @@ Status Executable::run(std::span<const DeviceTensor* const> inputs, std::span<co
 Status Executable::recoverDevice(const Error& why) {
   Impl& x = *impl_;
   if (x.symbolic) {
-    // Every binding's executable shares the device: each compiles again on its next run.
+    // Every binding's executable shares the device: each is compiled again.
     for (auto& [binding, exe] : x.byBinding) SMELT_CHECK_OK(exe->recoverDevice(why));
     return Status::success();
   }
