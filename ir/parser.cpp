@@ -233,13 +233,20 @@ class Parser {
 
   Expected<Tensor> parseTensorBody(const TensorType& type) {
     const Token& start = peek();
+    // Every form is checked against what the text (or the file) holds before the tensor is allocated:
+    // a short text declaring a huge literal must be an error, not gigabytes of zeros.
+    if (start.kind == TokenKind::HexBlob && start.text.size() != type.byteSize() * 2) {
+      return fail(start, fmt::format("hex data has {} bytes, type {} needs {}", start.text.size() / 2, type.toString(),
+                                     type.byteSize()));
+    }
+    if (start.kind != TokenKind::HexBlob && !isKeyword("file") && type.numel() > static_cast<int64_t>(tokens_.size() - pos_)) {
+      return fail(start, fmt::format("{} has {} elements, more than the rest of the text holds", type.toString(),
+                                     type.numel()));
+    }
+    if (isKeyword("file")) return parseExternalBody(type);
     Tensor t(type);
     if (start.kind == TokenKind::HexBlob) {
       const std::string& hex = start.text;
-      if (hex.size() != t.byteSize() * 2) {
-        return fail(start, fmt::format("hex data has {} bytes, type {} needs {}", hex.size() / 2, type.toString(),
-                                       t.byteSize()));
-      }
       for (size_t i = 0; i < t.byteSize(); ++i) {
         unsigned v = 0;
         auto r = std::from_chars(hex.data() + 2 * i, hex.data() + 2 * i + 2, v, 16);
@@ -247,18 +254,6 @@ class Parser {
         t.raw()[i] = static_cast<std::byte>(v);
       }
       next();
-      return t;
-    }
-    if (isKeyword("file")) {
-      next();
-      SMELT_CHECK_OK(expectPunct("("));
-      const Token& pathTok = peek();
-      if (pathTok.kind != TokenKind::String) return fail(pathTok, "expected the external data file name");
-      std::string path = next().text;
-      SMELT_CHECK_OK(expectPunct(","));
-      SMELT_TRY(int64_t offset, parseInt());
-      SMELT_CHECK_OK(expectPunct(")"));
-      SMELT_CHECK_OK(readExternal(pathTok, path, offset, t));
       return t;
     }
     SMELT_CHECK_OK(expectPunct("["));
@@ -278,13 +273,24 @@ class Parser {
     return t;
   }
 
-  Status readExternal(const Token& at, const std::string& path, int64_t offset, Tensor& t) {
+  /// `file("name", offset)`: the bytes read (their range checked against the file) before the tensor
+  /// is allocated.
+  Expected<Tensor> parseExternalBody(const TensorType& type) {
+    next();
+    SMELT_CHECK_OK(expectPunct("("));
+    const Token& pathTok = peek();
+    if (pathTok.kind != TokenKind::String) return fail(pathTok, "expected the external data file name");
+    std::string path = next().text;
+    SMELT_CHECK_OK(expectPunct(","));
+    SMELT_TRY(int64_t offset, parseInt());
+    SMELT_CHECK_OK(expectPunct(")"));
     Expected<std::filesystem::path> full = resolveInsideFolder(options_.externalDataDir, path, "external data");
-    if (!full) return fail(at, full.error().message());
-    Expected<std::string> bytes = readFileRange(*full, offset, static_cast<int64_t>(t.byteSize()), "external data");
-    if (!bytes) return fail(at, bytes.error().message());
+    if (!full) return fail(pathTok, full.error().message());
+    Expected<std::string> bytes = readFileRange(*full, offset, static_cast<int64_t>(type.byteSize()), "external data");
+    if (!bytes) return fail(pathTok, bytes.error().message());
+    Tensor t(type);
     std::memcpy(t.raw(), bytes->data(), bytes->size());
-    return Status::success();
+    return t;
   }
 
   // --- attributes ----------------------------------------------------------------------------------

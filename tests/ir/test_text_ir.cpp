@@ -160,6 +160,9 @@ TEST_CASE("parse errors name the line and column with a caret") {
       {"graph @g(%x: f32[2]) {\n  %0 = exp(%x) : f32[2]\n", "expected 'return'"},
       {"graph @g(%x: f32[2]) {\n  param %w: f32[2] = [1, 2, 3]\n  return\n}", "too many elements"},
       {"graph @g(%x: f32[2]) {\n  param %w: f32[2] = x\"0000\"\n  return\n}", "hex data has 2 bytes"},
+      // Found by fuzz_ir_text: a short text declaring a 1.7 GB literal allocated it before reading it.
+      {"graph @g(%x: f32[2]) {\n  param %w: i32[444444444] = [1]\n  return\n}",
+       "i32[444444444] has 444444444 elements, more than the rest of the text holds"},
       {"graph @g(%x: f32[2]) {\n  %0 = exp(%x) : f32[2]\n  return r = %0, r = %0\n}", "returned twice"},
       {"graph @g(%x: f32[2]) { \"unterminated", "unterminated string"},
   };
