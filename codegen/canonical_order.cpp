@@ -14,11 +14,6 @@ namespace smelt::codegen {
 
 namespace {
 
-bool isCommutative(KBinary op) {
-  return op == KBinary::Add || op == KBinary::Mul || op == KBinary::Min || op == KBinary::Max || op == KBinary::And ||
-         op == KBinary::Or || op == KBinary::Xor || op == KBinary::Eq || op == KBinary::Ne;
-}
-
 /// A hash of what each value computes, independent of ids and emission order: an instruction's kind,
 /// dtype, operation and constant bits with its operands' hashes; a loop's values by the loop's place
 /// in the walk and their role.

@@ -171,10 +171,7 @@ KValue KernelBuilder::binary(KBinary op, KValue a, KValue b) {
   }
   DType result = isComparison(op) ? DType::boolean : a.dtype;
   // Commutative ops list the lower id first, so a+b and b+a are one instruction.
-  bool commutative = op == KBinary::Add || op == KBinary::Mul || op == KBinary::Min || op == KBinary::Max ||
-                     op == KBinary::And || op == KBinary::Or || op == KBinary::Xor || op == KBinary::Eq ||
-                     op == KBinary::Ne;
-  if (commutative && b.id < a.id) std::swap(a, b);
+  if (isCommutative(op) && b.id < a.id) std::swap(a, b);
   KInst i{.kind = KInstKind::Binary, .dtype = result, .a = a.id, .b = b.id, .binary = op};
   return emit(i, std::max(depthOf(a), depthOf(b)));
 }

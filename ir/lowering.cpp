@@ -14,6 +14,11 @@ std::string_view kUnaryName(KUnary op) {
   return names[static_cast<size_t>(op)];
 }
 
+bool isCommutative(KBinary op) {
+  return op == KBinary::Add || op == KBinary::Mul || op == KBinary::Min || op == KBinary::Max || op == KBinary::And ||
+         op == KBinary::Or || op == KBinary::Xor || op == KBinary::Eq || op == KBinary::Ne;
+}
+
 std::string_view kBinaryName(KBinary op) {
   static constexpr std::string_view names[] = {"add", "sub", "mul", "div", "rem", "min", "max",
                                                "pow", "and", "or",  "xor", "shl", "shr", "lt",

@@ -43,6 +43,8 @@ enum class KBinary {
 
 std::string_view kUnaryName(KUnary op);
 std::string_view kBinaryName(KBinary op);
+/// Whether `a op b` is `b op a` exactly (the kernel builder and canonical-order order their operands).
+bool isCommutative(KBinary op);
 
 /// What lowerings emit: constants, scalar math, selects, casts and sequential loops with carried
 /// values (reductions). Implemented by codegen; every call returns a valid value or records an error
