@@ -23,7 +23,7 @@ import timing  # noqa: E402
 import torch_models  # noqa: E402
 import torch_workloads  # noqa: E402
 
-GPU_WORKLOADS = ["ew_chain", "softmax_rows", "layernorm", "gemm2048", "linear_relu", "mlp_train"]
+GPU_WORKLOADS = ["ew_chain", "softmax_rows", "layernorm", "gemm2048", "gemm4096", "linear_relu", "mlp_train"]
 # Through the model API in smelt (benchmarks/native/train_steps.cpp --device cuda): one training step
 # (its loss back on the host) or one small layer's call (host in, host out), on the wall clock.
 MODEL_WORKLOADS = ["mlp_train_step", "resnet18_train_step", "tiny_latency"]

@@ -21,8 +21,9 @@ def build(name):
     if name == "layernorm":
         fn = lambda x, w, b: F.layer_norm(x, (1024,), w, b)
         return fn, (torch.randn(8192, 1024), torch.randn(1024), torch.randn(1024))
-    if name == "gemm2048":
-        return (lambda a, b: a @ b), (torch.randn(2048, 2048), torch.randn(2048, 2048))
+    if name in ("gemm2048", "gemm4096"):
+        n = int(name[4:])
+        return (lambda a, b: a @ b), (torch.randn(n, n), torch.randn(n, n))
     if name == "linear_relu":
         fn = lambda x, w, b: torch.relu(F.linear(x, w, b))
         return fn, (torch.randn(512, 2048), torch.randn(2048, 2048), torch.randn(2048))

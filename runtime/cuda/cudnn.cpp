@@ -87,8 +87,8 @@ struct CudnnApi {
   CudnnStatus (*dataAlgos)(Handle, Descriptor, Descriptor, Descriptor, Descriptor, int, int*, AlgoPerf*) = nullptr;
   CudnnStatus (*filterAlgos)(Handle, Descriptor, Descriptor, Descriptor, Descriptor, int, int*, AlgoPerf*) = nullptr;
   // The same queries answered by running each algorithm once (cudnnFind*Algorithm, what PyTorch's
-  // cudnn.benchmark uses; SMELT_CUDNN_ALGO=timed): the heuristics' first choice is often not the
-  // fastest (ResNet-18's step on an H200: 6.72 ms with it, 5.57 ms timed).
+  // cudnn.benchmark uses; the default): the heuristics' first choice is often not the fastest
+  // (ResNet-18's step on an H200: 6.72 ms with it, 5.57 ms timed).
   CudnnStatus (*forwardTimed)(Handle, Descriptor, Descriptor, Descriptor, Descriptor, int, int*, AlgoPerf*) = nullptr;
   CudnnStatus (*dataTimed)(Handle, Descriptor, Descriptor, Descriptor, Descriptor, int, int*, AlgoPerf*) = nullptr;
   CudnnStatus (*filterTimed)(Handle, Descriptor, Descriptor, Descriptor, Descriptor, int, int*, AlgoPerf*) = nullptr;
@@ -256,15 +256,13 @@ class Descriptors {
     return Status::success();
   }
 
-  /// The fastest deterministic algorithm and its workspace: by cuDNN's heuristics, or with
-  /// SMELT_CUDNN_ALGO=timed as cuDNN times them (once per shape, when the graph compiles; the
-  /// heuristics where timing fails). Timed is 1.2x faster on ResNet-18's step on an H200, but a GPU
-  /// test run crashed in the convolution test with it, before the fix of the stream it ran on (see
-  /// cudnnWorkspace): it stays opt-in until a GPU run confirms the fix.
+  /// The fastest deterministic algorithm and its workspace as cuDNN times them (once per shape, when
+  /// the graph compiles), or by its heuristics with SMELT_CUDNN_ALGO=heuristic or where timing fails.
+  /// Timed is 1.07-1.2x faster on ResNet-18's step on an H200 (three GPU runs).
   Expected<std::pair<int, size_t>> choose(Handle handle, CudnnConvolution::Kind kind) {
     static const bool timedChoice = [] {
       const char* env = std::getenv("SMELT_CUDNN_ALGO");
-      return env && std::string_view(env) == "timed";
+      return !(env && std::string_view(env) == "heuristic");
     }();
     if (timedChoice) {
       auto timed = rank(handle, kind, true);
