@@ -26,8 +26,12 @@
 
 namespace smelt::codegen {
 
-/// Rows shorter than this stay one thread per point: a block would idle most of its threads.
+/// Rows shorter than this stay one thread per point: a block would idle most of its threads. In a nest
+/// (see above), rows of at least kMinNestRow map to blocks when the nest walks kMinBlockRow elements in
+/// all: a warp then idles at most three quarters of its threads, where one thread per point would walk
+/// every element of the nest in sequence.
 inline constexpr int64_t kMinBlockRow = 64;
+inline constexpr int64_t kMinNestRow = 8;
 
 /// Maps `kernel` to blocks of at most `maxThreads` threads (a power of two) where it can (see the
 /// file comment); returns whether it did. Idempotent.

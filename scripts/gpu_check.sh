@@ -163,9 +163,9 @@ else
   failures+=("smelt_train_steps --device cuda")
 fi
 
-# Convolutions run on cuDNN where it loads, with the algorithms it times fastest; the same step runs with
-# its heuristics' algorithms (SMELT_CUDNN_ALGO=heuristic) and as im2col + cuBLAS (SMELT_CUDNN=0).
-for variant in heuristic:SMELT_CUDNN_ALGO=heuristic im2col:SMELT_CUDNN=0; do
+# f32 convolutions run as im2col + cuBLAS; the same step runs on cuDNN with the algorithms it times
+# fastest (SMELT_CUDNN=1).
+for variant in cudnn:SMELT_CUDNN=1; do
   name=${variant%%:*} setting=${variant#*:}
   if timeout "$(limit 60)" env "$setting" "$build/bin/smelt_train_steps" --device cuda --only resnet18_train_step \
     --seconds "$seconds" >"$logs/smelt_model_$name.log" 2>&1; then
@@ -176,12 +176,9 @@ for variant in heuristic:SMELT_CUDNN_ALGO=heuristic im2col:SMELT_CUDNN=0; do
     failures+=("smelt_train_steps $setting")
   fi
 done
-# Where ResNet-18's step spends its time on cuDNN and on im2col + cuBLAS (SMELT_PROFILE: every step
-# between device events), for the logs only: cuDNN has lost to im2col in every run so far.
-for variant in cudnn:SMELT_CUDNN=1 im2col:SMELT_CUDNN=0; do
-  timeout "$(limit 45)" env SMELT_PROFILE=1 "${variant#*:}" "$build/bin/smelt_train_steps" --device cuda \
-    --only resnet18_train_step --seconds 1 >"$logs/profile_resnet18_${variant%%:*}.log" 2>&1 || true
-done
+# Where ResNet-18's step spends its time (SMELT_PROFILE: every step between device events), for the logs.
+timeout "$(limit 45)" env SMELT_PROFILE=1 "$build/bin/smelt_train_steps" --device cuda --only resnet18_train_step \
+  --seconds 1 >"$logs/profile_resnet18.log" 2>&1 || true
 
 step "PyTorch on the same card: eager, then torch.compile"
 models=mlp_train_step,resnet18_train_step,tiny_latency
@@ -253,8 +250,7 @@ step "summary"
   for w in mlp_train_step resnet18_train_step tiny_latency; do
     echo "| $w | ${smelt_model[$w]:--} | $(figure torch_eager.log "$w:host") | $(figure torch_compile.log "$w:host") | $(figure torch_compile.log "$w:compile") |"
   done
-  echo "| resnet18_train_step, cuDNN's heuristic algorithms (SMELT_CUDNN_ALGO=heuristic) | ${smelt_model[resnet18_train_step_heuristic]:--} | | | |"
-  echo "| resnet18_train_step, im2col + cuBLAS (SMELT_CUDNN=0) | ${smelt_model[resnet18_train_step_im2col]:--} | | | |"
+  echo "| resnet18_train_step on cuDNN, timed algorithms (SMELT_CUDNN=1) | ${smelt_model[resnet18_train_step_cudnn]:--} | | | |"
   grep -h ":error" "$logs"/torch_*.log 2>/dev/null | sed 's/^/torch: /'
   echo
   targets

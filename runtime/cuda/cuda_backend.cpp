@@ -96,9 +96,9 @@ std::optional<GemmPlan> CudaBackend::planProduct(const Node& node, const Compile
   std::optional<GemmPlan> plan = planGemm(node, &cuda::cublasAvailable);
   if (!plan || plan->transposeB) return std::nullopt;
   plan->tf32 = options.tf32;
-  // Convolutions on cuDNN where it loads and expresses the window, with the workspace it asks for;
-  // else layout kernels around a GEMM on cuBLAS (runtime/exec/device_convolution.cpp).
-  if (plan->conv && cuda::cudnnAvailable()) {
+  // Convolutions in f16 and bf16 on cuDNN where it loads and expresses the window, with the workspace
+  // it asks for; else layout kernels around a GEMM on cuBLAS (runtime/exec/device_convolution.cpp).
+  if (plan->conv && cuda::cudnnAvailable() && cuda::cudnnPreferred(plan->dtype)) {
     Expected<size_t> workspace = cuda::cudnnWorkspace(cudaContextOf(*device_), cudnnConvolutionOf(*plan));
     if (workspace.ok()) {
       plan->nativeConvolution = true;

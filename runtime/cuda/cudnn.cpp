@@ -359,6 +359,14 @@ Expected<Plan*> planFor(const CudnnApi& api, Context& context, Handle handle, co
 
 bool cudnnAvailable() { return cudnn().ok(); }
 
+bool cudnnPreferred(DType dtype) {
+  static const bool everyDtype = [] {
+    const char* env = std::getenv("SMELT_CUDNN");
+    return env && std::string_view(env) == "1";
+  }();
+  return everyDtype || dtype == DType::f16 || dtype == DType::bf16;
+}
+
 bool cudnnExpresses(const CudnnConvolution& c) {
   auto output = [](int64_t in, int64_t pad, int64_t dilation, int64_t k, int64_t stride) {
     const int64_t span = in + 2 * pad - dilation * (k - 1) - 1;

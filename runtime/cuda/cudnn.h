@@ -1,10 +1,11 @@
 // cuDNN 9's convolutions for the CUDA executable, loaded with dlopen (libcudnn.so.9 from the loader's
 // path, the CUDA toolkit or the pip wheels: nvidia_libraries.h), never linked: a conv2d, its data
 // gradient (smelt's conv_transpose2d) and its weight gradient, NCHW, grouped and dilated, in f32 (TF32
-// only when asked), f64, f16 and bf16 (f32 accumulation). The algorithm is cuDNN's fastest
-// deterministic one by its heuristics, chosen once per shape. Without cuDNN, or for a window cuDNN
-// cannot express (padding that is not the same on both sides of an axis), convolutions run as layout
-// kernels around cuBLAS (runtime/exec/device_convolution.cpp).
+// only when asked), f64, f16 and bf16 (f32 accumulation). The algorithm is the fastest deterministic
+// one as cuDNN times them, chosen once per shape. By default only f16 and bf16 convolutions run here
+// (cudnnPreferred); f32 and f64 ones, those without cuDNN, and windows cuDNN cannot express (padding
+// that is not the same on both sides of an axis) run as layout kernels around cuBLAS
+// (runtime/exec/device_convolution.cpp).
 //   CudnnConvolution conv{...};
 //   SMELT_TRY(size_t workspace, cudnnWorkspace(context, conv));
 //   SMELT_CHECK_OK(cudnnConvolve(context, stream, conv, {x, w}, y, scratch, workspace));
@@ -21,6 +22,11 @@ namespace smelt::cuda {
 
 /// Whether cuDNN loads (and SMELT_CUDNN is not 0).
 bool cudnnAvailable();
+/// Whether convolutions of `dtype` should run on cuDNN rather than as im2col + cuBLAS: f16 and bf16,
+/// or every dtype with SMELT_CUDNN=1. In f32 cuDNN lost to im2col + cuBLAS on ResNet-18's step on an
+/// H200 in every run (5.6-6.5 ms against 4.7-5.0, batch 16 of 64x64 images; layer 4's 3x3
+/// convolutions 0.168 ms against under 0.03: docs/gpu_check.md).
+bool cudnnPreferred(DType dtype);
 /// "cuDNN 9.13.0 (/usr/local/cuda/lib64/libcudnn.so.9)", or why it is not available.
 std::string cudnnDescription();
 

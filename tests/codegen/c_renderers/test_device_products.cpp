@@ -123,7 +123,10 @@ TEST_CASE("device products: matmul, batches, gemm and epilogues on the vendor li
 
 TEST_CASE("device products: convolutions and their gradients on the vendor library, against the reference") {
   for (const DeviceDescription& device : testing::nonCpuDevices()) {
-    for (std::string t : {"f32", "f64"}) {
+    // On CUDA f16 runs on cuDNN (cuda::cudnnPreferred), f32 and f64 as im2col + cuBLAS.
+    std::vector<std::string> dtypes = {"f32", "f64"};
+    if (device.kind == DeviceKind::kCuda) dtypes.push_back("f16");
+    for (const std::string& t : dtypes) {
       const DType dtype = *parseDType(t);
       if (dtype == DType::f64 && !device.fp64) continue;
       struct Case {
