@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <charconv>
 #include <unordered_map>
 
@@ -109,7 +110,8 @@ Status checkBinding(const Graph& graph, const DimBinding& binding) {
 
 Expected<Graph> withInputTypes(const Graph& graph,
                                const std::function<Expected<TensorType>(const TensorType&)>& typeOf,
-                               const std::function<void(AttrMap&)>& attrs) {
+                               const std::function<void(AttrMap&)>& attrs,
+                               const std::function<std::string(const Node&)>& explain) {
   Graph out(graph.name());
   std::unordered_map<const Value*, Value*> map;
   for (const Value* v : graph.inputs()) {
@@ -122,32 +124,77 @@ Expected<Graph> withInputTypes(const Graph& graph,
     for (const Value* o : node->operands()) operands.push_back(map.at(o));
     AttrMap a = node->attrs();
     if (attrs) attrs(a);
-    SMELT_TRY(Node * n, out.addNode(node->opName(), std::move(operands), std::move(a), node->sourceName()));
+    Expected<Node*> added = out.addNode(node->opName(), std::move(operands), std::move(a), node->sourceName());
+    if (!added.ok()) {
+      std::string why = explain ? explain(*node) : std::string();
+      return why.empty() ? added.error() : makeError("{}; {}", added.error().message(), why);
+    }
+    Node* n = *added;
     for (size_t r = 0; r < node->results().size(); ++r) map[node->result(r)] = n->result(r);
   }
   for (const GraphOutput& o : graph.outputs()) out.addOutput(o.name, map.at(o.value));
   return out;
 }
 
+namespace {
+
+/// "its operands are declared f32[N,3] and f32[M,3], bound N=3, M=5: symbols an op unifies must be
+/// bound to one extent", or "" when the node's operands hold fewer than two symbols.
+std::string unifiedSymbols(const Node& node, const DimBinding& binding) {
+  std::vector<std::string> types, symbols, bound;  // symbols in the order the operands hold them
+  for (const Value* o : node.operands()) {
+    types.push_back(o->type().toString());
+    for (int64_t d : o->type().shape) {
+      std::string name = dimSymbolName(d);
+      if (name.empty() || std::find(symbols.begin(), symbols.end(), name) != symbols.end()) continue;
+      symbols.push_back(name);
+      bound.push_back(fmt::format("{}={}", name, binding.at(name)));
+    }
+  }
+  if (symbols.size() < 2) return "";
+  return fmt::format("its operands are declared {}, bound {}: symbols an op unifies must be bound to one extent",
+                     fmt::join(types, " and "), fmt::join(bound, ", "));
+}
+
+}  // namespace
+
 Expected<Graph> bindDims(const Graph& graph, const DimBinding& binding) {
   SMELT_CHECK_OK(checkBinding(graph, binding));
   auto bind = [&](int64_t& d) {
     if (std::string symbol = dimSymbolName(d); !symbol.empty()) d = binding.at(symbol);
   };
-  return withInputTypes(
-      graph,
-      [&](TensorType t) -> Expected<TensorType> {
-        for (int64_t& d : t.shape) bind(d);
-        SMELT_CHECK_OK(checkShapeLimits(t.shape));
-        return t;
-      },
-      [&](AttrMap& attrs) {
-        for (auto& [name, value] : attrs) {
-          if (auto* ints = std::get_if<std::vector<int64_t>>(&value)) {
-            for (int64_t& d : *ints) bind(d);
-          }
-        }
-      });
+  auto explain = [&](const Node& node) { return unifiedSymbols(node, binding); };
+  SMELT_TRY(Graph bound, withInputTypes(
+                             graph,
+                             [&](TensorType t) -> Expected<TensorType> {
+                               for (int64_t& d : t.shape) bind(d);
+                               SMELT_CHECK_OK(checkShapeLimits(t.shape));
+                               return t;
+                             },
+                             [&](AttrMap& attrs) {
+                               for (auto& [name, value] : attrs) {
+                                 if (auto* ints = std::get_if<std::vector<int64_t>>(&value)) {
+                                   for (int64_t& d : *ints) bind(d);
+                                 }
+                               }
+                             },
+                             explain));
+  // Inference at the bound sizes may succeed where the symbols' unification does not hold (N=1 and
+  // M=5 broadcast): each result must be its symbolic type, bound.
+  for (size_t i = 0; i < graph.nodes().size(); ++i) {
+    const Node& symbolic = *graph.nodes()[i];
+    const Node& fixed = *bound.nodes()[i];
+    for (size_t r = 0; r < symbolic.results().size(); ++r) {
+      TensorType want = symbolic.result(r)->type();
+      for (int64_t& d : want.shape) bind(d);
+      if (want == fixed.result(r)->type()) continue;
+      std::string why = unifiedSymbols(symbolic, binding);
+      return makeError("{}: result {} is {} at this binding, not {}{}{}", graph.labelOf(symbolic), r,
+                       fixed.result(r)->type().toString(), symbolic.result(r)->type().toString(), why.empty() ? "" : "; ",
+                       why);
+    }
+  }
+  return bound;
 }
 
 }  // namespace smelt

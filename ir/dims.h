@@ -57,15 +57,18 @@ Expected<DimBinding> bindingFromInputs(const Graph& graph, std::span<const Tenso
 Status checkBinding(const Graph& graph, const DimBinding& binding);
 
 /// A copy of `graph` whose inputs have the types `typeOf` gives for their own, every node's types
-/// inferred again from them (an op refusing them is an error naming the node); `attrs`, when given,
-/// rewrites each node's attributes first.
+/// inferred again from them (an op refusing them is an error naming the node, followed by what
+/// `explain` says of the source node when given); `attrs`, when given, rewrites each node's attributes
+/// first.
 Expected<Graph> withInputTypes(const Graph& graph,
                                const std::function<Expected<TensorType>(const TensorType&)>& typeOf,
-                               const std::function<void(AttrMap&)>& attrs = {});
+                               const std::function<void(AttrMap&)>& attrs = {},
+                               const std::function<std::string(const Node&)>& explain = {});
 
 /// A static copy of `graph`: every symbolic extent of its inputs, and of its nodes' integer attributes
 /// (expand's shape over a symbolic batch), replaced by its bound value, and every node's types
-/// inferred again from them.
+/// inferred again from them. Symbols an op unified (add of f32[N] and f32[M]) must be bound to one
+/// extent: otherwise the error names the node, both symbols and their values.
 Expected<Graph> bindDims(const Graph& graph, const DimBinding& binding);
 
 }  // namespace smelt

@@ -94,13 +94,15 @@ std::vector<int64_t> contiguousStrides(std::span<const int64_t> shape) {
 
 std::string TensorType::toString() const { return std::string(dtypeName(dtype)) + shapeToString(shape); }
 
+bool extentsUnify(int64_t a, int64_t b) { return a == b || (isSymbolic(a) && isSymbolic(b)); }
+
 Expected<Shape> broadcastShapes(std::span<const int64_t> a, std::span<const int64_t> b) {
   size_t rank = std::max(a.size(), b.size());
   Shape out(rank);
   for (size_t i = 0; i < rank; ++i) {
     int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
     int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (da != db && da != 1 && db != 1) {
+    if (!extentsUnify(da, db) && da != 1 && db != 1) {
       return makeError("shapes {} and {} do not broadcast (dimension {}: {} vs {})", shapeToString(a),
                        shapeToString(b), i, extentToString(da), extentToString(db));
     }

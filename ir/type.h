@@ -63,9 +63,13 @@ struct TensorType {
   bool operator==(const TensorType&) const = default;
 };
 
+/// Whether two extents may stand for one: equal, or two symbols (which the op then unifies: the
+/// graph holds only if they are bound to one extent, which bindDims checks).
+bool extentsUnify(int64_t a, int64_t b);
+
 /// The numpy broadcast of two shapes, or an error naming both. A symbolic extent broadcasts with 1
-/// and with itself; against another symbol or a count other than 1 it is an error (the two are not
-/// known to be equal).
+/// and with itself; two different symbols unify (the result takes the first one's name); against a
+/// count other than 1 a symbol is an error (the count could be bound only to that one extent).
 Expected<Shape> broadcastShapes(std::span<const int64_t> a, std::span<const int64_t> b);
 
 /// Fails when `shape` exceeds kMaxRank or kMaxElements (its static extents; a symbol counts as 1), or

@@ -72,7 +72,7 @@ Expected<MatmulDims> matmulDims(const OpCall& call) {
     d.n = b.shape.back();
     d.bBatch.assign(b.shape.begin(), b.shape.end() - 2);
   }
-  if (bk != d.k) {
+  if (!extentsUnify(bk, d.k)) {
     std::string expected = b.rank() == 1 ? fmt::format("[{}]", d.k)
                            : b.rank() == 2 ? fmt::format("[{},N]", d.k)
                                            : fmt::format("[...,{},N]", d.k);
@@ -150,7 +150,7 @@ Expected<GemmDims> gemmDims(const OpCall& call) {
   d.k = d.transA ? a[0] : a[1];
   int64_t bk = d.transB ? b[1] : b[0];
   d.n = d.transB ? b[0] : b[1];
-  if (bk != d.k) {
+  if (!extentsUnify(bk, d.k)) {
     return call.error("{} must be {} to match {} {}{}, got {}", operandName(call, 1),
                       d.transB ? fmt::format("[N,{}]", d.k) : fmt::format("[{},N]", d.k), operandName(call, 0),
                       call.operand(0).toString(), d.transA ? " (transposed)" : "", call.operand(1).toString());
