@@ -27,14 +27,20 @@ std::string_view kBinaryName(KBinary op) {
 }
 
 KValue LoweringContext::operandAt(size_t i) {
-  std::vector<KValue> at = broadcastIndex(emit(), index(), call().operand(i).shape);
+  const Shape* out = call().results().empty() ? nullptr : &call().results()[0].shape;
+  std::vector<KValue> at = broadcastIndex(emit(), index(), call().operand(i).shape, out);
   return operand(i, at);
 }
 
-std::vector<KValue> broadcastIndex(KernelEmitter& e, std::span<const KValue> out, const Shape& in) {
+std::vector<KValue> broadcastIndex(KernelEmitter& e, std::span<const KValue> out, const Shape& in,
+                                   const Shape* outShape) {
   std::vector<KValue> at;
   size_t pad = out.size() - in.size();
-  for (size_t d = 0; d < in.size(); ++d) at.push_back(in[d] == 1 ? e.index(0) : out[d + pad]);
+  for (size_t d = 0; d < in.size(); ++d) {
+    // A dim of 1 the output shares is read at the output's index (0, but not folded: see linearOffset).
+    const bool shared = outShape && outShape->size() == out.size() && (*outShape)[d + pad] == 1;
+    at.push_back(in[d] == 1 && !shared ? e.index(0) : out[d + pad]);
+  }
   return at;
 }
 
@@ -45,10 +51,13 @@ KValue linearOffset(KernelEmitter& e, std::span<const KValue> index, const Shape
     for (size_t d = 0; d < index.size(); ++d) same = same && u.index[d] == index[d].id;
     if (same) return u.offset;
   }
+  // A dim of 1 adds its index too: 0 where the index is the constant (folded away), else the index of
+  // a domain dim of 1, which a graph bound at N = 1 has where it has N at other sizes; kept, its
+  // kernels are those of every other size but for their numbers (codegen/size_general.h).
   KValue offset = e.index(0);
   int64_t stride = 1;
   for (size_t d = shape.size(); d-- > 0;) {
-    if (shape[d] != 1) offset = e.add(offset, stride == 1 ? index[d] : e.mul(index[d], e.index(stride)));
+    offset = e.add(offset, stride == 1 ? index[d] : e.mul(index[d], e.index(stride)));
     stride *= shape[d];
   }
   return offset;
@@ -58,7 +67,7 @@ std::vector<KValue> unravel(KernelEmitter& e, KValue offset, const Shape& shape)
   const KValue linear = offset;
   std::vector<KValue> index(shape.size());
   for (size_t d = shape.size(); d-- > 0;) {
-    if (shape[d] == 1) {
+    if (shape[d] == 1 && d > 0) {
       index[d] = e.index(0);
       continue;
     }

@@ -110,8 +110,10 @@ class LoweringContext {
 using LowerFn = std::function<Expected<std::vector<KValue>>(LoweringContext& ctx)>;
 
 /// The index into an operand of shape `in` that numpy broadcasting reads for output index `out`
-/// (leading dims dropped, size-1 dims read at 0).
-std::vector<KValue> broadcastIndex(KernelEmitter& e, std::span<const KValue> out, const Shape& in);
+/// (leading dims dropped, size-1 dims read at 0, or at the output's index where `outShape`, the
+/// output's shape when given, has 1 there too).
+std::vector<KValue> broadcastIndex(KernelEmitter& e, std::span<const KValue> out, const Shape& in,
+                                   const Shape* outShape = nullptr);
 /// Row-major linear offset of `index` in `shape`, and the inverse (linearOffset of what unravel gave
 /// is unravel's offset, with no arithmetic).
 KValue linearOffset(KernelEmitter& e, std::span<const KValue> index, const Shape& shape);

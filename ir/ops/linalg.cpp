@@ -241,7 +241,7 @@ Expected<std::vector<KValue>> lowerMatmul(LoweringContext& ctx) {
   std::span<const KValue> batch = out.first(d.batch.size());
   KValue i = aMatrix ? out[d.batch.size()] : e.index(0);
   KValue j = bMatrix ? out.back() : e.index(0);
-  std::vector<KValue> aAt = broadcastIndex(e, batch, d.aBatch), bAt = broadcastIndex(e, batch, d.bBatch);
+  std::vector<KValue> aAt = broadcastIndex(e, batch, d.aBatch, &d.batch), bAt = broadcastIndex(e, batch, d.bBatch, &d.batch);
   if (aMatrix) aAt.push_back(i);
   aAt.push_back({});
   bAt.push_back({});
@@ -282,7 +282,7 @@ Expected<std::vector<KValue>> lowerGemm(LoweringContext& ctx) {
     return ctx.operand(1, at);
   };
   auto c = [&] {
-    std::vector<KValue> at = broadcastIndex(e, ctx.index(), call.operand(2).shape);
+    std::vector<KValue> at = broadcastIndex(e, ctx.index(), call.operand(2).shape, &call.results()[0].shape);
     return ctx.operand(2, at);
   };
   std::optional<int64_t> alphaInt = exactInt(alpha), betaInt = exactInt(beta);
