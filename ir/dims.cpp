@@ -188,10 +188,10 @@ Expected<Graph> bindDims(const Graph& graph, const DimBinding& binding) {
       TensorType want = symbolic.result(r)->type();
       for (int64_t& d : want.shape) bind(d);
       if (want == fixed.result(r)->type()) continue;
-      std::string why = unifiedSymbols(symbolic, binding);
+      const std::string why = unifiedSymbols(symbolic, binding);
       return makeError("{}: result {} is {} at this binding, not {}{}{}", graph.labelOf(symbolic), r,
-                       fixed.result(r)->type().toString(), symbolic.result(r)->type().toString(), why.empty() ? "" : "; ",
-                       why);
+                       fixed.result(r)->type().toString(), symbolic.result(r)->type().toString(),
+                       why.empty() ? "" : "; ", why);
     }
   }
   return bound;

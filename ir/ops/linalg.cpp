@@ -241,7 +241,8 @@ Expected<std::vector<KValue>> lowerMatmul(LoweringContext& ctx) {
   std::span<const KValue> batch = out.first(d.batch.size());
   KValue i = aMatrix ? out[d.batch.size()] : e.index(0);
   KValue j = bMatrix ? out.back() : e.index(0);
-  std::vector<KValue> aAt = broadcastIndex(e, batch, d.aBatch, &d.batch), bAt = broadcastIndex(e, batch, d.bBatch, &d.batch);
+  std::vector<KValue> aAt = broadcastIndex(e, batch, d.aBatch, &d.batch);
+  std::vector<KValue> bAt = broadcastIndex(e, batch, d.bBatch, &d.batch);
   if (aMatrix) aAt.push_back(i);
   aAt.push_back({});
   bAt.push_back({});

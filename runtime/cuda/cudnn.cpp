@@ -100,8 +100,22 @@ struct CudnnApi {
   Call forward = nullptr, data = nullptr, filter = nullptr;
 };
 
+/// What SMELT_CUDNN asks for (read once): 0 turns cuDNN off, 1 sends every dtype's convolutions to
+/// it; by default only f16 and bf16 go there (cudnnPreferred).
+enum class CudnnSetting { kOff, kLowPrecision, kEveryDtype };
+
+CudnnSetting cudnnSetting() {
+  static const CudnnSetting setting = [] {
+    const char* env = std::getenv("SMELT_CUDNN");
+    if (env && std::string_view(env) == "0") return CudnnSetting::kOff;
+    if (env && std::string_view(env) == "1") return CudnnSetting::kEveryDtype;
+    return CudnnSetting::kLowPrecision;
+  }();
+  return setting;
+}
+
 Expected<CudnnApi*> loadCudnn() {
-  if (const char* env = std::getenv("SMELT_CUDNN"); env && std::string_view(env) == "0") {
+  if (cudnnSetting() == CudnnSetting::kOff) {
     return makeError("cuDNN turned off (SMELT_CUDNN=0)");
   }
   auto api = std::make_unique<CudnnApi>();
@@ -360,11 +374,7 @@ Expected<Plan*> planFor(const CudnnApi& api, Context& context, Handle handle, co
 bool cudnnAvailable() { return cudnn().ok(); }
 
 bool cudnnPreferred(DType dtype) {
-  static const bool everyDtype = [] {
-    const char* env = std::getenv("SMELT_CUDNN");
-    return env && std::string_view(env) == "1";
-  }();
-  return everyDtype || dtype == DType::f16 || dtype == DType::bf16;
+  return cudnnSetting() == CudnnSetting::kEveryDtype || dtype == DType::f16 || dtype == DType::bf16;
 }
 
 bool cudnnExpresses(const CudnnConvolution& c) {
