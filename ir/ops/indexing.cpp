@@ -29,11 +29,20 @@ Expected<std::vector<TensorType>> inferConcat(const OpCall& call) {
   auto axis = normalizeAxis(call.getInt("axis"), first.rank());
   if (!axis) return call.error("attribute 'axis': {}", axis.error().message());
   Shape shape = first.shape;
+  for (size_t i = 0; i < call.numOperands(); ++i) {
+    // The joined extent is a sum: of counts only (N + 3 is no extent a shape holds).
+    const TensorType& t = call.operand(i);
+    if (*axis < t.rank() && isSymbolic(t.shape[*axis])) {
+      return call.error("{} is {}: joining along symbolic dimension {} would add it to others; bind it first",
+                        operandName(call, i), t.toString(), extentToString(t.shape[*axis]));
+    }
+  }
   for (size_t i = 1; i < call.numOperands(); ++i) {
     SMELT_CHECK_OK(expectSameDType(call, 0, i));
     const TensorType& t = call.operand(i);
     bool matches = t.rank() == first.rank();
-    for (int64_t d = 0; matches && d < t.rank(); ++d) matches = d == *axis || t.shape[d] == first.shape[d];
+    // The other dims must agree; two symbols there are unified (extentsUnify).
+    for (int64_t d = 0; matches && d < t.rank(); ++d) matches = d == *axis || extentsUnify(t.shape[d], first.shape[d]);
     if (!matches) {
       return call.error("{} is {} but {} is {}; they may differ only on axis {}", operandName(call, i), t.toString(),
                         operandName(call, 0), first.toString(), *axis);
@@ -91,6 +100,11 @@ Expected<std::vector<SliceDim>> sliceDims(const OpCall& call) {
   for (size_t d = 0; d < dims.size(); ++d) dims[d].length = x.shape[d];
   for (size_t i = 0; i < n; ++i) {
     int64_t dim = x.shape[normalized[i]];
+    // Positions count from a symbolic end and clamp to it: arithmetic on the symbol (its other axes keep it).
+    if (isSymbolic(dim)) {
+      return call.error("axis {} of {} is symbolic dimension {}: slicing it computes with it; bind it first", axes[i],
+                        x.toString(), extentToString(dim));
+    }
     int64_t step = steps[i];
     if (step == 0) return call.error("attribute 'steps' has a 0 for axis {}", axes[i]);
     // ONNX Slice: negative positions count from the end, then clamp. Adding dim (< 2^41) to a
@@ -635,6 +649,7 @@ void registerIndexingOps(OpRegistry& registry) {
       .fusion = FusionKind::Injective,
       .dtypes = dtypes::kAll,
       .infer = inferConcat,
+      .symbolicDims = true,
       .reference = referenceConcat,
       .example = R"(graph @t(%a: $T[2,3], %b: $T[2,1], %c: $T[2,2]) {
   %0 = concat(%a, %b, %c) {axis = -1} : $T[2,6]
@@ -654,6 +669,7 @@ void registerIndexingOps(OpRegistry& registry) {
       .fusion = FusionKind::Injective,
       .dtypes = dtypes::kAll,
       .infer = inferSlice,
+      .symbolicDims = true,
       .reference = referenceSlice,
       .example = R"(graph @t(%x: $T[4,6]) {
   %0 = slice(%x) {starts = [-1, 1], ends = [-5, 100], steps = [-2, 2]} : $T[2,3]

@@ -77,8 +77,12 @@ TEST_CASE("symbolic dims: inference carries them, and whatever would compute wit
   CHECK(flat.outputs()[0].value->type().toString() == "f32[N,12]");
   e = expectError("graph @g(%x: f32[N,3,4]) {\n  %0 = flatten(%x) {axis = 2} : f32[N,4]\n  return y = %0\n}\n");
   CHECK_MESSAGE(e.find("would be multiplied") != std::string::npos, e);
-  e = expectError("graph @g(%x: f32[N,3]) {\n  %0 = concat(%x, %x) {axis = 1} : f32[N,6]\n  return y = %0\n}\n");
-  CHECK_MESSAGE(e.find("concat does not take symbolic dimensions") != std::string::npos, e);
+  e = expectError(R"(graph @g(%x: f32[N,3]) {
+  %i = constant() {value = dense<i64[2]> [0, 2]} : i64[2]
+  %0 = gather(%x, %i) {axis = 1} : f32[N,2]
+  return y = %0
+})");
+  CHECK_MESSAGE(e.find("gather does not take symbolic dimensions") != std::string::npos, e);
   // Convolution keeps a symbolic batch, and refuses a symbolic image size (its output size is arithmetic).
   Graph conv = testing::parseOrFail(R"(graph @g(%x: f32[N,1,5,5]) {
   param %w: f32[2,1,3,3] = [1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9]
@@ -118,31 +122,56 @@ TEST_CASE("symbolic dims: symbols an op needs equal are unified, and a binding t
   auto fixed = bindDims(g, {{"N", 5}, {"M", 5}, {"B", 2}, {"K", 7}, {"J", 7}});
   REQUIRE_MESSAGE(fixed.ok(), fixed.error().message());
   CHECK(fixed->outputs()[0].value->type().toString() == "f32[5,3]");
+  // The error binding {N, M, J} (B = 2, K = 7) gives, each piece of `wanted` checked in it.
+  auto checkApart = [&](int64_t n, int64_t m, int64_t j, std::initializer_list<const char*> wanted) {
+    auto apart = bindDims(g, {{"N", n}, {"M", m}, {"B", 2}, {"K", 7}, {"J", j}});
+    REQUIRE_FALSE(apart.ok());
+    const std::string& e = apart.error().message();
+    for (const char* piece : wanted) CHECK_MESSAGE(e.find(piece) != std::string::npos, e);
+  };
   // Apart: the static shapes do not broadcast, and the error says which symbols the node unified.
-  auto apart = bindDims(g, {{"N", 3}, {"M", 5}, {"B", 2}, {"K", 7}, {"J", 7}});
-  REQUIRE_FALSE(apart.ok());
-  std::string e = apart.error().message();
-  CHECK_MESSAGE(e.find("add %0") != std::string::npos, e);
-  CHECK_MESSAGE(e.find("N=3, M=5") != std::string::npos, e);
+  checkApart(3, 5, 7, {"add %0", "N=3, M=5"});
   // A size of 1 would broadcast at those sizes, but the graph said N: still an error, not an f32[5,3]
   // where f32[N,3] was declared.
-  apart = bindDims(g, {{"N", 1}, {"M", 5}, {"B", 2}, {"K", 7}, {"J", 7}});
-  REQUIRE_FALSE(apart.ok());
-  e = apart.error().message();
-  CHECK_MESSAGE(e.find("add %0") != std::string::npos, e);
-  CHECK_MESSAGE(e.find("f32[5,3]") != std::string::npos, e);
-  CHECK_MESSAGE(e.find("N=1, M=5") != std::string::npos, e);
-  apart = bindDims(g, {{"N", 5}, {"M", 5}, {"B", 2}, {"K", 7}, {"J", 6}});
-  REQUIRE_FALSE(apart.ok());
-  e = apart.error().message();
-  CHECK_MESSAGE(e.find("matmul %1") != std::string::npos, e);
-  CHECK_MESSAGE(e.find("K=7, J=6") != std::string::npos, e);
+  checkApart(1, 5, 7, {"add %0", "f32[5,3]", "N=1, M=5"});
+  checkApart(5, 5, 6, {"matmul %1", "K=7, J=6"});
   // The reference interpreter binds from its feeds and reports the same.
   TensorMap feeds = testing::randomFeeds(*fixed, 11);
   feeds["y"] = testing::randomTensor(TensorType{DType::f32, {4, 3}}, 12);
   auto ran = interpret(g, feeds);
   REQUIRE_FALSE(ran.ok());
   CHECK_MESSAGE(ran.error().message().find("N=5, M=4") != std::string::npos, ran.error().message());
+}
+
+TEST_CASE("symbolic dims: concat and slice keep a symbol off their axis, unify it, and refuse to add or cut one") {
+  Graph g = testing::parseOrFail(R"(graph @g(%x: f32[N,3], %y: f32[M,4]) {
+  %0 = concat(%x, %y) {axis = 1} : f32[N,7]
+  %1 = slice(%0) {starts = [1], ends = [6], axes = [1], steps = [2]} : f32[N,3]
+  return z = %0, s = %1
+})");
+  CHECK(g.outputs()[0].value->type().toString() == "f32[N,7]");
+  CHECK(g.outputs()[1].value->type().toString() == "f32[N,3]");
+  // Bound and run, it is the static graph of that size.
+  auto fixed = bindDims(g, {{"N", 4}, {"M", 4}});
+  REQUIRE_MESSAGE(fixed.ok(), fixed.error().message());
+  TensorMap feeds = testing::randomFeeds(*fixed, testing::testSeed());
+  auto viaSymbolic = interpret(g, feeds);
+  auto viaStatic = interpret(*fixed, feeds);
+  REQUIRE_MESSAGE(viaSymbolic.ok(), viaSymbolic.error().message());
+  REQUIRE_MESSAGE(viaStatic.ok(), viaStatic.error().message());
+  for (size_t i = 0; i < viaStatic->size(); ++i) CHECK(testing::compareTensors((*viaSymbolic)[i], (*viaStatic)[i], 0).empty());
+  // N and M were unified at the concat: apart, the error names it.
+  auto apart = bindDims(g, {{"N", 4}, {"M", 2}});
+  REQUIRE_FALSE(apart.ok());
+  CHECK_MESSAGE(apart.error().message().find("concat %0") != std::string::npos, apart.error().message());
+  CHECK_MESSAGE(apart.error().message().find("N=4, M=2") != std::string::npos, apart.error().message());
+  // Along the symbol: N + N and a cut of N are arithmetic on it.
+  std::string e = expectError(
+      "graph @g(%x: f32[N,3]) {\n  %0 = concat(%x, %x) {axis = 0} : f32[N,3]\n  return y = %0\n}\n");
+  CHECK_MESSAGE(e.find("joining along symbolic dimension N") != std::string::npos, e);
+  e = expectError(
+      "graph @g(%x: f32[N,3]) {\n  %0 = slice(%x) {starts = [1], ends = [3]} : f32[2,3]\n  return y = %0\n}\n");
+  CHECK_MESSAGE(e.find("symbolic dimension N: slicing it") != std::string::npos, e);
 }
 
 TEST_CASE("symbolic dims: an extent computed from a symbol is never taken for a count") {
