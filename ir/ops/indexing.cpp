@@ -42,7 +42,9 @@ Expected<std::vector<TensorType>> inferConcat(const OpCall& call) {
     const TensorType& t = call.operand(i);
     bool matches = t.rank() == first.rank();
     // The other dims must agree; two symbols there are unified (extentsUnify).
-    for (int64_t d = 0; matches && d < t.rank(); ++d) matches = d == *axis || extentsUnify(t.shape[d], first.shape[d]);
+    for (int64_t d = 0; matches && d < t.rank(); ++d) {
+      matches = d == *axis || extentsUnify(t.shape[d], first.shape[d]);
+    }
     if (!matches) {
       return call.error("{} is {} but {} is {}; they may differ only on axis {}", operandName(call, i), t.toString(),
                         operandName(call, 0), first.toString(), *axis);
