@@ -24,6 +24,10 @@ void replaceAll(std::string& text, std::string_view from, std::string_view to) {
   }
 }
 
+/// The most iterations per thread a split loop unrolls whole (softmax over 4096 columns on 256
+/// threads: 16); longer rows keep a strided loop rather than grow the kernel.
+constexpr int64_t kMaxUnrolledIterations = 32;
+
 // The helpers every kernel may call, in C with placeholders for the dialect's names ($HP helper
 // prefix, $U32 / $I64 / $U64 types, $L the 64-bit literal suffix, $F2B / $B2F bit casts). The
 // software conversions are ir/half.h's, bit for bit: round to nearest even, NaN kept quiet, f16
@@ -112,11 +116,12 @@ class Writer {
       // One block per outer point, launched as exactly n blocks, so there is no bounds check: an early
       // return before a barrier, even a uniform one, is where compilers go wrong (PoCL 3.1 drops the
       // stores of a split loop between two barriers after one). The combine arrays are the block's.
-      // With shuffles a warp combines in registers and the array holds one partial per warp.
+      // With shuffles a warp combines in registers, the array holds one partial per warp and, in a
+      // slot of its own, the block's total (shuffleCombine).
       const bool shuffles = !r_.warpLanes().empty();
       for (const std::string& t : combineTypes()) {
         out_ += fmt::format("  {}{} smelt_red_{}[{}];\n", r_.sharedQualifier(), t, ident(t),
-                            shuffles ? std::max(1, k_.blockThreads / 32) : k_.blockThreads);
+                            shuffles ? totalSlot() + 1 : k_.blockThreads);
       }
       out_ += fmt::format("  {0} p = {1};\n  {0} tid = {2};\n", i64(), r_.blockIndex(),
                           r_.threadInBlock());
@@ -698,8 +703,19 @@ class Writer {
                         : fmt::format("{}{} {} = tid == 0 ? {} : {};\n", indent, regType(t), v(l.carried[c]),
                                       v(l.init[c]), identity(l.combine[c], t));
     }
-    out_ += fmt::format("{0}for ({1} {2} = tid; {2} < {3}; {2} += {4}) {{\n", indent, i64(), v(l.index), extentOf(l),
-                        k_.blockThreads);
+    // A constant extent that is a multiple of the block runs the same iterations per thread in a loop
+    // of constant trip count: the compiler unrolls it and issues every load before the first use.
+    const int64_t perThread =
+        l.extentValue < 0 && l.extent % k_.blockThreads == 0 ? l.extent / k_.blockThreads : 0;
+    if (perThread > 0 && perThread <= kMaxUnrolledIterations) {
+      const std::string step = "r" + v(l.index);
+      if (!r_.unrollPragma().empty()) out_ += indent + r_.unrollPragma() + "\n";
+      out_ += fmt::format("{0}for (int {1} = 0; {1} < {2}; ++{1}) {{\n{0}  {3} {4} = tid + ({3}){1} * {5};\n", indent,
+                          step, perThread, i64(), v(l.index), k_.blockThreads);
+    } else {
+      out_ += fmt::format("{0}for ({1} {2} = tid; {2} < {3}; {2} += {4}) {{\n", indent, i64(), v(l.index),
+                          extentOf(l), k_.blockThreads);
+    }
     std::string inner = indent + "  ";
     ++depth_;
     block(l.body, inner);
@@ -765,10 +781,15 @@ class Writer {
     out_ += fmt::format("{}  {} = tid < {} / lanes ? {}[tid] : {};\n", indent, x, k_.blockThreads, red,
                         identity(l.combine[c], t));
     warpCombine("  ");
-    out_ += fmt::format("{0}  if (tid == 0) {1}[0] = {2};\n{0}}}\n", indent, red, x);
+    // The total has a slot of its own, so no barrier follows its reading: the next combine's first
+    // barrier comes before anything writes the slot again, and every read of the partials comes
+    // before this combine's second barrier, which any thread writing the next partials has passed.
+    out_ += fmt::format("{0}  if (tid == 0) {1}[{3}] = {2};\n{0}}}\n", indent, red, x, totalSlot());
     barrier(indent);
-    readTotal(l, c, red, indent);
+    out_ += fmt::format("{}{} {} = {}[{}];\n", indent, reg, v(l.results[c]), red, totalSlot());
   }
+  /// Where shuffleCombine leaves a block's total: after one partial per warp of at least 32 lanes.
+  int totalSlot() const { return std::max(1, k_.blockThreads / 32); }
 
   /// Every thread reads the combined total, then a barrier: no thread overwrites the array (the next
   /// combine) while another still reads it.

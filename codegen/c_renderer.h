@@ -86,6 +86,9 @@ class CRenderer {
   virtual std::string vectorAlignment(const std::string& pointer, int64_t bytes) const {
     return "((unsigned long long)" + pointer + " & " + std::to_string(bytes - 1) + ") == 0";
   }
+  /// What comes before a loop whose trip count is a constant for the compiler to unroll it whole
+  /// ("#pragma unroll"): a split loop's loads then all issue before the first is used. Empty: none.
+  virtual std::string unrollPragma() const { return ""; }
   /// Whether consecutive split loops get a barrier between them even when neither reads what the
   /// other wrote (a workaround, see OpenClRenderer).
   virtual bool barrierBetweenSplitLoops() const { return false; }

@@ -3,6 +3,7 @@
 
 #include "codegen/kernel_walk.h"
 
+#include <algorithm>
 #include <bit>
 #include <functional>
 #include <map>
@@ -77,6 +78,60 @@ bool fuseLoops(KBlock& block) {
 
 using Key = std::tuple<int, int, int32_t, int32_t, int32_t, int, int, int64_t, uint64_t>;
 
+Key keyOf(const KInst& i) {
+  return Key{static_cast<int>(i.kind), static_cast<int>(i.dtype), i.a, i.b, i.c, static_cast<int>(i.unary),
+             static_cast<int>(i.binary), i.ibits, std::bit_cast<uint64_t>(i.fbits)};
+}
+
+/// Shares a loop's twin carried values: two that start from one value and whose updates are the same
+/// instruction once the second is read as the first (layer_norm's mean and the mean inside its
+/// variance: two sums of one row). By induction they are equal in every iteration, so the second's
+/// uses, in the body and after the loop (through `map`), move to the first and the loop carries one.
+void shareCarried(KLoop& l, std::unordered_map<int32_t, int32_t>& map) {
+  auto defOf = [&](int32_t value) -> const KInst* {
+    for (const KStmt& s : l.body.stmts) {
+      const KInst* inst = std::get_if<KInst>(&s);
+      if (inst && inst->result == value) return inst;
+    }
+    return nullptr;
+  };
+  for (size_t i = 0; i < l.carried.size(); ++i) {
+    for (size_t j = i + 1; j < l.carried.size();) {
+      const KInst* di = defOf(l.next[i]);
+      const KInst* dj = defOf(l.next[j]);
+      bool twins = l.init[i] == l.init[j] && di && dj && di != dj;
+      if (twins) {
+        std::unordered_map<int32_t, int32_t> asFirst{{l.carried[j], l.carried[i]}};
+        KInst a = *di, b = *dj;
+        for (KInst* x : {&a, &b}) {
+          for (int32_t* o : {&x->a, &x->b, &x->c}) *o = renamed(*o, asFirst);
+          // Sums and products are the same whichever side the carried value is on.
+          const bool commutes =
+              x->kind == KInstKind::Binary && (x->binary == KBinary::Add || x->binary == KBinary::Mul);
+          if (commutes && x->a > x->b) std::swap(x->a, x->b);
+        }
+        twins = keyOf(a) == keyOf(b);
+      }
+      if (!twins) {
+        ++j;
+        continue;
+      }
+      // The twin's update goes: its uses now read the first's.
+      const int32_t twinUpdate = l.next[j];
+      std::erase_if(l.body.stmts, [&](const KStmt& s) {
+        const KInst* inst = std::get_if<KInst>(&s);
+        return inst && inst->result == twinUpdate;
+      });
+      std::unordered_map<int32_t, int32_t> inBody{{l.carried[j], l.carried[i]}, {twinUpdate, l.next[i]}};
+      renameBlock(l.body, inBody);
+      for (int32_t& v : l.next) v = renamed(v, inBody);
+      map[l.results[j]] = l.results[i];
+      for (std::vector<int32_t>* list : {&l.init, &l.carried, &l.next, &l.results}) list->erase(list->begin() + j);
+      if (l.combine.size() > j) l.combine.erase(l.combine.begin() + j);
+    }
+  }
+}
+
 /// Shares identical instructions: a later twin's uses move to the first, in scope order.
 void cseBlock(KBlock& block, std::vector<std::map<Key, int32_t>>& scopes, std::unordered_map<int32_t, int32_t>& map) {
   scopes.emplace_back();
@@ -86,8 +141,7 @@ void cseBlock(KBlock& block, std::vector<std::map<Key, int32_t>>& scopes, std::u
     if (KInst* i = std::get_if<KInst>(&s)) {
       // Loads are pure here: the one buffer a kernel both stores and loads is an output that
       // reuseThroughOutput stores to in one loop and loads from, once per element, in a later one.
-      Key key{static_cast<int>(i->kind), static_cast<int>(i->dtype), i->a, i->b, i->c, static_cast<int>(i->unary),
-              static_cast<int>(i->binary), i->ibits, std::bit_cast<uint64_t>(i->fbits)};
+      Key key = keyOf(*i);
       int32_t found = -1;
       for (auto it = scopes.rbegin(); it != scopes.rend() && found < 0; ++it) {
         if (auto f = it->find(key); f != it->end()) found = f->second;
@@ -100,6 +154,7 @@ void cseBlock(KBlock& block, std::vector<std::map<Key, int32_t>>& scopes, std::u
     } else if (LoopPtr* l = std::get_if<LoopPtr>(&s)) {
       cseBlock((*l)->body, scopes, map);
       for (int32_t& v : (*l)->next) v = renamed(v, map);
+      shareCarried(**l, map);
     }
     kept.push_back(std::move(s));
   }

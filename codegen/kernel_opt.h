@@ -3,7 +3,8 @@
 //                       (layer_norm's mean and variance read x once, not twice)
 //   hoist-reciprocals   a float division inside a loop by a value from outside it becomes a product
 //                       with its reciprocal, taken once before the loop (softmax's e / sum)
-//   cse                 identical instructions in one scope are shared
+//   cse                 identical instructions in one scope are shared, and a loop's twin carried
+//                       values (layer_norm's two sums of one row) become one
 //   %a = loop %i < 8 carry(...) { x = load b0[i]; ... }        %a, %b = loop %i < 8 carry(..., ...) {
 //   %b = loop %j < 8 carry(...) { x = load b0[j]; ... }   ->      x = load b0[i]; ...; ...
 //                                                               }
@@ -20,7 +21,8 @@ bool fuseSiblingLoops(Kernel& kernel);
 /// remainder, whose exact value matters); returns whether any division moved.
 bool hoistReciprocals(Kernel& kernel);
 
-/// cse: a later twin's uses move to the first, in scope order; returns whether any were shared.
+/// cse: a later twin's uses move to the first, in scope order, and a loop's twin carried values (same
+/// start, same update) become one; returns whether any were shared.
 bool shareInstructions(Kernel& kernel);
 
 }  // namespace smelt::codegen

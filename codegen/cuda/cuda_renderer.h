@@ -25,6 +25,7 @@ class CudaRenderer : public CRenderer {
   std::string sharedQualifier() const override { return "__shared__ "; }
   std::string restrictQualifier() const override { return "__restrict__ "; }
   std::string warpLanes() const override { return "32"; }
+  std::string unrollPragma() const override { return "#pragma unroll"; }
   std::string shuffleDown(const std::string& x, const std::string& delta, const std::string& width) const override {
     return "__shfl_down_sync(0xffffffffu, " + x + ", " + delta + ", " + width + ")";
   }

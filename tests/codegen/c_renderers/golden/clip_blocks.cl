@@ -15,7 +15,8 @@ __kernel void k0_fused_0(__global const float* b0, long b0_off, __global const f
   b3 += b3_off;
   float v0 = 0.0f;
   float v2 = tid == 0 ? v0 : 0.0f;
-  for (long v1 = tid; v1 < 4096; v1 += 256) {
+  for (int rv1 = 0; rv1 < 16; ++rv1) {
+    long v1 = tid + (long)rv1 * 256;
     float v3 = b0[v1];
     float v4 = v3 * v3;
     float v5 = v4 + v2;
@@ -33,7 +34,8 @@ __kernel void k0_fused_0(__global const float* b0, long b0_off, __global const f
   b2[v7] = v6;
   float v8 = 1.0f / sqrt(v6);
   barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-  for (long v9 = tid; v9 < 4096; v9 += 256) {
+  for (int rv9 = 0; rv9 < 16; ++rv9) {
+    long v9 = tid + (long)rv9 * 256;
     float v10 = b1[v9];
     float v11 = b0[v9];
     float v12 = v8 * v11;

@@ -6,13 +6,15 @@
 //   from mul %3
 //   from add %4
 extern "C" __global__ void k0_fused_0(const float* b0, const float* b1, float* b2, float* b3, long long n) {
-  __shared__ float smelt_red_float[8];
+  __shared__ float smelt_red_float[9];
   long long p = (long long)blockIdx.x;
   long long tid = (long long)threadIdx.x;
   const int lanes = warpSize < 256 ? warpSize : 256;
   float v0 = 0.0f;
   float v2 = tid == 0 ? v0 : 0.0f;
-  for (long long v1 = tid; v1 < 4096; v1 += 256) {
+  #pragma unroll
+  for (int rv1 = 0; rv1 < 16; ++rv1) {
+    long long v1 = tid + (long long)rv1 * 256;
     float v3 = b0[v1];
     float v4 = v3 * v3;
     float v5 = v4 + v2;
@@ -30,15 +32,16 @@ extern "C" __global__ void k0_fused_0(const float* b0, const float* b1, float* b
       float v2_o = (float)__shfl_down(v2, s, lanes);
       v2 = v2 + v2_o;
     }
-    if (tid == 0) smelt_red_float[0] = v2;
+    if (tid == 0) smelt_red_float[8] = v2;
   }
   __syncthreads();
-  float v6 = smelt_red_float[0];
-  __syncthreads();
+  float v6 = smelt_red_float[8];
   long long v7 = 0LL;
   b2[v7] = v6;
   float v8 = 1.0f / sqrtf(v6);
-  for (long long v9 = tid; v9 < 4096; v9 += 256) {
+  #pragma unroll
+  for (int rv9 = 0; rv9 < 16; ++rv9) {
+    long long v9 = tid + (long long)rv9 * 256;
     float v10 = b1[v9];
     float v11 = b0[v9];
     float v12 = v8 * v11;

@@ -6,7 +6,7 @@
 //   from reduce_sum %3
 //   from div %4
 extern "C" __global__ void k0_fused_0(const float* b0, float* b1, long long n) {
-  __shared__ float smelt_red_float[8];
+  __shared__ float smelt_red_float[9];
   long long p = (long long)blockIdx.x;
   long long tid = (long long)threadIdx.x;
   const int lanes = warpSize < 256 ? warpSize : 256;
@@ -33,11 +33,10 @@ extern "C" __global__ void k0_fused_0(const float* b0, float* b1, long long n) {
       float v5_o = (float)__shfl_down(v5, s, lanes);
       v5 = v5 != v5 || v5_o != v5_o ? v5 + v5_o : v5_o > v5 ? v5_o : v5;
     }
-    if (tid == 0) smelt_red_float[0] = v5;
+    if (tid == 0) smelt_red_float[8] = v5;
   }
   __syncthreads();
-  float v9 = smelt_red_float[0];
-  __syncthreads();
+  float v9 = smelt_red_float[8];
   float v10 = 0.0f;
   float v12 = tid == 0 ? v10 : 0.0f;
   for (long long v11 = tid; v11 < 1000; v11 += 256) {
@@ -61,11 +60,10 @@ extern "C" __global__ void k0_fused_0(const float* b0, float* b1, long long n) {
       float v12_o = (float)__shfl_down(v12, s, lanes);
       v12 = v12 + v12_o;
     }
-    if (tid == 0) smelt_red_float[0] = v12;
+    if (tid == 0) smelt_red_float[8] = v12;
   }
   __syncthreads();
-  float v18 = smelt_red_float[0];
-  __syncthreads();
+  float v18 = smelt_red_float[8];
   float v19 = 1.0f;
   float v20 = v19 / v18;
   for (long long v21 = tid; v21 < 1000; v21 += 256) {
