@@ -93,6 +93,7 @@ int32_t memoryOf(const Kernel& kernel, int32_t buffer) {
 std::unordered_set<int64_t> inputsSharingMemoryWith(const Kernel& kernel, int32_t buffer) {
   const KBuffer& out = kernel.buffers[static_cast<size_t>(buffer)];
   std::unordered_set<int64_t> inputs;
+  if (kernel.disjointBuffers) return inputs;
   for (size_t b = 0; b < kernel.buffers.size(); ++b) {
     const KBuffer& in = kernel.buffers[b];
     if (!in.output && in.dtype == out.dtype && in.numel == out.numel) inputs.insert(static_cast<int64_t>(b));

@@ -43,7 +43,9 @@ bool loadsAny(const KBlock& b, const std::unordered_set<int64_t>& buffers);
 int32_t memoryOf(const Kernel& kernel, int32_t buffer);
 
 /// The inputs the memory planner may let output `buffer` overwrite in place: those of its dtype and
-/// size (rewrites that write an output early must not read them afterwards).
+/// size (rewrites that write an output early must not read them afterwards); none in a kernel whose
+/// executable found its buffers apart (Kernel::disjointBuffers: at a batch of 1 a bias gradient's
+/// [1, C] input and [C] output have one size, yet a reduction is never written in place).
 std::unordered_set<int64_t> inputsSharingMemoryWith(const Kernel& kernel, int32_t buffer);
 
 /// Drops instructions whose results nothing reads (loads included: kernels' loads have no effects).

@@ -114,3 +114,31 @@ TEST_CASE("tileColumns leaves alone row reductions, small domains and outputs th
              tiled);
   CHECK_FALSE(tiled);
 }
+
+TEST_CASE("tileColumns tiles an output of an input's size where the executable found the two apart") {
+  // colsum(x * b) again, at a batch of 1 the shape of a bias gradient's [1, C] input and [C] output:
+  // by sizes alone b, or x, could be the output's memory; an executable that planned the kernel's
+  // buffers apart says so (Kernel::disjointBuffers) and the kernel is tiled as at every other size.
+  constexpr std::string_view ir = R"(graph @t(%x: f32[1,128], %b: f32[128]) {
+  %0 = mul(%x, %b) : f32[1,128]
+  %1 = reduce_sum(%0) {axes = [0]} : f32[128]
+  return y = %1
+})";
+  Graph g = testing::optimizedOrFail(testing::parseOrFail(ir));
+  codegen::Kernel kernel = testing::lastNodeKernelOrFail(g);
+  codegen::Kernel shared = kernel;
+  CHECK_FALSE(codegen::tileColumns(shared));
+  kernel.disjointBuffers = true;
+  CHECK(codegen::tileColumns(kernel));
+  // And the tiled kernel gives the untiled one's bits.
+  Graph graph = testing::parseOrFail(ir);
+  TensorMap feeds = testing::randomFeeds(graph, testing::testSeed());
+  auto plain = testing::runWithKernels(g, feeds);
+  auto tiled = testing::runWithKernels(g, feeds, [](codegen::Kernel& k) {
+    k.disjointBuffers = true;
+    codegen::tileColumns(k);
+  });
+  REQUIRE(plain.ok());
+  REQUIRE(tiled.ok());
+  CHECK(sameBits((*tiled)[0], (*plain)[0]));
+}
