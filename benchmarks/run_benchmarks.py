@@ -286,9 +286,10 @@ def run(a, cache):
     if not a.no_symbolic:
         say("shape-polymorphic graphs: the workloads with a symbolic batch, and kernels across batch sizes")
         sym = symbolic_batch.measure(a, budget, cache, 1 if a.quick else 3, say)
+        steps = symbolic_batch.measure_steps(a, budget, cache, 1 if a.quick else 3, say)
         device = device or {"targets": [], "markdown": []}
-        device["targets"] = device["targets"] + symbolic_batch.targets(sym)
-        device["markdown"] = device["markdown"] + symbolic_batch.markdown(sym)
+        device["targets"] = device["targets"] + symbolic_batch.targets(sym, steps)
+        device["markdown"] = device["markdown"] + symbolic_batch.markdown(sym, steps)
     if not a.no_soak:
         say("trust: the pool's cycle time, and a soak")
         trust = soak.measure(os.path.dirname(a.smelt), a.quick)

@@ -2,7 +2,9 @@
 extent) a symbolic dimension, beside the static compile of the same size, in alternating processes; and
 the kernels a symbolic compile builds across batch sizes 1..256 (a fresh kernel cache), against one
 size's. Targets: the symbolic executable within 5% of the static one; as many kernels for every size as
-for one."""
+for one. The model API's training steps (smelt_train_steps) are measured the same way: created for
+their batch, and created for a larger one and fed their batch as a partial one (the step of that size
+runs the kernels every size shares)."""
 import os
 import tempfile
 
@@ -10,6 +12,8 @@ from . import runners
 from .workloads import BY_NAME
 
 WORKLOADS = ["ew_chain", "softmax_rows", "layernorm", "mlp_train"]
+# Model-API workloads and the batch their steps are created for when fed theirs as a partial batch.
+STEP_WORKLOADS = {"mlp_train_step": 512, "resnet18_train_step": 32}
 SIZES = 256
 SLACK = 1.05
 
@@ -22,6 +26,38 @@ def _bench(a, w, budget, cache, extra):
     if err:
         return {"error": err}
     return {"out": out, **runners.parse_pairs(out)}
+
+
+def _train_step(a, name, budget, cache, compiled_batch):
+    native = os.path.join(os.path.dirname(a.smelt), "smelt_train_steps")
+    cmd = [native, "--only", name, "--seconds", str(budget.max_seconds)]
+    if compiled_batch:
+        cmd += ["--compiled-batch", str(compiled_batch)]
+    out, err = runners.run(cmd, 1800, env={"SMELT_CACHE_DIR": cache})
+    if err:
+        return {"error": err}
+    return runners.parse_pairs(out)
+
+
+def measure_steps(a, budget, cache, rounds, say):
+    """{workload: {"static": [ms...], "symbolic": [ms...], "compiled_batch": n, "error": ...}}: a training
+    step created for the workload's batch, and one created for a larger batch fed the workload's."""
+    results = {}
+    for name, compiled_batch in STEP_WORKLOADS.items():
+        row = {"static": [], "symbolic": [], "compiled_batch": compiled_batch}
+        for r in range(rounds):
+            order = ("static", "symbolic") if r % 2 == 0 else ("symbolic", "static")
+            for kind in order:
+                got = _train_step(a, name, budget, cache, compiled_batch if kind == "symbolic" else 0)
+                if "error" in got:
+                    row["error"] = "%s: %s" % (kind, got["error"])
+                elif "median_ms" in got:
+                    row[kind].append(got["median_ms"])
+        results[name] = row
+        say("  partial batch %-20s created for its batch %s ms, for %d %s ms%s" % (
+            name, _median(row["static"]), compiled_batch, _median(row["symbolic"]),
+            " (%s)" % row["error"] if "error" in row else ""))
+    return results
 
 
 def measure(a, budget, cache, rounds, say):
@@ -62,7 +98,7 @@ def _median(xs):
     return xs[len(xs) // 2] if xs else None
 
 
-def targets(results):
+def targets(results, steps=None):
     rows = []
     for name, row in results.items():
         s, y = _median(row["static"]), _median(row["symbolic"])
@@ -72,10 +108,18 @@ def targets(results):
             rows.append(("%s: kernels compiled for batch 1..%d = one size's" % (name, SIZES),
                          "%d vs %d" % (row["compiled_all"], row["compiled_one"]),
                          row["compiled_all"] <= row["compiled_one"]))
+    for name, row in (steps or {}).items():
+        s, y = _median(row["static"]), _median(row["symbolic"])
+        if s and y:
+            rows.append(("%s: a partial batch's step within 5%% of the step compiled for that batch" % name,
+                         "x%.3f" % (y / s), y <= s * SLACK))
+        else:
+            rows.append(("%s: a partial batch's step within 5%% of the step compiled for that batch" % name,
+                         row.get("error", "not measured"), False))
     return rows
 
 
-def markdown(results):
+def markdown(results, steps=None):
     md = ["### Shape-polymorphic graphs: a symbolic batch", "",
           "Each workload compiled twice, static and with its batch (the first input's leading extent) a "
           "symbolic dimension N in [1, max(batch, %d)], run at the file's size in alternating processes "
@@ -83,9 +127,9 @@ def markdown(results):
           "executable once at every batch size 1..%d from an empty kernel cache "
           "(`--sweep-sizes %d`), counting the kernels compiled rather than found in the cache. Kernels "
           "whose numbers alone change with the batch compile once and read those numbers at run time "
-          "(codegen/size_general.h), a batch of 1 too (lowering keeps the index of a dim of 1); a kernel whose "
-          "shape changes with the size compiles its own (on the CPU, a bias gradient that tile-columns "
-          "rewrites only when its input cannot share the output's memory: at a batch of 1 it can). Targets: symbolic within 5%% of static; as many kernels for every size as for one." % (SIZES, SIZES, SIZES),
+          "(codegen/size_general.h), a batch of 1 too (lowering keeps the index of a dim of 1, and a bias "
+          "gradient whose [1, C] input has its [C] output's size is still tiled: the executable knows the two "
+          "apart); a kernel whose shape changes with the size would compile its own. Targets: symbolic within 5%% of static; as many kernels for every size as for one." % (SIZES, SIZES, SIZES),
           "",
           "| workload | static ms | symbolic ms | symbolic / static | kernels, one size | kernels, sizes 1..%d | of which batch 1 |" % SIZES,
           "|---|---|---|---|---|---|---|"]
@@ -98,4 +142,16 @@ def markdown(results):
             "%d" % row["compiled_all"] if row.get("compiled_all") is not None else row.get("error", "-"),
             "%d" % row["compiled_batch1"] if row.get("compiled_batch1") is not None else "-"))
     md.append("")
+    if steps:
+        md += ["The model API's training steps (`smelt_train_steps --only W [--compiled-batch B]`, alternating "
+               "processes, medians over rounds): created for the workload's batch, and created for a batch of "
+               "B and fed the workload's as a partial batch, whose step compiles on its first run from the "
+               "kernels every size shares (nn::TrainStep; outside the timing).", "",
+               "| workload | created for its batch, ms | created for B, fed its batch, ms | ratio | B |",
+               "|---|---|---|---|---|"]
+        for name, row in steps.items():
+            s, y = _median(row["static"]), _median(row["symbolic"])
+            md.append("| %s | %s | %s | %s | %d |" % (name, f(s), f(y), "%.3f" % (y / s) if s and y else
+                                                      row.get("error", "-"), row["compiled_batch"]))
+        md.append("")
     return md

@@ -2,7 +2,10 @@
 // mlp_train_step (784-1024-1024-10, batch 256, Adam, cross-entropy), resnet18_train_step (torchvision's
 // ResNet-18, batch 16 of 3x64x64, SGD with momentum 0.9): one compiled training step per call; and
 // tiny_latency (relu(x W^T + b) at 64x64 through a compiled Predictor). Medians of many runs.
-//   smelt_train_steps [--only NAME] [--seconds S] [--device ID]   (ID: cpu by default, cuda, opencl, ...)
+//   smelt_train_steps [--only NAME] [--seconds S] [--device ID] [--compiled-batch N]
+// (ID: cpu by default, cuda, opencl, ...; N: the training steps are created for batches of N, larger
+// than the workload's, and timed at the workload's batch: a partial batch's step, whose kernels are the
+// ones every size shares, to set beside the step compiled for that batch alone.)
 // prints, per workload, `workload NAME` then `median_ms X`, `compile_ms X` (graph to executable, autodiff
 // included) and `peak_mb X`: the process's peak resident memory above its resident memory just before
 // the model was built, the runtime already started (run one workload per process to compare it with
@@ -88,6 +91,8 @@ double msSince(std::chrono::steady_clock::time_point t0) {
 
 /// Where the workloads run (--device).
 std::string device = "cpu";
+/// The batch the training steps are created for (--compiled-batch); 0: the workload's own.
+int64_t compiledBatch = 0;
 
 /// Builds a model, compiles its training step and times it (each step returns its loss, so a step on
 /// a device is timed to its end).
@@ -96,13 +101,23 @@ int trainStep(const char* name, nn::ModulePtr module, nn::OptimizerPtr optimizer
   double baseline = residentMb();
   nn::Model model(std::move(module), 0);
   auto t0 = std::chrono::steady_clock::now();
-  auto step = nn::TrainStep::create(model, nn::crossEntropy, std::move(optimizer), input,
-                                    TensorType{DType::i64, {input.shape[0]}}, {.device = device});
+  TensorType created = input;
+  if (compiledBatch > 0) {
+    if (compiledBatch < input.shape[0]) {
+      fmt::print(stderr, "smelt_train_steps: --compiled-batch {} is below {}'s batch of {}\n", compiledBatch, name,
+                 input.shape[0]);
+      return 1;
+    }
+    created.shape[0] = compiledBatch;
+  }
+  auto step = nn::TrainStep::create(model, nn::crossEntropy, std::move(optimizer), created,
+                                    TensorType{DType::i64, {created.shape[0]}}, {.device = device});
   if (!step.ok()) return fail(step.error());
   double compileMs = msSince(t0);
   Tensor x = randomNormal(input, 1);
   Tensor y = labels(input.shape[0], classes);
-  // The first step uploads the state to a device: outside the timing, as the compile is.
+  // The first step uploads the state to a device (and, at a batch below the one the step was created
+  // for, compiles that batch's step): outside the timing, as the compile is.
   if (auto first = (*step)->run(x, y); !first.ok()) return fail(first.error());
   double ms = medianMs([&] { (void)(*step)->run(x, y); }, seconds, 10);
   report(name, ms, compileMs, baseline);
@@ -127,6 +142,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--only")) only = argv[i + 1];
     if (!std::strcmp(argv[i], "--seconds")) seconds = std::atof(argv[i + 1]);
     if (!std::strcmp(argv[i], "--device")) device = argv[i + 1];
+    if (!std::strcmp(argv[i], "--compiled-batch")) compiledBatch = std::atoll(argv[i + 1]);
   }
   auto wanted = [&](const char* name) { return only.empty() || only == name; };
   startRuntime();
