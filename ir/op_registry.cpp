@@ -18,13 +18,13 @@ const AttrSpec* OpDef::findAttr(std::string_view attrName) const {
 
 size_t OpDef::minOperands() const {
   size_t n = 0;
-  for (const OperandSpec& o : operands) n += o.arity == Arity::Optional ? 0 : 1;
+  for (const OperandSpec& o : operands) n += o.arity == Arity::Optional || o.arity == Arity::AnyNumber ? 0 : 1;
   return n;
 }
 
 size_t OpDef::maxOperands() const {
   for (const OperandSpec& o : operands) {
-    if (o.arity == Arity::Variadic) return SIZE_MAX;
+    if (o.arity == Arity::Variadic || o.arity == Arity::AnyNumber) return SIZE_MAX;
   }
   return operands.size();
 }

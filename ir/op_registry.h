@@ -22,8 +22,10 @@ class Builder;
 class Node;
 class Value;
 
-/// How an operand slot is filled: exactly once, optionally (trailing slots only), or any number >= 1.
-enum class Arity { Single, Optional, Variadic };
+/// How an operand slot is filled: exactly once, optionally (trailing slots only), any number >= 1
+/// (Variadic), or any number, none too (AnyNumber: a fused kernel whose body only generates values,
+/// such as a range up to a symbolic length).
+enum class Arity { Single, Optional, Variadic, AnyNumber };
 
 /// One operand slot of an op.
 struct OperandSpec {

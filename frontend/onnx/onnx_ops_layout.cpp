@@ -309,8 +309,10 @@ Status constantOfShape(NodeContext& n) {
   return n.setOutput(0, n.constant(std::move(t)));
 }
 
-// Range needs static bounds: its length is the output shape. Its values are a constant, so its length
-// is bounded (an index range; larger ones are refused before anything is allocated).
+// Range with static bounds is a constant, so its length is bounded (an index range; larger ones are
+// refused before anything is allocated). Up to a symbolic dimension (the limit a Shape's extent, as
+// positions 0 .. N-1 over a sequence of N) it is the `range` op, computed per run: from 0 in steps of
+// 1, the only bounds whose length is the symbol itself.
 constexpr double kMaxRangeElements = double(int64_t{1} << 24);
 
 Status range(NodeContext& n) {
@@ -331,6 +333,17 @@ Status range(NodeContext& n) {
     for (int64_t i = 0; i < t.numel(); ++i) t.setDouble(i, s + static_cast<double>(i) * d);
   } else {
     int64_t s = start.getInt(0), l = limit.getInt(0), d = delta.getInt(0);
+    if (dt == DType::i64 && isSymbolic(l)) {
+      if (s != 0 || d != 1) {
+        return makeError("a range up to the symbolic dimension {} must start at 0 with delta 1 (its length is then {}), "
+                         "got start {} and delta {}; bind the dimension first (--dim {}=...)",
+                         dimSymbolName(l), dimSymbolName(l), s, d, dimSymbolName(l));
+      }
+      SMELT_TRY(Value * y, n.emit("range", {}, {{"start", start.reshaped({})}, {"delta", delta.reshaped({})},
+                                               {"shape", std::vector<int64_t>{l}}}));
+      return n.setOutput(0, y);
+    }
+    if (isSymbolic(s) || isSymbolic(d)) return makeError("a range whose start or delta is a symbolic dimension");
     if (d == 0) return makeError("delta is 0");
     double count = std::max(std::ceil((static_cast<double>(l) - static_cast<double>(s)) / static_cast<double>(d)), 0.0);
     if (count > kMaxRangeElements) {

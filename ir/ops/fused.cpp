@@ -106,7 +106,7 @@ void registerFusedOps(OpRegistry& registry) {
   registry.add(OpDef{
       .name = "fused",
       .summary = "One kernel made by fusion: runs its body graph (a graph-valued attribute) on its operands.",
-      .operands = {{"inputs", Arity::Variadic}},
+      .operands = {{"inputs", Arity::AnyNumber}},
       // No default for kind, so every dump says how the kernel iterates.
       .attrs = {{"kind", AttrKind::String, std::nullopt}, {"body", AttrKind::Graph, std::nullopt}},
       .fusion = FusionKind::Opaque,

@@ -43,9 +43,9 @@ bool checkable(const OpDef& op, const Graph& g) {
 
 TEST_CASE("every op with floating-point results is differentiable, except comparisons and logic") {
   // Ops whose results carry no gradient by nature: predicates and boolean logic (bool results) and
-  // literals. Everything else that computes floats must have a gradient rule or a decomposition.
-  // max_pool2d_indices' results are positions (integers), whatever its input's dtype.
-  const std::set<std::string> exempt = {"constant", "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor", "not",
+  // literals and ranges (no operands). Everything else that computes floats must have a gradient rule
+  // or a decomposition. max_pool2d_indices' results are positions (integers), whatever its input's dtype.
+  const std::set<std::string> exempt = {"constant", "range", "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor", "not",
                                         "max_pool2d_indices"};
   for (const OpDef* op : OpRegistry::global().all()) {
     CAPTURE(op->name);

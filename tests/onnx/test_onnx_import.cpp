@@ -525,3 +525,56 @@ TEST_CASE("onnx import: a Concat of 5,000 inputs imports, compiles and runs in s
   CHECK((*exe)->report().kernels >= kInputs / 64);
   CHECK_MESSAGE(seconds < 10, seconds);
 }
+
+TEST_CASE("onnx import: Range up to a symbolic batch is computed per run, as the reference computes") {
+  // y = x + cast(Range(0, Shape(x)[0], 1)) (positions added row by row): the range's length is the
+  // batch, known only once the model runs.
+  auto model = [](int64_t start) {
+    onnx::ModelProto m = newModel();
+    auto& g = *m.mutable_graph();
+    addInput(g, "x", onnx::TensorProto::FLOAT, {}, "batch");
+    g.mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(3);
+    addInt64Init(g, "zero", {}, {0});
+    addInt64Init(g, "start", {}, {start});
+    addInt64Init(g, "one", {}, {1});
+    addInt64Init(g, "axes", {1}, {1});
+    addNode(g, "Shape", {"x"}, {"s"});
+    addNode(g, "Gather", {"s", "zero"}, {"n"});
+    addNode(g, "Range", {"start", "n", "one"}, {"r"}, "positions");
+    addNode(g, "Cast", {"r"}, {"rf"})->add_attribute()->CopyFrom([] {
+      onnx::AttributeProto a;
+      a.set_name("to");
+      a.set_type(onnx::AttributeProto::INT);
+      a.set_i(onnx::TensorProto::FLOAT);
+      return a;
+    }());
+    addNode(g, "Unsqueeze", {"rf", "axes"}, {"column"});
+    addNode(g, "Add", {"x", "column"}, {"y"});
+    addOutput(g, "y");
+    return m;
+  };
+  auto graph = importModel(model(0));
+  REQUIRE_MESSAGE(graph.ok(), errorOf(graph));
+  CHECK(graph->outputs()[0].value->type().toString() == "f32[batch,3]");
+  CHECK(toText(*graph).find("range()") != std::string::npos);
+  auto exe = Executable::compile(*graph);
+  REQUIRE_MESSAGE(exe.ok(), exe.error().message());
+  for (int64_t n : {1, 4, 9}) {
+    CAPTURE(n);
+    TensorMap feeds = {{"x", testing::randomTensor({DType::f32, {n, 3}}, testing::testSeed() + static_cast<uint64_t>(n))}};
+    auto reference = interpret(*graph, feeds);
+    REQUIRE_MESSAGE(reference.ok(), reference.error().message());
+    auto out = (*exe)->run(feeds);
+    REQUIRE_MESSAGE(out.ok(), out.error().message());
+    REQUIRE((*out)[0].shape() == Shape{n, 3});
+    for (int64_t i = 0; i < n * 3; ++i) {
+      const double want = feeds.at("x").getDouble(i) + static_cast<double>(i / 3);
+      CHECK((*reference)[0].getDouble(i) == doctest::Approx(want));
+      CHECK((*out)[0].getDouble(i) == doctest::Approx(want));
+    }
+  }
+  // From 1, its length would be batch - 1: arithmetic on a size, refused naming the node.
+  const std::string e = errorOf(importModel(model(1)));
+  CHECK_MESSAGE(e.find("positions") != std::string::npos, e);
+  CHECK_MESSAGE(e.find("start at 0") != std::string::npos, e);
+}
