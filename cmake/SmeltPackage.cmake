@@ -1,6 +1,7 @@
 # The installable package: one shared library (libsmelt.so, the target smelt::smelt) holding the
 # static libraries' objects, the public headers under include/smelt/ (the umbrella header
-# <smelt/smelt.h> and what it includes, none of which exposes LLVM, ONNX or protobuf), the CLI, and a
+# <smelt/smelt.h> and what it includes, none of which exposes LLVM, ONNX or protobuf; and the C API,
+# <smelt/c_api.h>, plain C99), the CLI, and a
 # CMake package config so an outside project writes
 #   find_package(smelt REQUIRED)
 #   target_link_libraries(app PRIVATE smelt::smelt)
@@ -9,7 +10,7 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-set(smelt_core_libraries smelt_ir smelt_autodiff smelt_passes smelt_codegen smelt_runtime smelt_frontend smelt_nn)
+set(smelt_core_libraries smelt_ir smelt_autodiff smelt_passes smelt_codegen smelt_runtime smelt_frontend smelt_nn smelt_c_api)
 set(smelt_objects "")
 foreach(lib IN LISTS smelt_core_libraries)
   list(APPEND smelt_objects $<TARGET_OBJECTS:${lib}>)
@@ -44,7 +45,8 @@ foreach(header IN LISTS smelt_public_headers)
   get_filename_component(dir ${header} DIRECTORY)
   install(FILES ${PROJECT_SOURCE_DIR}/${header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/smelt/${dir})
 endforeach()
-install(FILES ${PROJECT_SOURCE_DIR}/include/smelt/smelt.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/smelt)
+install(FILES ${PROJECT_SOURCE_DIR}/include/smelt/smelt.h ${PROJECT_SOURCE_DIR}/include/smelt/c_api.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/smelt)
 
 install(TARGETS smelt_shared EXPORT smeltTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS smelt RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
