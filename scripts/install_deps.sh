@@ -14,6 +14,7 @@ packages=(
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo   # OpenCL backend on the CPU (PoCL)
   libamdhip64-dev libamd-comgr2            # HIPRTC (hiprtc.h; comgr is dlopen'ed by libamdhip64) for the HIP backend
   python3-numpy python3-onnx python3-torch python3-torchvision   # conformance data and PyTorch checks
+  mono-mcs                                 # the C API's C# (P/Invoke) program of docs/c_api.md, run by ctest
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -24,13 +24,14 @@ echo "== build (RelWithDebInfo) and test ($(date +%T))"
 # the other backends run the suite whole, and the OpenCL per-op sweep every op in every dtype.
 bash scripts/build.sh build -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
   -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DSMELT_CONFORMANCE_OPENCL_EVERY=3
-# The suites that need Debian's python3-onnx/python3-torch must be registered, never silently absent.
+# The suites that need Debian's python3-onnx/python3-torch (or Mono, for the C API's C#) must be
+# registered, never silently absent.
 # (The list is read whole first: grep -q closing a pipe early would fail the pipeline under pipefail.)
 registered=$(cd build && ctest -N)
 for required in onnx/conformance onnx/conformance_llvm onnx/conformance_opencl models/pytorch_exports \
     models/pytorch_exports_llvm models/pytorch_exports_opencl models/pytorch_gradients models/pytorch_gradients_llvm \
     models/pytorch_gradients_opencl models/memory_plan cli/smelt examples/train_digits examples/train_digits_opencl \
-    package/find_package; do
+    package/find_package c_api/c c_api/c_opencl c_api/python_ctypes c_api/csharp; do
   grep -q ": $required\$" <<<"$registered" || { echo "test $required is not registered"; exit 1; }
 done
 (cd build && ctest --output-on-failure -j "$jobs")
