@@ -34,6 +34,12 @@ std::span<const KernelPass> kernelPasses();
 /// depend on the order the C++ compiler evaluated a lowering's arguments in).
 inline constexpr std::string_view kLoweringKernelPipeline =
     "collapse-loops,fuse-loops,reuse-through-output,hoist-reciprocals,cse,dce,canonical-order";
+/// The clean-up GPU backends lower with instead: the same without reuse-through-output. On a GPU a
+/// block's final sweep re-reads its row of the input from L1, where the value kept in the output would
+/// come back through L2 after a second write of the whole output (softmax: exp once more per element,
+/// one MUFU instruction, against a store and a load of every element).
+inline constexpr std::string_view kGpuLoweringKernelPipeline =
+    "collapse-loops,fuse-loops,hoist-reciprocals,cse,dce,canonical-order";
 /// What CPU backends add (column kernels walk rows of tiles).
 inline constexpr std::string_view kCpuKernelPipeline = "tile-columns";
 /// What GPU backends add (long rows run as blocks of threads, flat elementwise kernels as vectors).

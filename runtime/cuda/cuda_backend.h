@@ -26,6 +26,7 @@ class CudaBackend final : public DeviceBackend {
   using DeviceBackend::DeviceBackend;
   bool ownStream() const override { return true; }
   std::string whyNotKernel(const Node& node) const override { return whyNotCommon(node); }
+  std::string_view loweringPipeline() const override { return gpuLoweringPipeline(); }
   std::string_view kernelPipeline() const override { return gpuKernelPipeline(); }
   /// matmul, gemm and their batches on cuBLAS (runtime/cuda/cublas.h) when it loads; convolutions
   /// stay on generated kernels.

@@ -84,6 +84,10 @@ std::string_view gpuKernelPipeline() {
   return enabled ? codegen::kGpuKernelPipeline : "";
 }
 
+std::string_view gpuLoweringPipeline() {
+  return gpuKernelPipeline().empty() ? codegen::kLoweringKernelPipeline : codegen::kGpuLoweringKernelPipeline;
+}
+
 CacheKey imageKey(std::span<const codegen::Kernel* const> kernels, std::span<const std::string> symbols,
                   std::string backend, std::string target, std::string compilerVersion, std::string options) {
   CacheKey key;

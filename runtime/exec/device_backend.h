@@ -10,6 +10,7 @@
 
 #include "codegen/cache/cache_key.h"
 #include "codegen/kernel.h"
+#include "codegen/kernel_passes.h"
 #include "ir/graph.h"
 #include "runtime/device/device.h"
 #include "runtime/exec/gemm_plan.h"
@@ -77,6 +78,9 @@ class DeviceBackend {
   /// Runs a plan planProduct made, writing the product into buffers.product.
   virtual Status runProduct(const GemmPlan& plan, const ProductBuffers& buffers, DeviceStream& stream) const;
 
+  /// The clean-up passes a node's kernel is lowered with (codegen/kernel_passes.h): the common ones,
+  /// or GPUs' (gpuLoweringPipeline).
+  virtual std::string_view loweringPipeline() const { return codegen::kLoweringKernelPipeline; }
   /// The kernel passes (codegen/kernel_passes.h) that shape a lowered kernel for this device before
   /// it is compiled: the CPU tiles column loops, GPUs map rows to blocks of threads
   /// (gpuKernelPipeline).
@@ -111,6 +115,8 @@ class DeviceBackend {
 /// flat elementwise kernels to vectors (codegen/map_to_blocks.h, codegen/vectorize.h), unless $SMELT_BLOCKS is 0 (one thread per point, to
 /// compare or bisect).
 std::string_view gpuKernelPipeline();
+/// Their lowering clean-up: kGpuLoweringKernelPipeline with blocks, the common one without them.
+std::string_view gpuLoweringPipeline();
 
 /// The kernel cache's key for one image of `kernels` (named `symbols`) built by `backend` ("cuda",
 /// "hip") for `target` with `compilerVersion` and `options`.

@@ -21,6 +21,7 @@ class HipBackend final : public DeviceBackend {
  public:
   using DeviceBackend::DeviceBackend;
   bool ownStream() const override { return true; }
+  std::string_view loweringPipeline() const override { return gpuLoweringPipeline(); }
   std::string_view kernelPipeline() const override { return gpuKernelPipeline(); }
   Expected<std::shared_ptr<DeviceKernels>> loadKernels(std::span<const codegen::Kernel* const> kernels,
                                                        std::span<const std::string> symbols,

@@ -24,6 +24,7 @@ class OpenClBackend final : public DeviceBackend {
   std::string whyNotKernel(const Node& node) const override;
   std::optional<GemmPlan> planProduct(const Node& node, const CompileOptions& options) const override;
   Status runProduct(const GemmPlan& plan, const ProductBuffers& buffers, DeviceStream& stream) const override;
+  std::string_view loweringPipeline() const override { return gpuLoweringPipeline(); }
   std::string_view kernelPipeline() const override { return gpuKernelPipeline(); }
   Expected<std::shared_ptr<DeviceKernels>> loadKernels(std::span<const codegen::Kernel* const> kernels,
                                                        std::span<const std::string> symbols,

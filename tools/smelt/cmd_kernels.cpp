@@ -43,10 +43,10 @@ Action addKernelsCommand(CLI::App& app) {
   std::vector<std::string_view> known;
   for (const codegen::KernelPass& p : codegen::kernelPasses()) known.push_back(p.name);
   cmd->add_option("--kernel-passes", options->kernelPasses,
-                  fmt::format("Kernel passes after lowering (default: {}, then {} for llvm or {} for "
+                  fmt::format("Kernel passes after lowering (default: {}, then {} for llvm; {}, then {} for "
                               "opencl/cuda/hip; 'none': as lowered). Known: {}",
                               codegen::kLoweringKernelPipeline, codegen::kCpuKernelPipeline,
-                              codegen::kGpuKernelPipeline, fmt::join(known, ", ")));
+                              codegen::kGpuLoweringKernelPipeline, codegen::kGpuKernelPipeline, fmt::join(known, ", ")));
   return [options]() {
     SMELT_TRY_CLI(Graph graph, loadWithGradients(options->file, options->grad, options->dims));
     if (Status ran = runPipeline(graph, options->passes); !ran) return fail(ran.error().message());
@@ -55,7 +55,7 @@ Action addKernelsCommand(CLI::App& app) {
     if (options->backend == "cuda") renderer = std::make_unique<codegen::CudaRenderer>();
     if (options->backend == "hip") renderer = std::make_unique<codegen::HipRenderer>();
     // What the backend's executable runs: the lowering clean-up, then its own kernel passes.
-    std::string pipeline(codegen::kLoweringKernelPipeline);
+    std::string pipeline(renderer ? gpuLoweringPipeline() : codegen::kLoweringKernelPipeline);
     if (renderer && !gpuKernelPipeline().empty()) pipeline += fmt::format(",{}", gpuKernelPipeline());
     if (options->backend == "llvm") pipeline += fmt::format(",{}", codegen::kCpuKernelPipeline);
     if (options->kernelPasses) pipeline = *options->kernelPasses;

@@ -66,7 +66,7 @@ std::vector<Kernel> mappedKernels(Graph& graph, const std::string& what) {
   std::vector<Kernel> kernels;
   for (const auto& node : graph.nodes()) {
     if (node->opName() == "constant" || !codegen::canLower(*node)) continue;
-    auto kernel = codegen::lowerToKernel(graph, *node);
+    auto kernel = codegen::lowerToKernel(graph, *node, codegen::kGpuLoweringKernelPipeline);
     REQUIRE_MESSAGE(kernel.ok(), what, ": ", (kernel.ok() ? "" : kernel.error().message()));
     if (codegen::mapToBlocks(*kernel)) kernels.push_back(std::move(*kernel));
   }

@@ -91,7 +91,9 @@ std::string render(const codegen::CRenderer& renderer, const GoldenCase& c) {
   size_t index = 0;
   for (const auto& node : graph.nodes()) {
     if (node->opName() == "constant") continue;
-    auto kernel = codegen::lowerToKernel(graph, *node);
+    // Block cases are lowered as the GPU backends lower them.
+    auto kernel = codegen::lowerToKernel(
+        graph, *node, c.blocks ? codegen::kGpuLoweringKernelPipeline : codegen::kLoweringKernelPipeline);
     REQUIRE_MESSAGE(kernel.ok(), c.name, ": ", (kernel.ok() ? "" : kernel.error().message()));
     if (c.blocks) REQUIRE_MESSAGE(codegen::mapToBlocks(*kernel), c.name, ": not mapped to blocks");
     auto source = renderer.renderKernel(*kernel, codegen::CRenderer::symbolFor(*kernel, index++));

@@ -38,7 +38,6 @@ __kernel void k0_fused_0(__global const float* b0, long b0_off, __global float* 
     float v14 = b0[v13];
     float v15 = v14 - v9;
     float v16 = exp(v15);
-    b1[v13] = v16;
     float v17 = v12 + v16;
     v12 = v17;
   }
@@ -55,8 +54,10 @@ __kernel void k0_fused_0(__global const float* b0, long b0_off, __global float* 
   barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
   for (long v21 = tid; v21 < 1000; v21 += 256) {
     long v22 = (long)((ulong)v21 + (ulong)v3);
-    float v23 = b1[v22];
-    float v24 = v20 * v23;
-    b1[v22] = v24;
+    float v23 = b0[v22];
+    float v24 = v23 - v9;
+    float v25 = exp(v24);
+    float v26 = v25 * v20;
+    b1[v22] = v26;
   }
 }

@@ -44,7 +44,6 @@ extern "C" __global__ void k0_fused_0(const float* b0, float* b1, long long n) {
     float v14 = b0[v13];
     float v15 = v14 - v9;
     float v16 = expf(v15);
-    b1[v13] = v16;
     float v17 = v12 + v16;
     v12 = v17;
   }
@@ -68,8 +67,10 @@ extern "C" __global__ void k0_fused_0(const float* b0, float* b1, long long n) {
   float v20 = v19 / v18;
   for (long long v21 = tid; v21 < 1000; v21 += 256) {
     long long v22 = (long long)((unsigned long long)v21 + (unsigned long long)v3);
-    float v23 = b1[v22];
-    float v24 = v20 * v23;
-    b1[v22] = v24;
+    float v23 = b0[v22];
+    float v24 = v23 - v9;
+    float v25 = expf(v24);
+    float v26 = v25 * v20;
+    b1[v22] = v26;
   }
 }
