@@ -15,6 +15,7 @@ packages=(
   libamdhip64-dev libamd-comgr2            # HIPRTC (hiprtc.h; comgr is dlopen'ed by libamdhip64) for the HIP backend
   python3-numpy python3-onnx python3-torch python3-torchvision   # conformance data and PyTorch checks
   mono-mcs                                 # the C API's C# (P/Invoke) program of docs/c_api.md, run by ctest
+  python3-venv                             # virtualenvs: onnxruntime for the ONNX export test, the benchmarks' peers
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,4 +1,5 @@
 // ONNX import when the build has no ONNX (SMELT_WITH_ONNX=OFF or libonnx-dev missing).
+#include "frontend/onnx/onnx_export.h"
 #include "frontend/onnx/onnx_import.h"
 
 namespace smelt {
@@ -29,5 +30,13 @@ Expected<Tensor> importOnnxTensorBytes(std::string_view, const std::string&, std
 }
 
 Expected<Tensor> importOnnxTensorFile(const std::string& path) { return makeError("{}: {}", path, kMissing); }
+
+bool onnxExportAvailable() { return false; }
+
+Expected<std::string> exportOnnxBytes(const Graph& graph) {
+  return makeError("exporting @{}: this smelt was built without ONNX (SMELT_WITH_ONNX=OFF)", graph.name());
+}
+
+Status exportOnnxFile(const Graph& graph, const std::string&) { return exportOnnxBytes(graph).error(); }
 
 }  // namespace smelt

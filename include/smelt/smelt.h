@@ -1,6 +1,6 @@
 // smelt's public API in one header: graphs and tensors (ir/), the reference interpreter, gradients
 // (GradientTape), the pass pipeline, compiled executables on any device, devices and device-resident
-// tensors, placement, model loading (IR text, ONNX, .npy), the
+// tensors, placement, model loading (IR text, ONNX, .npy) and ONNX export, the
 // model API (layers, losses, optimizers, training steps, checkpoints) and IDX data. An installed
 // smelt (`cmake --install`) is used as
 //   find_package(smelt REQUIRED)
@@ -24,6 +24,7 @@
 #include "frontend/nn/safetensors.h"
 #include "frontend/nn/train_step.h"
 #include "frontend/npy.h"
+#include "frontend/onnx/onnx_export.h"
 #include "ir/builder.h"
 #include "ir/graph.h"
 #include "ir/interpreter.h"

@@ -26,6 +26,7 @@ Action addKernelsCommand(CLI::App& app);
 Action addBenchCommand(CLI::App& app);
 Action addDevicesCommand(CLI::App& app);
 Action addTuneCommand(CLI::App& app);
+Action addExportCommand(CLI::App& app);
 
 /// Splits "a,b,c" (the --wrt and --grad lists); empty names are errors.
 Expected<std::vector<std::string>> splitNames(const std::string& list);

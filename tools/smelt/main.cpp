@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
   add(addBenchCommand);
   add(addDevicesCommand);
   add(addTuneCommand);
+  add(addExportCommand);
   // A wrong option is one line, as every other error: "smelt: error: --backend: 'cuda' has no device here
   // (...); here: llvm, cpu, ...".
   app.failure_message([](const CLI::App*, const CLI::Error& e) { return fmt::format("smelt: error: {}\n", e.what()); });
