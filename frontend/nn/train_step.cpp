@@ -298,6 +298,24 @@ Expected<std::unique_ptr<Predictor>> Predictor::create(Model& model, const Tenso
   return p;
 }
 
+Expected<Graph> inferenceGraph(Model& model, const TensorType& input) {
+  SMELT_CHECK_OK(model.syncedHostState());
+  Graph graph;
+  graph.setName("inference");
+  Value* x = graph.addInput("input", input);
+  GraphContext ctx(graph, model.state, /*training=*/false, model.seed);
+  Value* output = model.net->forward(ctx, x);
+  SMELT_CHECK_OK(ctx.b().status());
+  graph.addOutput("output", output);
+  // The context reads parameters from the state per run; a graph of its own holds their values.
+  for (Value* p : graph.parameters()) {
+    auto it = model.state.find(p->name());
+    if (it == model.state.end()) return makeError("inference graph: parameter {} is not in the model's state", p->name());
+    p->setInitialValue(it->second);
+  }
+  return graph;
+}
+
 Status Predictor::compileBatch(int64_t batch) {
   SMELT_CHECK_OK(model_->syncedHostState());
   Graph graph;

@@ -135,6 +135,13 @@ class TrainStep {
   int64_t steps_ = 0;
 };
 
+/// The model's forward pass for evaluation as a graph of its own, its parameters holding the model's
+/// current values (copied back from a device first): what exportOnnxFile (frontend/onnx/onnx_export.h)
+/// writes for another runtime, or a file `smelt` reads after printGraph.
+///   SMELT_TRY(Graph g, nn::inferenceGraph(model, TensorType{DType::f32, {1, 784}}));
+///   SMELT_CHECK_OK(exportOnnxFile(g, "model.onnx"));
+Expected<Graph> inferenceGraph(Model& model, const TensorType& input);
+
 /// The model's forward pass for evaluation (batch norm on running statistics, no dropout).
 class Predictor {
  public:

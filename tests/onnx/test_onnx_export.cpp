@@ -10,6 +10,8 @@
 
 #include "frontend/onnx/onnx_export.h"
 #include "frontend/onnx/onnx_import.h"
+#include "frontend/nn/losses.h"
+#include "frontend/nn/train_step.h"
 #include "ir/interpreter.h"
 #include "ir/parser.h"
 #include "tests/support/random_tensors.h"
@@ -98,4 +100,32 @@ TEST_CASE("onnx export: an op with no ONNX form is an error naming the node") {
   CHECK_MESSAGE(e.find("affine_grid") != std::string::npos, e);
   CHECK_MESSAGE(e.find("no ONNX equivalent") != std::string::npos, e);
   CHECK_MESSAGE(e.find("@g") != std::string::npos, e);
+}
+
+TEST_CASE("onnx export: a CNN trained with the model API exports its trained weights and predicts as the Predictor does") {
+  nn::Model model(nn::sequential({nn::conv2d(1, 4, 3, {.padding = 1}), nn::batchNorm(4), nn::relu(), nn::maxPool2d(2),
+                                  nn::flatten(), nn::dropout(0.25), nn::linear(4 * 4 * 4, 3), nn::gelu()}),
+                  3);
+  const TensorType input{DType::f32, {6, 1, 8, 8}};
+  auto step = nn::TrainStep::create(model, nn::crossEntropy, nn::sgd({.lr = 0.1, .momentum = 0.9}), input,
+                                    TensorType{DType::i64, {6}});
+  REQUIRE_MESSAGE(step.ok(), (step.ok() ? "" : step.error().message()));
+  Tensor x = testing::randomTensor(input, testing::testSeed());
+  Tensor y(TensorType{DType::i64, {6}});
+  for (int64_t i = 0; i < 6; ++i) y.setInt(i, i % 3);
+  for (int s = 0; s < 4; ++s) REQUIRE((*step)->run(x, y).ok());
+  auto graph = nn::inferenceGraph(model, input);
+  REQUIRE_MESSAGE(graph.ok(), (graph.ok() ? "" : graph.error().message()));
+  auto bytes = exportOnnxBytes(*graph);
+  REQUIRE_MESSAGE(bytes.ok(), (bytes.ok() ? "" : bytes.error().message()));
+  auto imported = importOnnxBytes(*bytes, ".", "trained.onnx");
+  REQUIRE_MESSAGE(imported.ok(), (imported.ok() ? "" : imported.error().message()));
+  auto fromOnnx = interpret(*imported, {{"input", x}});
+  REQUIRE_MESSAGE(fromOnnx.ok(), (fromOnnx.ok() ? "" : fromOnnx.error().message()));
+  auto predict = nn::Predictor::create(model, input);
+  REQUIRE(predict.ok());
+  auto want = (*predict)->run(x);
+  REQUIRE(want.ok());
+  const std::string d = testing::compareTensors((*fromOnnx)[0], *want, 1e-5);
+  CHECK_MESSAGE(d.empty(), d);
 }
