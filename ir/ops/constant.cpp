@@ -15,14 +15,17 @@ Expected<std::vector<TensorType>> inferRange(const OpCall& call) {
   const Tensor& start = call.getTensor("start");
   const Tensor& delta = call.getTensor("delta");
   if (start.numel() != 1 || delta.numel() != 1 || start.rank() != 0 || delta.rank() != 0) {
-    return call.error("start and delta must be scalars, got {} and {}", start.type().toString(), delta.type().toString());
+    return call.error("start and delta must be scalars, got {} and {}", start.type().toString(),
+                      delta.type().toString());
   }
   if (start.dtype() != delta.dtype()) {
     return call.error("start is {} and delta {}: they must have one dtype", dtypeName(start.dtype()),
                       dtypeName(delta.dtype()));
   }
   const std::vector<int64_t>& shape = call.getInts("shape");
-  if (shape.size() != 1) return call.error("attribute 'shape' must have one entry (the length), got {}", shapeToString(shape));
+  if (shape.size() != 1) {
+    return call.error("attribute 'shape' must have one entry (the length), got {}", shapeToString(shape));
+  }
   if (shape[0] < 0 && !isSymbolic(shape[0])) return call.error("attribute 'shape' has negative length {}", shape[0]);
   SMELT_CHECK_OK(ops::expectSaneShape(call, shape));
   return ops::single(TensorType{start.dtype(), shape});

@@ -282,8 +282,9 @@ Status CompiledGraph::Impl::prepare(const Graph& source, const std::string& symb
     }
     bool wantsKernel = step.kind == Step::Kind::kInterpreted || (step.product && step.product->epilogue);
     if (wantsKernel && why.empty()) {
-      SMELT_TRY(codegen::Kernel kernel, step.product ? codegen::lowerEpilogue(graph, *node, *step.product->anchor)
-                                                     : codegen::lowerToKernel(graph, *node, backend->loweringPipeline()));
+      SMELT_TRY(codegen::Kernel kernel,
+                step.product ? codegen::lowerEpilogue(graph, *node, *step.product->anchor)
+                             : codegen::lowerToKernel(graph, *node, backend->loweringPipeline()));
       if (kernel.buffers.size() != step.buffers.size()) {
         return makeError("{}: its kernel has {} buffers, the node {} operands and results", step.label,
                          kernel.buffers.size(), step.buffers.size());
