@@ -114,7 +114,7 @@ struct smelt_model {
 
   /// The names of the graph the last compile made (none until one did).
   void learnNames() {
-    if (!exe->compiledValues() && !exe->valueInputs().empty()) return;
+    if (exe->compiledValues() == 0) return;  // a model that needs an input's value, before its first run
     const Graph& g = exe->last().graph();
     inputNames.clear();
     outputNames.clear();
