@@ -19,9 +19,12 @@ struct DescrEntry {
   const char* descr;
   DType dtype;
 };
+// bf16 is ml_dtypes' bfloat16, which numpy saves as two-byte void ('<V2'): arrays of it load back with
+// np.load(path).view(ml_dtypes.bfloat16), and a two-byte void array is read as bf16.
 const DescrEntry kDescrs[] = {{"f2", DType::f16}, {"f4", DType::f32}, {"f8", DType::f64}, {"i1", DType::i8},
                               {"i2", DType::i16}, {"i4", DType::i32}, {"i8", DType::i64}, {"u1", DType::u8},
-                              {"u2", DType::u16}, {"u4", DType::u32}, {"u8", DType::u64}, {"b1", DType::boolean}};
+                              {"u2", DType::u16}, {"u4", DType::u32}, {"u8", DType::u64}, {"b1", DType::boolean},
+                              {"V2", DType::bf16}};
 
 Expected<DType> dtypeFromDescr(const std::string& descr, std::string_view what) {
   if (descr.size() == 3 && (descr[0] == '<' || descr[0] == '|' || descr[0] == '=')) {

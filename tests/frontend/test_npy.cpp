@@ -15,9 +15,8 @@
 
 using namespace smelt;
 
-TEST_CASE("npy round-trips every dtype numpy has") {
+TEST_CASE("npy round-trips every dtype, bf16 as ml_dtypes' two-byte void") {
   for (DType dtype : kAllDTypes) {
-    if (dtype == DType::bf16) continue;
     CAPTURE(dtypeName(dtype));
     for (Shape shape : {Shape{}, Shape{5}, Shape{2, 3, 4}, Shape{0, 3}}) {
       Tensor t = testing::randomTensor(TensorType{dtype, shape}, 3);
@@ -31,10 +30,26 @@ TEST_CASE("npy round-trips every dtype numpy has") {
   }
 }
 
-TEST_CASE("bf16 cannot be written to npy") {
-  auto r = serializeNpy(Tensor(TensorType{DType::bf16, {2}}));
-  REQUIRE(!r.ok());
-  CHECK(r.error().message().find("bf16") != std::string::npos);
+TEST_CASE("npy reads bf16 as numpy with ml_dtypes saves it, and writes it the same way") {
+  // np.save of np.array([1.5, -2, 3.25], dtype=ml_dtypes.bfloat16), byte for byte.
+  std::string header = "{'descr': '<V2', 'fortran_order': False, 'shape': (3,), }";
+  header.append(128 - 10 - header.size() - 1, ' ');
+  header += '\n';
+  std::string file = std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(header.size()) + '\0' + header +
+                     std::string("\xc0\x3f\x00\xc0\x50\x40", 6);
+  auto t = parseNpy(file, "ml_dtypes");
+  REQUIRE_MESSAGE(t.ok(), (t.ok() ? "" : t.error().message()));
+  CHECK(t->type().toString() == "bf16[3]");
+  CHECK(t->getDouble(0) == 1.5);
+  CHECK(t->getDouble(1) == -2.0);
+  CHECK(t->getDouble(2) == 3.25);
+  auto again = serializeNpy(*t);
+  REQUIRE(again.ok());
+  CHECK(*again == file);
+  // Other void widths are not bf16.
+  std::string wide = file;
+  wide.replace(wide.find("<V2"), 3, "<V4");
+  CHECK_FALSE(parseNpy(wide, "void4").ok());
 }
 
 TEST_CASE("malformed npy bytes give errors, never crashes") {
