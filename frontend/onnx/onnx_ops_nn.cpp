@@ -160,7 +160,6 @@ Status pool(NodeContext& n) {
   SMELT_TRY(Value * x, n.input(0));
   SMELT_TRY(int64_t dims, spatialDims(n, x));
   bool isMax = n.opType() == "MaxPool";
-  if (isMax && n.hasOutput(1)) return makeError("the Indices output is not supported");
   if (!n.hasAttr("kernel_shape")) return makeError("attribute 'kernel_shape' is missing");
   SMELT_TRY(Window win, readWindow(n, dims, n.attrInts("kernel_shape"), spatialOf(x)));
   SMELT_TRY(Value * x2, to2d(n, x, dims));
@@ -171,9 +170,41 @@ Status pool(NodeContext& n) {
     if (win.dilations != std::vector<int64_t>(dims, 1)) return makeError("dilated AveragePool is not supported");
     attrs["count_include_pad"] = n.attrInt("count_include_pad", 0);
   }
-  SMELT_TRY(Value * y, n.emit(isMax ? "max_pool2d" : "avg_pool2d", {x2}, std::move(attrs)));
+  SMELT_TRY(Value * y, n.emit(isMax ? "max_pool2d" : "avg_pool2d", {x2}, attrs));
   SMELT_TRY(y, from2d(n, y, dims));
-  return n.setOutput(0, y);
+  SMELT_CHECK_OK(n.setOutput(0, y));
+  if (!isMax || !n.hasOutput(1)) return Status::success();
+  // Indices: ONNX's are flat over the whole input, ((n * C + c) * H + h) * W + w (storage_order 1:
+  // column-major planes, w * H + h); max_pool2d_indices gives the plane's h * W + w, so the plane is
+  // transposed where asked and each (n, c) plane's offset added.
+  SMELT_TRY(Value * plane, n.emit("max_pool2d_indices", {x2}, attrs));
+  const Shape& s = x2->shape();
+  if (isSymbolic(s[1]) || isSymbolic(s[2]) || isSymbolic(s[3])) {
+    return makeError("the Indices output of an input with symbolic channels or spatial sizes");
+  }
+  if (n.attrInt("storage_order", 0) == 1) {
+    Value* width = n.scalar(DType::i64, static_cast<double>(s[3]));
+    SMELT_TRY(Value * h, n.emit("div", {plane, width}));
+    SMELT_TRY(Value * hw, n.emit("mul", {h, width}));
+    SMELT_TRY(Value * w, n.emit("sub", {plane, hw}));
+    SMELT_TRY(Value * wh, n.emit("mul", {w, n.scalar(DType::i64, static_cast<double>(s[2]))}));
+    SMELT_TRY(plane, n.emit("add", {wh, h}));
+  } else if (n.attrInt("storage_order", 0) != 0) {
+    return makeError("storage_order {} (0 or 1)", n.attrInt("storage_order", 0));
+  }
+  const int64_t planeSize = s[2] * s[3], channels = s[1];
+  Tensor channelOffsets(TensorType{DType::i64, {1, channels, 1, 1}});
+  for (int64_t c = 0; c < channels; ++c) channelOffsets.setInt(c, c * planeSize);
+  Value* offsets = n.constant(std::move(channelOffsets));
+  // The batch's offsets: a range over a symbolic batch, computed per run; a constant otherwise.
+  SMELT_TRY(Value * batch, n.emit("range", {}, {{"start", Tensor::scalar(DType::i64, 0)},
+                                              {"delta", Tensor::scalar(DType::i64, static_cast<double>(channels * planeSize))},
+                                              {"shape", std::vector<int64_t>{s[0]}}}));
+  SMELT_TRY(batch, n.emit("reshape", {batch}, {{"shape", std::vector<int64_t>{s[0], 1, 1, 1}}}));
+  SMELT_TRY(offsets, n.emit("add", {batch, offsets}));
+  SMELT_TRY(Value * flat, n.emit("add", {plane, offsets}));
+  SMELT_TRY(flat, from2d(n, flat, dims));
+  return n.setOutput(1, flat);
 }
 
 // 2-D: the global pooling ops; other ranks: a keepdims reduction over the spatial axes.

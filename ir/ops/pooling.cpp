@@ -750,6 +750,7 @@ void registerPoolingOps(OpRegistry& registry) {
         types[0].dtype = DType::i64;
         return types;
       },
+      .symbolicDims = true,
       .reference = referenceMaxPoolIndices,
       .example = R"(graph @t(%x: $T[2,3,6,6]) {
   %0 = max_pool2d_indices(%x) {kernel = [3, 3], padding = [1, 1, 1, 1], stride = [2, 2]} : i64[2,3,3,3]

@@ -578,3 +578,61 @@ TEST_CASE("onnx import: Range up to a symbolic batch is computed per run, as the
   CHECK_MESSAGE(e.find("positions") != std::string::npos, e);
   CHECK_MESSAGE(e.find("start at 0") != std::string::npos, e);
 }
+
+TEST_CASE("onnx import: MaxPool's Indices output is flat over the input, over a symbolic batch too, in either storage order") {
+  for (int64_t order : {0, 1}) {
+    CAPTURE(order);
+    onnx::ModelProto m = newModel();
+    auto& g = *m.mutable_graph();
+    addInput(g, "x", onnx::TensorProto::FLOAT, {}, "batch");
+    for (int64_t d : {2, 4, 4}) g.mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+    auto* pool = addNode(g, "MaxPool", {"x"}, {"y", "i"}, "pool");
+    auto intsAttr = [&](const char* name, std::vector<int64_t> v) {
+      auto* a = pool->add_attribute();
+      a->set_name(name);
+      a->set_type(onnx::AttributeProto::INTS);
+      for (int64_t x : v) a->add_ints(x);
+    };
+    intsAttr("kernel_shape", {2, 2});
+    intsAttr("strides", {2, 2});
+    auto* so = pool->add_attribute();
+    so->set_name("storage_order");
+    so->set_type(onnx::AttributeProto::INT);
+    so->set_i(order);
+    addOutput(g, "y");
+    addOutput(g, "i");
+    auto graph = importModel(m);
+    REQUIRE_MESSAGE(graph.ok(), errorOf(graph));
+    auto exe = Executable::compile(*graph);
+    REQUIRE_MESSAGE(exe.ok(), exe.error().message());
+    for (int64_t n : {1, 3}) {
+      CAPTURE(n);
+      Tensor x = testing::randomTensor({DType::f32, {n, 2, 4, 4}}, testing::testSeed() + static_cast<uint64_t>(n));
+      auto out = (*exe)->run({{"x", x}});
+      REQUIRE_MESSAGE(out.ok(), out.error().message());
+      const Tensor& idx = (*out)[1];
+      REQUIRE(idx.shape() == Shape{n, 2, 2, 2});
+      for (int64_t b = 0; b < n; ++b) {
+        for (int64_t c = 0; c < 2; ++c) {
+          for (int64_t oh = 0; oh < 2; ++oh) {
+            for (int64_t ow = 0; ow < 2; ++ow) {
+              // The window's first maximum in scan order, as ONNX numbers it.
+              int64_t best = -1;
+              double value = 0;
+              for (int64_t h = 2 * oh; h < 2 * oh + 2; ++h) {
+                for (int64_t w = 2 * ow; w < 2 * ow + 2; ++w) {
+                  const double v = x.getDouble(((b * 2 + c) * 4 + h) * 4 + w);
+                  if (best < 0 || v > value) {
+                    value = v;
+                    best = (b * 2 + c) * 16 + (order == 0 ? h * 4 + w : w * 4 + h);
+                  }
+                }
+              }
+              CHECK(idx.getInt(((b * 2 + c) * 2 + oh) * 2 + ow) == best);
+            }
+          }
+        }
+      }
+    }
+  }
+}
