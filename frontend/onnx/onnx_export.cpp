@@ -164,7 +164,9 @@ class Exporter {
       }
       auto it = symbols_.find(d);
       if (it == symbols_.end()) return makeError("symbolic dimension {} is no graph input's", dimSymbolName(d));
-      const auto& [input, axis] = it->second;
+      // Named copies, not a structured binding: clang 14 cannot capture those in the lambda below.
+      const std::string input = it->second.first;
+      const int64_t axis = it->second.second;
       pieces.push_back(op("Shape", {input}, [&](onnx::NodeProto* p) {
         attr(p, "start", axis);
         attr(p, "end", axis + 1);
