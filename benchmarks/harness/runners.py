@@ -79,10 +79,11 @@ def smelt_bench(smelt, workload, budget, cache_dir, timeout=1800, runs=None, fre
     return result
 
 
-def smelt_native(binary, workload, budget, cache_dir, timeout=1800):
-    """smelt_train_steps for a training workload: median ms, compile ms, peak memory above the process's
-    before the model was built (MB)."""
-    out, err = run([binary, "--only", workload.name, "--seconds", str(budget.max_seconds)], timeout,
+def smelt_native(binary, workload, budget, cache_dir, timeout=1800, extra=()):
+    """smelt_train_steps for a training workload (its name, or a Workload; `extra`: more arguments):
+    median ms, compile ms, peak memory above the process's before the model was built (MB)."""
+    name = getattr(workload, "name", workload)
+    out, err = run([binary, "--only", name, "--seconds", str(budget.max_seconds)] + list(extra), timeout,
                    env={"SMELT_CACHE_DIR": cache_dir})
     if err:
         return {"error": "smelt_train_steps: " + err}

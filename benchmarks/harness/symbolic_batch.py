@@ -30,13 +30,8 @@ def _bench(a, w, budget, cache, extra):
 
 def _train_step(a, name, budget, cache, compiled_batch):
     native = os.path.join(os.path.dirname(a.smelt), "smelt_train_steps")
-    cmd = [native, "--only", name, "--seconds", str(budget.max_seconds)]
-    if compiled_batch:
-        cmd += ["--compiled-batch", str(compiled_batch)]
-    out, err = runners.run(cmd, 1800, env={"SMELT_CACHE_DIR": cache})
-    if err:
-        return {"error": err}
-    return runners.parse_pairs(out)
+    extra = ["--compiled-batch", str(compiled_batch)] if compiled_batch else []
+    return runners.smelt_native(native, name, budget, cache, extra=extra)
 
 
 def measure_steps(a, budget, cache, rounds, say):
@@ -51,8 +46,8 @@ def measure_steps(a, budget, cache, rounds, say):
                 got = _train_step(a, name, budget, cache, compiled_batch if kind == "symbolic" else 0)
                 if "error" in got:
                     row["error"] = "%s: %s" % (kind, got["error"])
-                elif "median_ms" in got:
-                    row[kind].append(got["median_ms"])
+                else:
+                    row[kind].append(got["ms"])
         results[name] = row
         say("  partial batch %-20s created for its batch %s ms, for %d %s ms%s" % (
             name, _median(row["static"]), compiled_batch, _median(row["symbolic"]),

@@ -86,9 +86,7 @@ Expected<TensorType> typeOf(const smelt_tensor& t, const char* what) {
 Expected<Tensor> tensorOf(const smelt_tensor* t, const char* what) {
   if (!t) return makeError("{}: NULL tensor", what);
   SMELT_TRY(TensorType type, typeOf(*t, what));
-  Tensor out = Tensor::uninitialized(type);
-  if (out.byteSize() > 0) std::memcpy(out.raw(), t->data, static_cast<size_t>(out.byteSize()));
-  return out;
+  return Tensor::fromBytes(type, {static_cast<const std::byte*>(t->data), t->bytes});
 }
 
 /// `t` as a view of `tensor`'s memory (and `shape`'s, which the caller keeps alive with it).

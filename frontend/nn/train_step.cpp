@@ -298,15 +298,25 @@ Expected<std::unique_ptr<Predictor>> Predictor::create(Model& model, const Tenso
   return p;
 }
 
-Expected<Graph> inferenceGraph(Model& model, const TensorType& input) {
+namespace {
+
+/// The model's evaluation graph for inputs of `input` (its parameters read from the state per run).
+Expected<Graph> evaluationGraph(Model& model, const TensorType& input, const char* name) {
   SMELT_CHECK_OK(model.syncedHostState());
   Graph graph;
-  graph.setName("inference");
+  graph.setName(name);
   Value* x = graph.addInput("input", input);
   GraphContext ctx(graph, model.state, /*training=*/false, model.seed);
   Value* output = model.net->forward(ctx, x);
   SMELT_CHECK_OK(ctx.b().status());
   graph.addOutput("output", output);
+  return graph;
+}
+
+}  // namespace
+
+Expected<Graph> inferenceGraph(Model& model, const TensorType& input) {
+  SMELT_TRY(Graph graph, evaluationGraph(model, input, "inference"));
   // The context reads parameters from the state per run; a graph of its own holds their values.
   for (Value* p : graph.parameters()) {
     auto it = model.state.find(p->name());
@@ -317,14 +327,7 @@ Expected<Graph> inferenceGraph(Model& model, const TensorType& input) {
 }
 
 Status Predictor::compileBatch(int64_t batch) {
-  SMELT_CHECK_OK(model_->syncedHostState());
-  Graph graph;
-  graph.setName("predict");
-  Value* x = graph.addInput("input", withBatch(input_, batch));
-  GraphContext ctx(graph, model_->state, /*training=*/false, model_->seed);
-  Value* output = model_->net->forward(ctx, x);
-  SMELT_CHECK_OK(ctx.b().status());
-  graph.addOutput("output", output);
+  SMELT_TRY(Graph graph, evaluationGraph(*model_, withBatch(input_, batch), "predict"));
   CompileOptions options = options_;
   if (!byBatch_.empty()) {
     options.device = deviceId();
