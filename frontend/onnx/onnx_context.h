@@ -121,6 +121,7 @@ void addReduceConverters(ConverterTable& table);
 void addLayoutConverters(ConverterTable& table);
 void addNnConverters(ConverterTable& table);
 void addCompositeConverters(ConverterTable& table);
+void addScatterConverters(ConverterTable& table);
 
 /// Every converter, by ONNX op type (built once).
 const ConverterTable& converterTable();

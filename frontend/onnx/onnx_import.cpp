@@ -27,6 +27,7 @@ const ConverterTable& converterTable() {
     addLayoutConverters(t);
     addNnConverters(t);
     addCompositeConverters(t);
+    addScatterConverters(t);
     return t;
   }();
   return table;

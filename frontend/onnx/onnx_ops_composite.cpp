@@ -2,42 +2,11 @@
 // tensors built at import time: ArgMax/ArgMin/Hardmax (reduce + iota), GatherElements (gather on a
 // flattened view), CumSum (matmul with a triangular mask), OneHot, NegativeLogLikelihoodLoss and
 // SoftmaxCrossEntropyLoss (their ONNX function bodies).
-#include "frontend/onnx/onnx_context.h"
+#include "frontend/onnx/onnx_index_helpers.h"
 
 namespace smelt::onnximport {
 
 namespace {
-
-// i64 tensor of `rank` dims, size `dim` along `axis` and 1 elsewhere, holding 0..dim-1.
-Tensor iota(int64_t rank, int64_t axis, int64_t dim) {
-  Shape shape(static_cast<size_t>(rank), 1);
-  shape[axis] = dim;
-  Tensor t(TensorType{DType::i64, shape});
-  for (int64_t i = 0; i < dim; ++i) t.setInt(i, i);
-  return t;
-}
-
-// Negative indices count from the end of a dimension of size `dim`.
-Expected<Value*> wrapIndices(NodeContext& n, Value* idx, int64_t dim) {
-  if (idx->dtype() != DType::i64) {
-    SMELT_TRY(idx, n.emit("cast", {idx}, {{"to", std::string("i64")}}));
-  }
-  SMELT_TRY(Value * neg, n.emit("lt", {idx, n.scalar(DType::i64, 0)}));
-  SMELT_TRY(Value * plus, n.emit("add", {idx, n.scalar(DType::i64, static_cast<double>(dim))}));
-  return n.emit("where", {neg, plus, idx});
-}
-
-// The index of the first (or last) max (or min) along `axis`, as i64.
-Expected<Value*> argExtreme(NodeContext& n, Value* x, int64_t axis, bool isMax, bool last, bool keepdims) {
-  int64_t dim = x->shape()[axis];
-  AttrMap keep{{"axes", std::vector<int64_t>{axis}}, {"keepdims", int64_t{1}}};
-  SMELT_TRY(Value * m, n.emit(isMax ? "reduce_max" : "reduce_min", {x}, keep));
-  SMELT_TRY(Value * hit, n.emit("eq", {x, m}));
-  Value* positions = n.constant(iota(x->type().rank(), axis, dim));
-  SMELT_TRY(Value * cand, n.emit("where", {hit, positions, n.scalar(DType::i64, last ? -1.0 : static_cast<double>(dim))}));
-  AttrMap red{{"axes", std::vector<int64_t>{axis}}, {"keepdims", keepdims ? int64_t{1} : 0}};
-  return n.emit(last ? "reduce_max" : "reduce_min", {cand}, red);
-}
 
 Status argMaxMin(NodeContext& n) {
   SMELT_TRY(Value * x, n.input(0));
@@ -56,38 +25,6 @@ Status hardmax(NodeContext& n) {
   SMELT_TRY(Value * hit, n.emit("eq", {am, n.constant(iota(x->type().rank(), axis, x->shape()[axis]))}));
   SMELT_TRY(Value * y, n.emit("where", {hit, n.scalar(x->dtype(), 1.0), n.scalar(x->dtype(), 0.0)}));
   return n.setOutput(0, y);
-}
-
-// out[i] = data[i with i[axis] replaced by indices[i]]: gather from the flattened data at
-// indices * stride[axis] + (the flat offset of i's other coordinates, a constant).
-Expected<Value*> gatherElements(NodeContext& n, Value* data, Value* indices, int64_t axis) {
-  int64_t rank = data->type().rank();
-  if (indices->type().rank() != rank) {
-    return makeError("indices must have the data's rank {}, got {}", rank, indices->type().toString());
-  }
-  std::vector<int64_t> strides = contiguousStrides(data->shape());
-  const Shape& ishape = indices->shape();
-  for (int64_t d = 0; d < rank; ++d) {
-    if (d != axis && ishape[d] > data->shape()[d]) {
-      return makeError("indices dimension {} is {}, larger than the data's {}", d, ishape[d], data->shape()[d]);
-    }
-  }
-  Tensor offsets(TensorType{DType::i64, ishape});
-  std::vector<int64_t> index(static_cast<size_t>(rank), 0);
-  for (int64_t flat = 0; flat < offsets.numel(); ++flat) {
-    int64_t off = 0;
-    for (int64_t d = 0; d < rank; ++d) off += d == axis ? 0 : index[d] * strides[d];
-    offsets.setInt(flat, off);
-    for (int64_t d = rank - 1; d >= 0; --d) {
-      if (++index[d] < ishape[d]) break;
-      index[d] = 0;
-    }
-  }
-  SMELT_TRY(Value * idx, wrapIndices(n, indices, data->shape()[axis]));
-  SMELT_TRY(Value * scaled, n.emit("mul", {idx, n.scalar(DType::i64, static_cast<double>(strides[axis]))}));
-  SMELT_TRY(Value * flatIdx, n.emit("add", {scaled, n.constant(std::move(offsets))}));
-  SMELT_TRY(Value * flatData, n.emit("reshape", {data}, {{"shape", std::vector<int64_t>{data->type().numel()}}}));
-  return n.emit("gather", {flatData, flatIdx}, {{"axis", int64_t{0}}});
 }
 
 Status gatherElementsOp(NodeContext& n) {
