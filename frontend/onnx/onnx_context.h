@@ -122,6 +122,7 @@ void addLayoutConverters(ConverterTable& table);
 void addNnConverters(ConverterTable& table);
 void addCompositeConverters(ConverterTable& table);
 void addScatterConverters(ConverterTable& table);
+void addResizeConverters(ConverterTable& table);
 
 /// Every converter, by ONNX op type (built once).
 const ConverterTable& converterTable();

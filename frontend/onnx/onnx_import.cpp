@@ -28,6 +28,7 @@ const ConverterTable& converterTable() {
     addNnConverters(t);
     addCompositeConverters(t);
     addScatterConverters(t);
+    addResizeConverters(t);
     return t;
   }();
   return table;
