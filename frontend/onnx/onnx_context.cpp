@@ -256,8 +256,12 @@ Expected<std::vector<Value*>> NodeContext::emitNode(std::string_view op, std::ve
   constexpr int64_t kMaxGrownElements = int64_t{1} << 16;
   int64_t operandElements = 0, resultElements = 0;
   for (const Value* v : node->operands()) operandElements += v->type().numel();
-  for (const Value* v : node->results()) resultElements += v->type().numel();
-  foldable = foldable && (resultElements <= kMaxGrownElements || resultElements <= operandElements);
+  bool staticResults = true;  // a symbolic result (an expand to a symbolic shape) is computed per run
+  for (const Value* v : node->results()) {
+    resultElements += v->type().numel();
+    staticResults = staticResults && v->type().isStatic();
+  }
+  foldable = foldable && staticResults && (resultElements <= kMaxGrownElements || resultElements <= operandElements);
   if (!foldable) return node->results();
   std::vector<Tensor> inputs;
   for (Value* v : node->operands()) inputs.push_back(*constantValueOf(v));

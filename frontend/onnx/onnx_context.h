@@ -123,6 +123,7 @@ void addNnConverters(ConverterTable& table);
 void addCompositeConverters(ConverterTable& table);
 void addScatterConverters(ConverterTable& table);
 void addResizeConverters(ConverterTable& table);
+void addRecurrentConverters(ConverterTable& table);
 
 /// Every converter, by ONNX op type (built once).
 const ConverterTable& converterTable();

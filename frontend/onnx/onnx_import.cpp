@@ -29,6 +29,7 @@ const ConverterTable& converterTable() {
     addCompositeConverters(t);
     addScatterConverters(t);
     addResizeConverters(t);
+    addRecurrentConverters(t);
     return t;
   }();
   return table;

@@ -1,6 +1,8 @@
 """The PyTorch models the model checks export to ONNX (shared by check_torch_models.py and
 check_torch_gradients.py): an MLP, a small CNN with batch norm, a transformer block with layer norm,
-and torchvision's resnet18. Each builder returns (name, model, example input, ONNX opset)."""
+torchvision's resnet18, a small segmentation net (Resize in its bilinear, nearest and bicubic forms)
+and a recurrent net (a two-layer bidirectional LSTM into a GRU). Each builder returns (name, model,
+example input, ONNX opset)."""
 import torch, torch.nn as nn, torch.nn.functional as F
 
 
@@ -51,7 +53,47 @@ def resnet18():
     return "resnet18", torchvision.models.resnet18(weights=None), torch.randn(2, 3, 64, 64), 14
 
 
+class Segmentation(nn.Module):
+    """An encoder-decoder with a skip connection, upsampled as segmentation heads do (F.interpolate)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.c2 = nn.Conv2d(3, 8, 3, padding=1), nn.Conv2d(8, 16, 3, stride=2, padding=1)
+        self.c3, self.out = nn.Conv2d(16, 8, 3, padding=1), nn.Conv2d(8, 4, 1)
+
+    def forward(self, x):
+        a = F.relu(self.c1(x))
+        b = F.relu(self.c2(a))
+        c = F.relu(self.c3(F.interpolate(b, scale_factor=2, mode="bilinear", align_corners=False))) + a
+        logits = self.out(c)
+        return F.interpolate(logits, size=(20, 12), mode="nearest") + \
+            F.interpolate(logits, size=(20, 12), mode="bicubic", align_corners=True)
+
+
+def segmentation():
+    return "segmentation", Segmentation(), torch.randn(2, 3, 16, 16), 14
+
+
+class Recurrent(nn.Module):
+    """A two-layer bidirectional LSTM into a GRU and a linear head over every step (batch first)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(6, 8, num_layers=2, bidirectional=True, batch_first=True)
+        self.gru = nn.GRU(16, 5, batch_first=True)
+        self.head = nn.Linear(5, 3)
+
+    def forward(self, x):
+        y, _ = self.lstm(x)
+        z, h = self.gru(y)
+        return self.head(z + h[-1].unsqueeze(1))
+
+
+def recurrent():
+    return "recurrent", Recurrent(), torch.randn(3, 7, 6), 14
+
+
 def all_models(seed):
     torch.manual_seed(seed)
-    for build in (mlp, cnn, attention, resnet18):
+    for build in (mlp, cnn, attention, resnet18, segmentation, recurrent):
         yield build()
