@@ -124,6 +124,7 @@ void addCompositeConverters(ConverterTable& table);
 void addScatterConverters(ConverterTable& table);
 void addResizeConverters(ConverterTable& table);
 void addRecurrentConverters(ConverterTable& table);
+void addEinsumConverters(ConverterTable& table);
 
 /// Every converter, by ONNX op type (built once).
 const ConverterTable& converterTable();

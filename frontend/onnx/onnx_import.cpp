@@ -30,6 +30,7 @@ const ConverterTable& converterTable() {
     addScatterConverters(t);
     addResizeConverters(t);
     addRecurrentConverters(t);
+    addEinsumConverters(t);
     return t;
   }();
   return table;
