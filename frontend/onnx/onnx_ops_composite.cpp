@@ -160,9 +160,55 @@ Status softmaxCrossEntropy(NodeContext& n) {
   return n.setOutput(1, logProb);
 }
 
+// TopK by rank counting: an element's rank is how many elements along the axis come before it in the
+// output order (larger, or smaller for largest = 0; equal ones by lower index, as ONNX orders ties);
+// the k outputs are the elements of ranks 0..k-1, found by comparing ranks with 0..k-1. Quadratic in
+// the axis length but a fixed handful of fused ops for any k, with no sort op: the values are a gather,
+// so their gradient flows to the selected elements.
+Status topK(NodeContext& n) {
+  SMELT_TRY(Value * x, n.input(0));
+  SMELT_TRY(std::vector<int64_t> kv, n.constInts(1));
+  if (kv.size() != 1) return makeError("K must hold one value, got {}", kv.size());
+  int64_t rank = x->type().rank();
+  if (rank == 0) return makeError("the input must have rank >= 1");
+  SMELT_TRY(int64_t axis, normalizeAxis(n.attrInt("axis", -1), rank));
+  int64_t len = x->shape()[axis], k = kv[0];
+  if (isSymbolic(len) || !x->type().isStatic()) return makeError("the input {} must be static", x->type().toString());
+  if (k < 0 || k > len) return makeError("K = {} must be in [0, {}] (the axis's length)", k, len);
+  constexpr int64_t kMaxComparisons = int64_t{1} << 31;
+  if (x->type().numel() > kMaxComparisons / std::max<int64_t>(len, 1)) {
+    return makeError("{} along an axis of {}: {} comparisons exceed smelt's TopK limit of {}", x->type().toString(), len,
+                     x->type().numel() * len, kMaxComparisons);
+  }
+  bool largest = n.attrInt("largest", 1) != 0;
+  // Element i (along `axis`) against element j (along the axis inserted after it).
+  SMELT_TRY(Value * xi, n.emit("unsqueeze", {x}, {{"axes", std::vector<int64_t>{axis + 1}}}));
+  SMELT_TRY(Value * xj, n.emit("unsqueeze", {x}, {{"axes", std::vector<int64_t>{axis}}}));
+  SMELT_TRY(Value * better, n.emit(largest ? "gt" : "lt", {xj, xi}));
+  SMELT_TRY(Value * tie, n.emit("eq", {xj, xi}));
+  Value* iIdx = n.constant(iota(rank + 1, axis, len));
+  Value* jIdx = n.constant(iota(rank + 1, axis + 1, len));
+  SMELT_TRY(Value * earlier, n.emit("lt", {jIdx, iIdx}));
+  SMELT_TRY(Value * tieFirst, n.emit("and", {tie, earlier}));
+  SMELT_TRY(Value * before, n.emit("or", {better, tieFirst}));
+  SMELT_TRY(Value * count, n.emit("cast", {before}, {{"to", std::string("i64")}}));
+  AttrMap overJ{{"axes", std::vector<int64_t>{axis + 1}}, {"keepdims", int64_t{0}}};
+  SMELT_TRY(Value * ranks, n.emit("reduce_sum", {count}, overJ));  // [.., len, ..]
+  // Output slot r takes the element of rank r: a one-hot over [.., len, k, ..], summed over len.
+  SMELT_TRY(Value * ranksI, n.emit("unsqueeze", {ranks}, {{"axes", std::vector<int64_t>{axis + 1}}}));
+  SMELT_TRY(Value * hit, n.emit("eq", {ranksI, n.constant(iota(rank + 1, axis + 1, k))}));
+  SMELT_TRY(Value * pos, n.emit("where", {hit, iIdx, n.scalar(DType::i64, 0)}));
+  AttrMap overI{{"axes", std::vector<int64_t>{axis}}, {"keepdims", int64_t{0}}};
+  SMELT_TRY(Value * indices, n.emit("reduce_sum", {pos}, overI));  // [.., k, ..]
+  SMELT_TRY(Value * values, gatherElements(n, x, indices, axis));
+  SMELT_CHECK_OK(n.setOutput(0, values));
+  return n.setOutput(1, indices);
+}
+
 }  // namespace
 
 void addCompositeConverters(ConverterTable& t) {
+  t["TopK"] = topK;
   t["ArgMax"] = argMaxMin;
   t["ArgMin"] = argMaxMin;
   t["Hardmax"] = hardmax;

@@ -1,7 +1,6 @@
-// ONNX importer tests: models built with ONNX's protobuf classes, checking that
-// garbled or truncated bytes give errors (never crashes), that errors name the
-// op, node and input, that external data stays inside the model folder, and
-// that shape subgraphs fold.
+// ONNX importer tests: models built with ONNX's protobuf classes, checking that garbled or truncated
+// bytes give errors (never crashes), that errors name the op, node and input, that external data stays
+// inside the model folder, and that shape subgraphs fold.
 #include "frontend/model_executable.h"
 #include "frontend/onnx/onnx_import.h"
 #include "ir/interpreter.h"
@@ -24,54 +23,43 @@ using namespace smelt;
 
 namespace {
 
-void addInput(onnx::GraphProto &g, const std::string &name, int elemType,
-              std::vector<int64_t> dims, const std::string &dimParam = {}) {
-  auto *in = g.add_input();
+void addInput(onnx::GraphProto& g, const std::string& name, int elemType, std::vector<int64_t> dims,
+              const std::string& dimParam = {}) {
+  auto* in = g.add_input();
   in->set_name(name);
-  auto *tt = in->mutable_type()->mutable_tensor_type();
+  auto* tt = in->mutable_type()->mutable_tensor_type();
   tt->set_elem_type(elemType);
-  auto *shape = tt->mutable_shape();
-  for (int64_t d : dims)
-    shape->add_dim()->set_dim_value(d);
-  if (!dimParam.empty())
-    shape->add_dim()->set_dim_param(dimParam);
+  auto* shape = tt->mutable_shape();
+  for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
+  if (!dimParam.empty()) shape->add_dim()->set_dim_param(dimParam);
 }
 
-void addOutput(onnx::GraphProto &g, const std::string &name) {
-  g.add_output()->set_name(name);
-}
+void addOutput(onnx::GraphProto& g, const std::string& name) { g.add_output()->set_name(name); }
 
-onnx::NodeProto *addNode(onnx::GraphProto &g, const std::string &op,
-                         std::vector<std::string> inputs,
-                         std::vector<std::string> outputs,
-                         const std::string &name = {}) {
-  auto *n = g.add_node();
+onnx::NodeProto* addNode(onnx::GraphProto& g, const std::string& op, std::vector<std::string> inputs,
+                         std::vector<std::string> outputs, const std::string& name = {}) {
+  auto* n = g.add_node();
   n->set_op_type(op);
   n->set_name(name);
-  for (auto &i : inputs)
-    n->add_input(i);
-  for (auto &o : outputs)
-    n->add_output(o);
+  for (auto& i : inputs) n->add_input(i);
+  for (auto& o : outputs) n->add_output(o);
   return n;
 }
 
-onnx::TensorProto *addFloatInit(onnx::GraphProto &g, const std::string &name,
-                                std::vector<int64_t> dims,
+onnx::TensorProto* addFloatInit(onnx::GraphProto& g, const std::string& name, std::vector<int64_t> dims,
                                 std::vector<float> values) {
-  auto *t = g.add_initializer();
+  auto* t = g.add_initializer();
   t->set_name(name);
   t->set_data_type(onnx::TensorProto::FLOAT);
-  for (int64_t d : dims)
-    t->add_dims(d);
-  for (float v : values)
-    t->add_float_data(v);
+  for (int64_t d : dims) t->add_dims(d);
+  for (float v : values) t->add_float_data(v);
   return t;
 }
 
 onnx::ModelProto newModel(int opset = 17) {
   onnx::ModelProto m;
   m.set_ir_version(8);
-  auto *op = m.add_opset_import();
+  auto* op = m.add_opset_import();
   op->set_domain("");
   op->set_version(opset);
   m.mutable_graph()->set_name("t");
@@ -81,7 +69,7 @@ onnx::ModelProto newModel(int opset = 17) {
 // y = x + w, with w an initializer.
 onnx::ModelProto addModel() {
   onnx::ModelProto m = newModel();
-  auto &g = *m.mutable_graph();
+  auto& g = *m.mutable_graph();
   addInput(g, "x", onnx::TensorProto::FLOAT, {2, 2});
   addFloatInit(g, "w", {2, 2}, {1, 2, 3, 4});
   addNode(g, "Add", {"x", "w"}, {"y"}, "add_node");
@@ -89,24 +77,20 @@ onnx::ModelProto addModel() {
   return m;
 }
 
-Expected<Graph> importModel(const onnx::ModelProto &m,
-                            const std::string &dir = ".") {
+Expected<Graph> importModel(const onnx::ModelProto& m, const std::string& dir = ".") {
   return importOnnxBytes(m.SerializeAsString(), dir, "test.onnx");
 }
 
-std::string errorOf(const Expected<Graph> &g) {
-  return g.ok() ? std::string("<no error>") : g.error().message();
-}
+std::string errorOf(const Expected<Graph>& g) { return g.ok() ? std::string("<no error>") : g.error().message(); }
 
-fs::path freshDir(const std::string &name) {
-  fs::path dir = fs::temp_directory_path() /
-                 fmt::format("smelt_onnx_{}_{}", name, std::random_device{}());
+fs::path freshDir(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / fmt::format("smelt_onnx_{}_{}", name, std::random_device{}());
   fs::remove_all(dir);
   fs::create_directories(dir / "model");
   return dir;
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("onnx import: a small model imports and runs") {
   auto g = importModel(addModel());
@@ -116,8 +100,7 @@ TEST_CASE("onnx import: a small model imports and runs") {
   CHECK(g->parameters()[0]->name() == "w");
   CHECK(g->parameters()[0]->trainable());
   bool named = false;
-  for (const auto &n : g->nodes())
-    named = named || (n->opName() == "add" && n->sourceName() == "add_node");
+  for (const auto& n : g->nodes()) named = named || (n->opName() == "add" && n->sourceName() == "add_node");
   CHECK(named);
   TensorMap feeds{{"x", Tensor::of<float>({2, 2}, {10, 20, 30, 40})}};
   auto out = interpret(*g, feeds);
@@ -125,8 +108,7 @@ TEST_CASE("onnx import: a small model imports and runs") {
   CHECK(out->at(0).toDoubles() == std::vector<double>{11, 22, 33, 44});
 }
 
-TEST_CASE(
-    "onnx import: graph inputs that are also initializers are parameters") {
+TEST_CASE("onnx import: graph inputs that are also initializers are parameters") {
   onnx::ModelProto m = addModel();
   addInput(*m.mutable_graph(), "w", onnx::TensorProto::FLOAT, {2, 2});
   auto g = importModel(m);
@@ -139,53 +121,41 @@ TEST_CASE("onnx import: truncated and garbled bytes give errors, never crash") {
   std::string bytes = addModel().SerializeAsString();
   int errors = 0;
   for (size_t len = 0; len < bytes.size(); ++len) {
-    auto g = importOnnxBytes(std::string_view(bytes).substr(0, len), ".",
-                             "cut.onnx");
-    if (!g.ok())
-      ++errors;
+    auto g = importOnnxBytes(std::string_view(bytes).substr(0, len), ".", "cut.onnx");
+    if (!g.ok()) ++errors;
   }
   CHECK(errors > static_cast<int>(bytes.size()) / 2);
-  CHECK_FALSE(
-      importOnnxBytes(std::string_view(bytes).substr(0, bytes.size() / 2), ".",
-                      "cut.onnx")
-          .ok());
+  CHECK_FALSE(importOnnxBytes(std::string_view(bytes).substr(0, bytes.size() / 2), ".", "cut.onnx").ok());
 
   std::mt19937 rng(1234);
   for (int trial = 0; trial < 2000; ++trial) {
     std::string garbled = bytes;
     int flips = 1 + static_cast<int>(rng() % 4);
-    for (int f = 0; f < flips; ++f)
-      garbled[rng() % garbled.size()] = static_cast<char>(rng());
+    for (int f = 0; f < flips; ++f) garbled[rng() % garbled.size()] = static_cast<char>(rng());
     auto g = importOnnxBytes(garbled, ".", "garbled.onnx");
-    if (g.ok())
-      (void)interpret(*g, {}); // may fail (missing feeds), must not crash
+    if (g.ok()) (void)interpret(*g, {});  // may fail (missing feeds), must not crash
   }
-  CHECK_FALSE(
-      importOnnxBytes("this is not an onnx model", ".", "text.onnx").ok());
-  CHECK(errorOf(importOnnxBytes("", ".", "empty.onnx")).find("empty") !=
-        std::string::npos);
+  CHECK_FALSE(importOnnxBytes("this is not an onnx model", ".", "text.onnx").ok());
+  CHECK(errorOf(importOnnxBytes("", ".", "empty.onnx")).find("empty") != std::string::npos);
 }
 
 TEST_CASE("onnx import: malformed tensors are errors") {
   SUBCASE("wrong element count") {
     onnx::ModelProto m = addModel();
     m.mutable_graph()->mutable_initializer(0)->add_float_data(5);
-    CHECK(errorOf(importModel(m)).find("float_data holds 5 values") !=
-          std::string::npos);
+    CHECK(errorOf(importModel(m)).find("float_data holds 5 values") != std::string::npos);
   }
   SUBCASE("raw_data of the wrong size") {
     onnx::ModelProto m = addModel();
-    auto *t = m.mutable_graph()->mutable_initializer(0);
+    auto* t = m.mutable_graph()->mutable_initializer(0);
     t->clear_float_data();
     t->set_raw_data(std::string(15, '\0'));
-    CHECK(errorOf(importModel(m)).find("raw_data has 15 bytes") !=
-          std::string::npos);
+    CHECK(errorOf(importModel(m)).find("raw_data has 15 bytes") != std::string::npos);
   }
   SUBCASE("out-of-range data_type") {
     onnx::ModelProto m = addModel();
     m.mutable_graph()->mutable_initializer(0)->set_data_type(99);
-    CHECK(errorOf(importModel(m)).find("unknown ONNX data type 99") !=
-          std::string::npos);
+    CHECK(errorOf(importModel(m)).find("unknown ONNX data type 99") != std::string::npos);
   }
   SUBCASE("negative and huge dims") {
     onnx::ModelProto m = addModel();
@@ -210,15 +180,13 @@ TEST_CASE("onnx import: malformed tensors are errors") {
     auto ok = importOnnxTensorBytes(t.SerializeAsString(), ".", "t.pb");
     REQUIRE(ok.ok());
     CHECK(ok->toInts() == std::vector<int64_t>{1, -2, 3});
-    CHECK_FALSE(
-        importOnnxTensorBytes(t.SerializeAsString().substr(0, 5), ".", "t.pb")
-            .ok());
+    CHECK_FALSE(importOnnxTensorBytes(t.SerializeAsString().substr(0, 5), ".", "t.pb").ok());
   }
 }
 
 TEST_CASE("onnx import: unsupported op, node and domain errors name them") {
   onnx::ModelProto m = newModel();
-  auto &g = *m.mutable_graph();
+  auto& g = *m.mutable_graph();
   addInput(g, "x", onnx::TensorProto::FLOAT, {2});
   addNode(g, "FrobnicateV2", {"x"}, {"y"}, "frob_7");
   addOutput(g, "y");
@@ -235,25 +203,18 @@ TEST_CASE("onnx import: unsupported op, node and domain errors name them") {
   CHECK(e.find("frob_7") != std::string::npos);
 }
 
-TEST_CASE("onnx import: dynamic input dimensions become symbolic dimensions, "
-          "bound when the model runs") {
+TEST_CASE("onnx import: dynamic input dimensions become symbolic dimensions, bound when the model runs") {
   onnx::ModelProto m = newModel();
-  auto &g = *m.mutable_graph();
+  auto& g = *m.mutable_graph();
   addInput(g, "images", onnx::TensorProto::FLOAT, {3}, "batch");
-  g.mutable_input(0)
-      ->mutable_type()
-      ->mutable_tensor_type()
-      ->mutable_shape()
-      ->add_dim(); // neither size nor name
+  g.mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim();  // neither size nor name
   addNode(g, "Relu", {"images"}, {"y"});
   addOutput(g, "y");
   auto imported = importModel(m);
   REQUIRE_MESSAGE(imported.ok(), imported.error().message());
   CHECK(imported->inputs()[0]->type().toString() == "f32[3,batch,images_2]");
-  CHECK(imported->outputs()[0].value->type().toString() ==
-        "f32[3,batch,images_2]");
-  TensorMap feeds = {{"images", testing::randomTensor({DType::f32, {3, 5, 2}},
-                                                      testing::testSeed())}};
+  CHECK(imported->outputs()[0].value->type().toString() == "f32[3,batch,images_2]");
+  TensorMap feeds = {{"images", testing::randomTensor({DType::f32, {3, 5, 2}}, testing::testSeed())}};
   auto out = interpret(*imported, feeds);
   REQUIRE_MESSAGE(out.ok(), out.error().message());
   CHECK((*out)[0].type().toString() == "f32[3,5,2]");
@@ -267,7 +228,7 @@ TEST_CASE("onnx import: dynamic input dimensions become symbolic dimensions, "
 
 TEST_CASE("onnx import: a static operand computed at run time names the node") {
   onnx::ModelProto m = newModel();
-  auto &g = *m.mutable_graph();
+  auto& g = *m.mutable_graph();
   addInput(g, "x", onnx::TensorProto::FLOAT, {2, 3});
   addInput(g, "shape", onnx::TensorProto::INT64, {2});
   addNode(g, "Reshape", {"x", "shape"}, {"y"}, "reshape_1");
@@ -280,36 +241,27 @@ TEST_CASE("onnx import: a static operand computed at run time names the node") {
 
 namespace {
 
-onnx::TensorProto *addInt64Init(onnx::GraphProto &g, const std::string &name,
-                                std::vector<int64_t> dims,
+onnx::TensorProto* addInt64Init(onnx::GraphProto& g, const std::string& name, std::vector<int64_t> dims,
                                 std::vector<int64_t> values) {
-  auto *t = g.add_initializer();
+  auto* t = g.add_initializer();
   t->set_name(name);
   t->set_data_type(onnx::TensorProto::INT64);
-  for (int64_t d : dims)
-    t->add_dims(d);
-  for (int64_t v : values)
-    t->add_int64_data(v);
+  for (int64_t d : dims) t->add_dims(d);
+  for (int64_t v : values) t->add_int64_data(v);
   return t;
 }
 
-// y = Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), [-1])), PyTorch's
-// x.view(x.size(0), -1); with `scale`, the gathered extent is multiplied by it
-// first (arithmetic on a size).
-onnx::ModelProto flattenModel(const std::string &batch, int64_t scale = 0) {
+// y = Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), [-1])), PyTorch's x.view(x.size(0), -1); with
+// `scale`, the gathered extent is multiplied by it first (arithmetic on a size).
+onnx::ModelProto flattenModel(const std::string& batch, int64_t scale = 0) {
   onnx::ModelProto m = newModel();
-  auto &g = *m.mutable_graph();
+  auto& g = *m.mutable_graph();
   if (batch.empty()) {
     addInput(g, "x", onnx::TensorProto::FLOAT, {2, 3, 4});
   } else {
     addInput(g, "x", onnx::TensorProto::FLOAT, {}, batch);
     for (int64_t d : {3, 4})
-      g.mutable_input(0)
-          ->mutable_type()
-          ->mutable_tensor_type()
-          ->mutable_shape()
-          ->add_dim()
-          ->set_dim_value(d);
+      g.mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
   }
   addInt64Init(g, "zero", {}, {0});
   addInt64Init(g, "minus1", {1}, {-1});
@@ -323,35 +275,31 @@ onnx::ModelProto flattenModel(const std::string &batch, int64_t scale = 0) {
     n = "scaled";
   }
   addNode(g, "Unsqueeze", {n, "axes"}, {"n1"});
-  addNode(g, "Concat", {"n1", "minus1"}, {"shape"})
-      ->add_attribute()
-      ->CopyFrom([] {
-        onnx::AttributeProto a;
-        a.set_name("axis");
-        a.set_type(onnx::AttributeProto::INT);
-        a.set_i(0);
-        return a;
-      }());
+  addNode(g, "Concat", {"n1", "minus1"}, {"shape"})->add_attribute()->CopyFrom([] {
+    onnx::AttributeProto a;
+    a.set_name("axis");
+    a.set_type(onnx::AttributeProto::INT);
+    a.set_i(0);
+    return a;
+  }());
   addNode(g, "Reshape", {"x", "shape"}, {"y"});
   addOutput(g, "y");
   return m;
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("onnx import: shape subgraphs fold to constants") {
   auto graph = importModel(flattenModel(""));
   REQUIRE_MESSAGE(graph.ok(), errorOf(graph));
   CHECK(graph->outputs()[0].value->type().toString() == "f32[2,12]");
-  for (const auto &n : graph->nodes())
-    CHECK((n->opName() == "reshape" || n->opName() == "constant"));
-  CHECK(
-      graph->parameters()
-          .empty()); // integer initializers used only statically stay constants
+  for (const auto& n : graph->nodes()) CHECK((n->opName() == "reshape" || n->opName() == "constant"));
+  CHECK(graph->parameters().empty());  // integer initializers used only statically stay constants
 }
 
-TEST_CASE("onnx import: shape subgraphs over a symbolic batch stay symbolic, "
-          "and arithmetic on a size is an error naming the node") {
+TEST_CASE(
+    "onnx import: shape subgraphs over a symbolic batch stay symbolic, and arithmetic on a size is an error naming the "
+    "node") {
   auto graph = importModel(flattenModel("batch"));
   REQUIRE_MESSAGE(graph.ok(), errorOf(graph));
   CHECK(graph->outputs()[0].value->type().toString() == "f32[batch,12]");
@@ -363,24 +311,19 @@ TEST_CASE("onnx import: shape subgraphs over a symbolic batch stay symbolic, "
   CHECK(toText(*reparsed) == text);
   for (int64_t n : {1, 5}) {
     TensorMap feeds = {
-        {"x", testing::randomTensor({DType::f32, {n, 3, 4}},
-                                    testing::testSeed() +
-                                        static_cast<uint64_t>(n))}};
+        {"x", testing::randomTensor({DType::f32, {n, 3, 4}}, testing::testSeed() + static_cast<uint64_t>(n))}};
     auto out = interpret(*graph, feeds);
     REQUIRE_MESSAGE(out.ok(), out.error().message());
     CHECK((*out)[0].type().toString() == fmt::format("f32[{},12]", n));
-    for (int64_t i = 0; i < n * 12; ++i)
-      CHECK((*out)[0].getDouble(i) == feeds.at("x").getDouble(i));
+    for (int64_t i = 0; i < n * 12; ++i) CHECK((*out)[0].getDouble(i) == feeds.at("x").getDouble(i));
   }
-  // batch * 2 would be a wrong number, not a size: refused, naming the node;
-  // static shapes import it.
+  // batch * 2 would be a wrong number, not a size: refused, naming the node; static shapes import it.
   std::string e = errorOf(importModel(flattenModel("batch", 2)));
   CHECK_MESSAGE(e.find("scale_size") != std::string::npos, e);
   CHECK_MESSAGE(e.find("symbolic dimension") != std::string::npos, e);
   OnnxImportOptions options;
   options.inputShapes["x"] = {4, 3, 4};
-  auto fixed = importOnnxBytes(flattenModel("batch", 2).SerializeAsString(),
-                               ".", "m.onnx", options);
+  auto fixed = importOnnxBytes(flattenModel("batch", 2).SerializeAsString(), ".", "m.onnx", options);
   REQUIRE_MESSAGE(fixed.ok(), errorOf(fixed));
   CHECK(fixed->outputs()[0].value->type().toString() == "f32[8,6]");
 }
@@ -391,24 +334,22 @@ TEST_CASE("onnx import: external data is read only from the model's folder") {
   {
     std::ofstream out(dir / "model" / "weights.bin", std::ios::binary);
     out.write("PADDING!", 8);
-    out.write(reinterpret_cast<const char *>(values.data()),
-              sizeof(float) * values.size());
+    out.write(reinterpret_cast<const char*>(values.data()), sizeof(float) * values.size());
   }
-  std::ofstream(dir / "outside.bin", std::ios::binary)
-      .write(reinterpret_cast<const char *>(values.data()), 16);
+  std::ofstream(dir / "outside.bin", std::ios::binary).write(reinterpret_cast<const char*>(values.data()), 16);
 
-  auto modelWith = [&](const std::string &location, const std::string &offset) {
+  auto modelWith = [&](const std::string& location, const std::string& offset) {
     onnx::ModelProto m = addModel();
-    auto *t = m.mutable_graph()->mutable_initializer(0);
+    auto* t = m.mutable_graph()->mutable_initializer(0);
     t->clear_float_data();
     t->set_data_location(onnx::TensorProto::EXTERNAL);
-    auto *loc = t->add_external_data();
+    auto* loc = t->add_external_data();
     loc->set_key("location");
     loc->set_value(location);
-    auto *off = t->add_external_data();
+    auto* off = t->add_external_data();
     off->set_key("offset");
     off->set_value(offset);
-    auto *len = t->add_external_data();
+    auto* len = t->add_external_data();
     len->set_key("length");
     len->set_value("16");
     fs::path file = dir / "model" / "m.onnx";
@@ -418,32 +359,24 @@ TEST_CASE("onnx import: external data is read only from the model's folder") {
 
   auto ok = modelWith("weights.bin", "8");
   REQUIRE_MESSAGE(ok.ok(), errorOf(ok));
-  CHECK(ok->findParameter("w")->initialValue().toDoubles() ==
-        std::vector<double>{1.5, -2.0, 3.25, 4.0});
+  CHECK(ok->findParameter("w")->initialValue().toDoubles() == std::vector<double>{1.5, -2.0, 3.25, 4.0});
 
   std::string up = errorOf(modelWith("../outside.bin", "0"));
   CHECK(up.find("'..'") != std::string::npos);
   std::string abs = errorOf(modelWith("/etc/passwd", "0"));
   CHECK(abs.find("absolute") != std::string::npos);
-  CHECK(errorOf(modelWith("sub/../../outside.bin", "0")).find("'..'") !=
-        std::string::npos);
-  CHECK(errorOf(modelWith("weights.bin", "12")).find("past its end") !=
-        std::string::npos);
-  CHECK(errorOf(modelWith("missing.bin", "0")).find("cannot open") !=
-        std::string::npos);
-  // A link inside the folder reaching a file outside it is refused after the
-  // link is resolved.
+  CHECK(errorOf(modelWith("sub/../../outside.bin", "0")).find("'..'") != std::string::npos);
+  CHECK(errorOf(modelWith("weights.bin", "12")).find("past its end") != std::string::npos);
+  CHECK(errorOf(modelWith("missing.bin", "0")).find("cannot open") != std::string::npos);
+  // A link inside the folder reaching a file outside it is refused after the link is resolved.
   fs::create_symlink(dir / "outside.bin", dir / "model" / "link.bin");
   std::string linked = errorOf(modelWith("link.bin", "0"));
-  CHECK_MESSAGE(linked.find("outside the model's folder") != std::string::npos,
-                linked);
+  CHECK_MESSAGE(linked.find("outside the model's folder") != std::string::npos, linked);
   fs::create_directory_symlink(dir, dir / "model" / "up");
   std::string viaDir = errorOf(modelWith("up/outside.bin", "0"));
-  CHECK_MESSAGE(viaDir.find("outside the model's folder") != std::string::npos,
-                viaDir);
+  CHECK_MESSAGE(viaDir.find("outside the model's folder") != std::string::npos, viaDir);
   // A link that stays inside is fine.
-  fs::create_symlink(dir / "model" / "weights.bin",
-                     dir / "model" / "alias.bin");
+  fs::create_symlink(dir / "model" / "weights.bin", dir / "model" / "alias.bin");
   CHECK(modelWith("alias.bin", "8").ok());
   fs::remove_all(dir);
 }
@@ -453,19 +386,14 @@ TEST_CASE("onnx import: a missing file is an error") {
   CHECK(errorOf(g).find("cannot open") != std::string::npos);
 }
 
-TEST_CASE("onnx import: a model needing an input's value compiles once per "
-          "distinct value, its batch symbolic, as the reference computes") {
-  // y = Clip(Reshape(x, shape), lo, hi): the shape and the bounds are graph
-  // inputs.
+TEST_CASE(
+    "onnx import: a model needing an input's value compiles once per distinct value, its batch symbolic, as the "
+    "reference computes") {
+  // y = Clip(Reshape(x, shape), lo, hi): the shape and the bounds are graph inputs.
   onnx::ModelProto m = newModel();
-  auto &g = *m.mutable_graph();
+  auto& g = *m.mutable_graph();
   addInput(g, "x", onnx::TensorProto::FLOAT, {}, "batch");
-  g.mutable_input(0)
-      ->mutable_type()
-      ->mutable_tensor_type()
-      ->mutable_shape()
-      ->add_dim()
-      ->set_dim_value(12);
+  g.mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(12);
   addInput(g, "shape", onnx::TensorProto::INT64, {3});
   addInput(g, "lo", onnx::TensorProto::FLOAT, {});
   addInput(g, "hi", onnx::TensorProto::FLOAT, {});
@@ -475,10 +403,8 @@ TEST_CASE("onnx import: a model needing an input's value compiles once per "
   fs::path dir = freshDir("by_value");
   const std::string path = (dir / "model.onnx").string();
   std::ofstream(path, std::ios::binary) << m.SerializeAsString();
-  // Imported without the values, it cannot be: the reshape's target is known
-  // only at run time.
-  CHECK(errorOf(importOnnxFile(path)).find("reshape_by_input") !=
-        std::string::npos);
+  // Imported without the values, it cannot be: the reshape's target is known only at run time.
+  CHECK(errorOf(importOnnxFile(path)).find("reshape_by_input") != std::string::npos);
 
   auto model = ModelExecutable::load(path, {.device = "cpu"});
   REQUIRE_MESSAGE(model.ok(), model.error().message());
@@ -492,64 +418,54 @@ TEST_CASE("onnx import: a model needing an input's value compiles once per "
                                    {2, {-1, 4, 3}, -0.5f, 0.5f},
                                    {3, {-1, 3, 4}, -0.25f, 1.0f},
                                    {7, {-1, 4, 3}, -0.5f, 0.5f}};
-  for (const Case &c : cases) {
+  for (const Case& c : cases) {
     CAPTURE(c.batch);
     TensorMap feeds = {
-        {"x", testing::randomTensor({DType::f32, {c.batch, 12}},
-                                    testing::testSeed() +
-                                        static_cast<uint64_t>(c.batch))},
+        {"x", testing::randomTensor({DType::f32, {c.batch, 12}}, testing::testSeed() + static_cast<uint64_t>(c.batch))},
         {"shape", Tensor::of<int64_t>({3}, c.shape)},
         {"lo", Tensor::scalar(DType::f32, c.lo)},
         {"hi", Tensor::scalar(DType::f32, c.hi)}};
     auto out = (*model)->run(feeds);
     REQUIRE_MESSAGE(out.ok(), out.error().message());
-    const Tensor &y = (*out)[0];
+    const Tensor& y = (*out)[0];
     CHECK(y.shape() == Shape{c.batch, c.shape[1], c.shape[2]});
     for (int64_t i = 0; i < y.numel(); ++i) {
-      CHECK(y.getDouble(i) ==
-            std::clamp(feeds.at("x").getDouble(i), double{c.lo}, double{c.hi}));
+      CHECK(y.getDouble(i) == std::clamp(feeds.at("x").getDouble(i), double{c.lo}, double{c.hi}));
     }
   }
   CHECK((*model)->valueInputs() == std::set<std::string>{"hi", "lo", "shape"});
-  // Three distinct values (the batch is symbolic: its sizes share one compile
-  // each).
+  // Three distinct values (the batch is symbolic: its sizes share one compile each).
   CHECK((*model)->compiledValues() == 3);
   fs::remove_all(dir);
 }
 
-TEST_CASE("onnx import: a graph output listed twice is an error naming it, and "
-          "every imported graph verifies") {
+TEST_CASE("onnx import: a graph output listed twice is an error naming it, and every imported graph verifies") {
   onnx::ModelProto m = addModel();
   addOutput(*m.mutable_graph(), "y");
   std::string e = errorOf(importModel(m));
-  CHECK_MESSAGE(e.find("graph output 'y' is listed twice") != std::string::npos,
-                e);
+  CHECK_MESSAGE(e.find("graph output 'y' is listed twice") != std::string::npos, e);
 }
 
-TEST_CASE("onnx import: ConstantOfShape and Range never materialize huge "
-          "tensors at import") {
+TEST_CASE("onnx import: ConstantOfShape and Range never materialize huge tensors at import") {
   auto constantOfShape = [](std::vector<int64_t> shape) {
     onnx::ModelProto m = newModel();
-    auto &g = *m.mutable_graph();
-    auto *t = g.add_initializer();
+    auto& g = *m.mutable_graph();
+    auto* t = g.add_initializer();
     t->set_name("shape");
     t->set_data_type(onnx::TensorProto::INT64);
     t->add_dims(static_cast<int64_t>(shape.size()));
-    for (int64_t d : shape)
-      t->add_int64_data(d);
+    for (int64_t d : shape) t->add_int64_data(d);
     addNode(g, "ConstantOfShape", {"shape"}, {"y"}, "fill");
     addOutput(g, "y");
     return importModel(m);
   };
-  // 2^32 elements (16 GiB of f32): imported as an expand of one value, nothing
-  // allocated.
+  // 2^32 elements (16 GiB of f32): imported as an expand of one value, nothing allocated.
   auto big = constantOfShape({65536, 65536});
   REQUIRE_MESSAGE(big.ok(), errorOf(big));
   CHECK(toText(*big).find("expand(") != std::string::npos);
   CHECK(toText(*big).size() < 2000);
   // Past smelt's element limit: an error naming the node.
-  std::string tooBig =
-      errorOf(constantOfShape({int64_t{1} << 31, int64_t{1} << 31}));
+  std::string tooBig = errorOf(constantOfShape({int64_t{1} << 31, int64_t{1} << 31}));
   CHECK_MESSAGE(tooBig.find("fill") != std::string::npos, tooBig);
   CHECK_MESSAGE(tooBig.find("too many elements") != std::string::npos, tooBig);
   // A small one stays a constant (shape computations downstream read it).
@@ -559,11 +475,9 @@ TEST_CASE("onnx import: ConstantOfShape and Range never materialize huge "
 
   auto range = [](int64_t limit) {
     onnx::ModelProto m = newModel();
-    auto &g = *m.mutable_graph();
-    for (auto [name, v] : {std::pair<const char *, int64_t>{"start", 0},
-                           {"limit", limit},
-                           {"delta", 1}}) {
-      auto *t = g.add_initializer();
+    auto& g = *m.mutable_graph();
+    for (auto [name, v] : {std::pair<const char*, int64_t>{"start", 0}, {"limit", limit}, {"delta", 1}}) {
+      auto* t = g.add_initializer();
       t->set_name(name);
       t->set_data_type(onnx::TensorProto::INT64);
       t->add_int64_data(v);
@@ -578,8 +492,7 @@ TEST_CASE("onnx import: ConstantOfShape and Range never materialize huge "
   CHECK_MESSAGE(huge.find("larger than") != std::string::npos, huge);
 }
 
-TEST_CASE("onnx import: names with control characters are escaped in error "
-          "messages") {
+TEST_CASE("onnx import: names with control characters are escaped in error messages") {
   onnx::ModelProto m = addModel();
   m.mutable_graph()->mutable_node(0)->set_op_type("NoSuchOp");
   m.mutable_graph()->mutable_node(0)->set_name("evil\x1b[2J\rname");
@@ -589,19 +502,18 @@ TEST_CASE("onnx import: names with control characters are escaped in error "
   CHECK(e.find('\r') == std::string::npos);
 }
 
-TEST_CASE("onnx import: a Concat of 5,000 inputs imports, compiles and runs in "
-          "seconds as a tree of kernels") {
+TEST_CASE("onnx import: a Concat of 5,000 inputs imports, compiles and runs in seconds as a tree of kernels") {
   constexpr int kInputs = 5000;
   onnx::ModelProto m = newModel();
-  auto &g = *m.mutable_graph();
+  auto& g = *m.mutable_graph();
   std::vector<std::string> parts;
   for (int i = 0; i < kInputs; ++i) {
     std::string name = fmt::format("x{}", i);
     addInput(g, name, onnx::TensorProto::FLOAT, {1, 2});
     parts.push_back(name);
   }
-  auto *concat = addNode(g, "Concat", parts, {"y"}, "join");
-  auto *axis = concat->add_attribute();
+  auto* concat = addNode(g, "Concat", parts, {"y"}, "join");
+  auto* axis = concat->add_attribute();
   axis->set_name("axis");
   axis->set_type(onnx::AttributeProto::INT);
   axis->set_i(0);
@@ -614,33 +526,24 @@ TEST_CASE("onnx import: a Concat of 5,000 inputs imports, compiles and runs in "
   REQUIRE_MESSAGE(exe.ok(), (exe.ok() ? "" : exe.error().message()));
   auto out = (*exe)->run(feeds);
   REQUIRE(out.ok());
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   auto expected = interpret(*graph, feeds);
   REQUIRE(expected.ok());
   CHECK(testing::compareTensors((*out)[0], (*expected)[0], 0).empty());
-  // A tree of kernels reading at most 64 buffers each, not one 5,000-deep chain
-  // (which took LLVM 20-30 s to compile, growing quadratically with the
-  // inputs).
+  // A tree of kernels reading at most 64 buffers each, not one 5,000-deep chain (which took LLVM
+  // 20-30 s to compile, growing quadratically with the inputs).
   CHECK((*exe)->report().kernels >= kInputs / 64);
   CHECK_MESSAGE(seconds < 10, seconds);
 }
 
-TEST_CASE("onnx import: Range up to a symbolic batch is computed per run, as "
-          "the reference computes") {
-  // y = x + cast(Range(0, Shape(x)[0], 1)) (positions added row by row): the
-  // range's length is the batch, known only once the model runs.
+TEST_CASE("onnx import: Range up to a symbolic batch is computed per run, as the reference computes") {
+  // y = x + cast(Range(0, Shape(x)[0], 1)) (positions added row by row): the range's length is the
+  // batch, known only once the model runs.
   auto model = [](int64_t start) {
     onnx::ModelProto m = newModel();
-    auto &g = *m.mutable_graph();
+    auto& g = *m.mutable_graph();
     addInput(g, "x", onnx::TensorProto::FLOAT, {}, "batch");
-    g.mutable_input(0)
-        ->mutable_type()
-        ->mutable_tensor_type()
-        ->mutable_shape()
-        ->add_dim()
-        ->set_dim_value(3);
+    g.mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(3);
     addInt64Init(g, "zero", {}, {0});
     addInt64Init(g, "start", {}, {start});
     addInt64Init(g, "one", {}, {1});
@@ -669,53 +572,44 @@ TEST_CASE("onnx import: Range up to a symbolic batch is computed per run, as "
   for (int64_t n : {1, 4, 9}) {
     CAPTURE(n);
     TensorMap feeds = {
-        {"x", testing::randomTensor({DType::f32, {n, 3}},
-                                    testing::testSeed() +
-                                        static_cast<uint64_t>(n))}};
+        {"x", testing::randomTensor({DType::f32, {n, 3}}, testing::testSeed() + static_cast<uint64_t>(n))}};
     auto reference = interpret(*graph, feeds);
     REQUIRE_MESSAGE(reference.ok(), reference.error().message());
     auto out = (*exe)->run(feeds);
     REQUIRE_MESSAGE(out.ok(), out.error().message());
     REQUIRE((*out)[0].shape() == Shape{n, 3});
     for (int64_t i = 0; i < n * 3; ++i) {
-      const double want =
-          feeds.at("x").getDouble(i) + static_cast<double>(i / 3);
+      const double want = feeds.at("x").getDouble(i) + static_cast<double>(i / 3);
       CHECK((*reference)[0].getDouble(i) == doctest::Approx(want));
       CHECK((*out)[0].getDouble(i) == doctest::Approx(want));
     }
   }
-  // From 1, its length would be batch - 1: arithmetic on a size, refused naming
-  // the node.
+  // From 1, its length would be batch - 1: arithmetic on a size, refused naming the node.
   const std::string e = errorOf(importModel(model(1)));
   CHECK_MESSAGE(e.find("positions") != std::string::npos, e);
   CHECK_MESSAGE(e.find("start at 0") != std::string::npos, e);
 }
 
-TEST_CASE("onnx import: MaxPool's Indices output is flat over the input, over "
-          "a symbolic batch too, in either storage order") {
+TEST_CASE(
+    "onnx import: MaxPool's Indices output is flat over the input, over a symbolic batch too, in either storage "
+    "order") {
   for (int64_t order : {0, 1}) {
     CAPTURE(order);
     onnx::ModelProto m = newModel();
-    auto &g = *m.mutable_graph();
+    auto& g = *m.mutable_graph();
     addInput(g, "x", onnx::TensorProto::FLOAT, {}, "batch");
     for (int64_t d : {2, 4, 4})
-      g.mutable_input(0)
-          ->mutable_type()
-          ->mutable_tensor_type()
-          ->mutable_shape()
-          ->add_dim()
-          ->set_dim_value(d);
-    auto *pool = addNode(g, "MaxPool", {"x"}, {"y", "i"}, "pool");
-    auto intsAttr = [&](const char *name, std::vector<int64_t> v) {
-      auto *a = pool->add_attribute();
+      g.mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+    auto* pool = addNode(g, "MaxPool", {"x"}, {"y", "i"}, "pool");
+    auto intsAttr = [&](const char* name, std::vector<int64_t> v) {
+      auto* a = pool->add_attribute();
       a->set_name(name);
       a->set_type(onnx::AttributeProto::INTS);
-      for (int64_t x : v)
-        a->add_ints(x);
+      for (int64_t x : v) a->add_ints(x);
     };
     intsAttr("kernel_shape", {2, 2});
     intsAttr("strides", {2, 2});
-    auto *so = pool->add_attribute();
+    auto* so = pool->add_attribute();
     so->set_name("storage_order");
     so->set_type(onnx::AttributeProto::INT);
     so->set_i(order);
@@ -727,12 +621,10 @@ TEST_CASE("onnx import: MaxPool's Indices output is flat over the input, over "
     REQUIRE_MESSAGE(exe.ok(), exe.error().message());
     for (int64_t n : {1, 3}) {
       CAPTURE(n);
-      Tensor x =
-          testing::randomTensor({DType::f32, {n, 2, 4, 4}},
-                                testing::testSeed() + static_cast<uint64_t>(n));
+      Tensor x = testing::randomTensor({DType::f32, {n, 2, 4, 4}}, testing::testSeed() + static_cast<uint64_t>(n));
       auto out = (*exe)->run({{"x", x}});
       REQUIRE_MESSAGE(out.ok(), out.error().message());
-      const Tensor &idx = (*out)[1];
+      const Tensor& idx = (*out)[1];
       REQUIRE(idx.shape() == Shape{n, 2, 2, 2});
       for (int64_t b = 0; b < n; ++b) {
         for (int64_t c = 0; c < 2; ++c) {
@@ -746,8 +638,7 @@ TEST_CASE("onnx import: MaxPool's Indices output is flat over the input, over "
                   const double v = x.getDouble(((b * 2 + c) * 4 + h) * 4 + w);
                   if (best < 0 || v > value) {
                     value = v;
-                    best =
-                        (b * 2 + c) * 16 + (order == 0 ? h * 4 + w : w * 4 + h);
+                    best = (b * 2 + c) * 16 + (order == 0 ? h * 4 + w : w * 4 + h);
                   }
                 }
               }
@@ -760,23 +651,19 @@ TEST_CASE("onnx import: MaxPool's Indices output is flat over the input, over "
   }
 }
 
-TEST_CASE("onnx import: a ConstantOfShape over a symbolic batch is computed "
-          "per run (an RNN's initial state)") {
+TEST_CASE(
+    "onnx import: a ConstantOfShape over a symbolic batch is computed "
+    "per run (an RNN's initial state)") {
   // y = x + ConstantOfShape(Shape(x), 2.5): the exporters' zero initial state
   // of a recurrent layer. It used to be folded at import with its symbolic
   // shape and crashed the importer.
   onnx::ModelProto m = newModel();
-  auto &g = *m.mutable_graph();
+  auto& g = *m.mutable_graph();
   addInput(g, "x", onnx::TensorProto::FLOAT, {}, "batch");
-  g.mutable_input(0)
-      ->mutable_type()
-      ->mutable_tensor_type()
-      ->mutable_shape()
-      ->add_dim()
-      ->set_dim_value(3);
+  g.mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(3);
   addNode(g, "Shape", {"x"}, {"s"});
-  auto *fill = addNode(g, "ConstantOfShape", {"s"}, {"c"}, "state");
-  auto *value = fill->add_attribute();
+  auto* fill = addNode(g, "ConstantOfShape", {"s"}, {"c"}, "state");
+  auto* value = fill->add_attribute();
   value->set_name("value");
   value->set_type(onnx::AttributeProto::TENSOR);
   value->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
@@ -787,24 +674,22 @@ TEST_CASE("onnx import: a ConstantOfShape over a symbolic batch is computed "
   auto graph = importModel(m);
   REQUIRE_MESSAGE(graph.ok(), errorOf(graph));
   CHECK(graph->outputs()[0].value->type().toString() == "f32[batch,3]");
-  TensorMap feeds = {
-      {"x", testing::randomTensor({DType::f32, {4, 3}}, testing::testSeed())}};
+  TensorMap feeds = {{"x", testing::randomTensor({DType::f32, {4, 3}}, testing::testSeed())}};
   auto out = interpret(*graph, feeds);
   REQUIRE_MESSAGE(out.ok(), out.error().message());
-  for (int64_t i = 0; i < 12; ++i)
-    CHECK((*out)[0].getDouble(i) ==
-          doctest::Approx(feeds.at("x").getDouble(i) + 2.5));
+  for (int64_t i = 0; i < 12; ++i) CHECK((*out)[0].getDouble(i) == doctest::Approx(feeds.at("x").getDouble(i) + 2.5));
 }
 
-TEST_CASE("onnx import: Resize, ScatterND and the recurrent ops reject what "
-          "they cannot compose, naming the node") {
+TEST_CASE(
+    "onnx import: Resize, ScatterND and the recurrent ops reject what "
+    "they cannot compose, naming the node") {
   auto resize = [](std::vector<float> scales) {
     onnx::ModelProto m = newModel(13);
-    auto &g = *m.mutable_graph();
+    auto& g = *m.mutable_graph();
     addInput(g, "x", onnx::TensorProto::FLOAT, {1, 1, 2, 2});
     addFloatInit(g, "scales", {4}, std::move(scales));
-    auto *n = addNode(g, "Resize", {"x", "", "scales"}, {"y"}, "upsampler");
-    auto *mode = n->add_attribute();
+    auto* n = addNode(g, "Resize", {"x", "", "scales"}, {"y"}, "upsampler");
+    auto* mode = n->add_attribute();
     mode->set_name("mode");
     mode->set_type(onnx::AttributeProto::STRING);
     mode->set_s("linear");
@@ -819,17 +704,15 @@ TEST_CASE("onnx import: Resize, ScatterND and the recurrent ops reject what "
   CHECK_MESSAGE(huge.find("upsampler") != std::string::npos, huge);
   CHECK_MESSAGE(huge.find("exceeds") != std::string::npos, huge);
   std::string negative = errorOf(resize({1, 1, -2, 1}));
-  CHECK_MESSAGE(negative.find("must be positive") != std::string::npos,
-                negative);
+  CHECK_MESSAGE(negative.find("must be positive") != std::string::npos, negative);
 
   onnx::ModelProto sm = newModel(16);
-  auto &sg = *sm.mutable_graph();
+  auto& sg = *sm.mutable_graph();
   addInput(sg, "data", onnx::TensorProto::FLOAT, {4, 3});
   addInt64Init(sg, "idx", {2, 1}, {0, 2});
   addFloatInit(sg, "upd", {2, 3}, {1, 2, 3, 4, 5, 6});
-  auto *scatter =
-      addNode(sg, "ScatterND", {"data", "idx", "upd"}, {"y"}, "writer");
-  auto *reduction = scatter->add_attribute();
+  auto* scatter = addNode(sg, "ScatterND", {"data", "idx", "upd"}, {"y"}, "writer");
+  auto* reduction = scatter->add_attribute();
   reduction->set_name("reduction");
   reduction->set_type(onnx::AttributeProto::STRING);
   reduction->set_s("mul");
@@ -840,15 +723,10 @@ TEST_CASE("onnx import: Resize, ScatterND and the recurrent ops reject what "
 
   // An LSTM is unrolled: its sequence length must be static.
   onnx::ModelProto lm = newModel(14);
-  auto &lg = *lm.mutable_graph();
+  auto& lg = *lm.mutable_graph();
   addInput(lg, "x", onnx::TensorProto::FLOAT, {}, "steps");
   for (int64_t d : {2, 3})
-    lg.mutable_input(0)
-        ->mutable_type()
-        ->mutable_tensor_type()
-        ->mutable_shape()
-        ->add_dim()
-        ->set_dim_value(d);
+    lg.mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
   addFloatInit(lg, "w", {1, 8, 3}, std::vector<float>(24, 0.1f));
   addFloatInit(lg, "r", {1, 8, 2}, std::vector<float>(16, 0.1f));
   addNode(lg, "LSTM", {"x", "w", "r"}, {"y"}, "encoder");

@@ -1,0 +1,141 @@
+"""ONNX ops smelt composes from its own (Einsum, TopK) against torch (ctest onnx/composed_torch), in the
+forms the node tests leave out, in f64: `smelt run` gives torch's result (relative 1e-10) and
+`smelt grad` of the output's sum torch.autograd's gradients.
+  - Einsum against torch.einsum: ellipsis broadcasting, three operands, implicit outputs, outer
+    products, diagonals, uppercase labels, labels summed before contracting;
+  - TopK against torch.topk (sorted): largest and smallest, inner and outer axes, k = 1 and k = the
+    whole axis; and with ties, whose order ONNX fixes (lower index first), against a stable argsort.
+Usage: check_composed_torch.py SMELT_BINARY   (Debian's python3, with onnx and torch)"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import torch
+from onnx import TensorProto, helper
+
+# (equation, operand shapes)
+CASES = [
+    ("ij,jk->ik", [(3, 4), (4, 5)]),
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+    ("...ij,...jk->...ik", [(2, 1, 3, 4), (3, 4, 2)]),
+    ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]),
+    ("ij,kj", [(3, 4), (5, 4)]),
+    ("i,j->ij", [(3,), (4,)]),
+    ("ii->i", [(4, 4)]),
+    ("iij,jk->ik", [(3, 3, 2), (2, 5)]),
+    ("bhqd,bhkd->bhqk", [(2, 3, 4, 5), (2, 3, 6, 5)]),
+    ("abc,cd->", [(2, 3, 4), (4, 2)]),
+    ("Ab,bC->CA", [(3, 2), (2, 4)]),
+    ("ijk,ik->j", [(2, 3, 4), (2, 4)]),
+    ("...i,i", [(2, 3, 4), (4,)]),
+    ("ij->ji", [(3, 5)]),
+]
+
+
+# (shape, k, axis, largest)
+TOPK_CASES = [((4, 7), 3, -1, 1), ((4, 7), 2, 0, 0), ((2, 5, 3), 5, 1, 1), ((6,), 1, 0, 0), ((3, 4, 5), 4, -1, 0)]
+
+
+def model(eq, shapes):
+    names = [f"x{i}" for i in range(len(shapes))]
+    node = helper.make_node("Einsum", names, ["y"], equation=eq)
+    inputs = [helper.make_tensor_value_info(n, TensorProto.DOUBLE, list(s)) for n, s in zip(names, shapes)]
+    graph = helper.make_graph([node], "einsum", inputs, [helper.make_tensor_value_info("y", TensorProto.DOUBLE, None)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), names
+
+
+def topk_model(shape, k, axis, largest):
+    node = helper.make_node("TopK", ["x0", "k"], ["y", "i"], axis=axis, largest=largest)
+    k_init = helper.make_tensor("k", TensorProto.INT64, [1], [k])
+    graph = helper.make_graph([node], "topk", [helper.make_tensor_value_info("x0", TensorProto.DOUBLE, list(shape))],
+                              [helper.make_tensor_value_info(o, t, None) for o, t in (("y", TensorProto.DOUBLE),
+                                                                                      ("i", TensorProto.INT64))],
+                              [k_init])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+
+
+def check_topk(smelt, work, rng):
+    failures = 0
+    for k_case, (shape, k, axis, largest) in enumerate(TOPK_CASES):
+        path = os.path.join(work, f"t{k_case}.onnx")
+        onnx.save(topk_model(shape, k, axis, largest), path)
+        for ties in (False, True):
+            # With ties: values from a few levels, so equal elements compete for the same slots.
+            x = rng.integers(0, 3, shape).astype(np.float64) if ties else rng.standard_normal(shape)
+            np.save(os.path.join(work, "x0.npy"), x)
+            out, grads = os.path.join(work, f"tout{k_case}{ties}"), os.path.join(work, f"tgrad{k_case}{ties}")
+            rc1, err1 = run(smelt, "run", path, "--input", f"x0={work}/x0.npy", "--output-dir", out)
+            rc2, err2 = run(smelt, "grad", path, "--wrt", "x0", "--input", f"x0={work}/x0.npy",
+                            "--output-dir", grads)
+            label = f"TopK {shape} k={k} axis={axis} largest={largest}{' with ties' if ties else ''}"
+            if rc1 or rc2:
+                print(f"FAIL {label}: {err1 or err2}")
+                failures += 1
+                continue
+            # ONNX's order: by value, ties by lower index (a stable sort of -x, or of x for smallest).
+            order = np.argsort(-x if largest else x, axis=axis, kind="stable")
+            want_i = np.take(order, np.arange(k), axis=axis)
+            want_y = np.take_along_axis(x, want_i, axis=axis)
+            t = torch.tensor(x, requires_grad=True)
+            if ties:
+                ty = torch.take_along_dim(t, torch.tensor(want_i), dim=axis)
+            else:
+                ty, ti = torch.topk(t, k, dim=axis, largest=bool(largest), sorted=True)
+                assert np.array_equal(ti.numpy(), want_i)
+            ty.sum().backward()
+            got_y, got_i = np.load(os.path.join(out, "y.npy")), np.load(os.path.join(out, "i.npy"))
+            got_g = np.load(os.path.join(grads, "x0.grad.npy"))
+            ok = (np.array_equal(got_i, want_i) and np.allclose(got_y, want_y, rtol=1e-12, atol=0)
+                  and np.allclose(got_g, t.grad.numpy(), rtol=1e-12, atol=0))
+            failures += 0 if ok else 1
+            print(f"{'ok  ' if ok else 'FAIL'} {label}: values, indices and gradient")
+    return failures, 2 * len(TOPK_CASES)
+
+
+def run(*args):
+    r = subprocess.run(list(args), capture_output=True, text=True)
+    return r.returncode, r.stderr.strip()
+
+
+def main():
+    smelt = sys.argv[1]
+    rng = np.random.default_rng(int(os.environ.get("SMELT_TEST_SEED", "3")))
+    failures = 0
+    with tempfile.TemporaryDirectory() as work:
+        for k, (eq, shapes) in enumerate(CASES):
+            m, names = model(eq, shapes)
+            path = os.path.join(work, f"e{k}.onnx")
+            onnx.save(m, path)
+            xs = [rng.standard_normal(s) for s in shapes]
+            feeds = []
+            for n, x in zip(names, xs):
+                np.save(os.path.join(work, f"{n}.npy"), x)
+                feeds += ["--input", f"{n}={work}/{n}.npy"]
+            ts = [torch.tensor(x, requires_grad=True) for x in xs]
+            want = torch.einsum(eq, *ts)
+            want.sum().backward()
+            out, grads = os.path.join(work, f"out{k}"), os.path.join(work, f"grad{k}")
+            rc1, err1 = run(smelt, "run", path, *feeds, "--output-dir", out)
+            rc2, err2 = run(smelt, "grad", path, "--wrt", ",".join(names), *feeds, "--output-dir", grads)
+            if rc1 or rc2:
+                print(f"FAIL {eq}: {err1 or err2}")
+                failures += 1
+                continue
+            pairs = [(np.load(os.path.join(out, "y.npy")), want.detach().numpy())]
+            pairs += [(np.load(os.path.join(grads, f"{n}.grad.npy")), t.grad.numpy()) for n, t in zip(names, ts)]
+            worst = max(float(np.abs(g - w).max()) / max(1.0, float(np.abs(w).max())) if g.shape == w.shape
+                        else float("inf") for g, w in pairs)
+            ok = worst <= 1e-10
+            failures += 0 if ok else 1
+            print(f"{'ok  ' if ok else 'FAIL'} {eq} {shapes}: output and {len(names)} gradients, worst relative error {worst:.1e}")
+        topk_failures, topk_count = check_topk(smelt, work, rng)
+    failures += topk_failures
+    print(f"{len(CASES) + topk_count - failures} passed, {failures} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
