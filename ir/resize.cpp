@@ -191,6 +191,7 @@ Value* resize(Builder& b, Value* x, const std::vector<int64_t>& sizes, const std
     AxisPlan p = planAxis(m, in, out, scales[static_cast<size_t>(d)], roiStart, roiEnd);
     if (p.identity) continue;
     y = applyAxis(b, y, d, p, m);
+    if (!y) return nullptr;
   }
   return y;
 }
