@@ -21,8 +21,13 @@ class Linear final : public Module {
     // torch.nn.Linear: weight and bias U(-1/sqrt(in), 1/sqrt(in)) (kaiming_uniform with a = sqrt(5)).
     double bound = 1.0 / std::sqrt(static_cast<double>(in_));
     Value* w = ctx.parameter("weight", {out_, in_}, uniform(bound));
+    Value* b = o_.bias ? ctx.parameter("bias", {out_}, uniform(bound)) : nullptr;
+    if (x && x->type().rank() != 2) {  // [..., in] -> [..., out], as torch.nn.Linear takes any leading dims
+      Value* y = ctx.b().op("matmul", {x, ctx.b().transpose(w, {1, 0})});
+      return b ? ctx.b().add(y, b) : y;
+    }
     std::vector<Value*> operands{x, w};
-    if (o_.bias) operands.push_back(ctx.parameter("bias", {out_}, uniform(bound)));
+    if (b) operands.push_back(b);
     return ctx.b().op("gemm", operands, {{"trans_b", int64_t{1}}});
   }
   std::string describe() const override { return fmt::format("Linear({} -> {}{})", in_, out_, o_.bias ? "" : ", no bias"); }
@@ -148,15 +153,38 @@ class Dropout final : public Module {
 
 class Embedding final : public Module {
  public:
-  Embedding(int64_t count, int64_t dim) : count_(count), dim_(dim) {}
+  Embedding(int64_t count, int64_t dim, EmbeddingOptions o) : count_(count), dim_(dim), o_(o) {}
   Value* forward(GraphContext& ctx, Value* indices) override {
-    Value* table = ctx.parameter("weight", {count_, dim_}, normal(1.0));  // torch.nn.Embedding: N(0, 1)
-    return ctx.b().op("gather", {table, indices}, {{"axis", int64_t{0}}});
+    Initializer init = normal(1.0);  // torch.nn.Embedding: N(0, 1), the padding row zero
+    if (o_.paddingIndex) {
+      int64_t pad = *o_.paddingIndex < 0 ? *o_.paddingIndex + count_ : *o_.paddingIndex;
+      if (pad < 0 || pad >= count_) {
+        return ctx.b().fail(makeError("embedding: padding index {} is outside [-{}, {})", *o_.paddingIndex, count_,
+                                      count_));
+      }
+      init = [normalInit = init, pad, dim = dim_](const Shape& shape, uint64_t seed) {
+        Tensor t = normalInit(shape, seed);
+        for (int64_t j = 0; j < dim; ++j) t.setDouble(pad * dim + j, 0.0);
+        return t;
+      };
+    }
+    Value* table = ctx.parameter("weight", {count_, dim_}, init);
+    Value* rows = ctx.b().op("gather", {table, indices}, {{"axis", int64_t{0}}});
+    if (!o_.paddingIndex || !rows) return rows;
+    // The padding row is looked up as stored but gets no gradient (PyTorch's padding_idx).
+    int64_t pad = *o_.paddingIndex < 0 ? *o_.paddingIndex + count_ : *o_.paddingIndex;
+    Value* isPad = ctx.b().op("eq", {indices, ctx.b().scalar(static_cast<double>(pad), indices->dtype())});
+    isPad = ctx.b().op("unsqueeze", {isPad}, {{"axes", std::vector<int64_t>{-1}}});
+    return ctx.b().where(isPad, ctx.b().op("stop_gradient", {rows}), rows);
   }
-  std::string describe() const override { return fmt::format("Embedding({} x {})", count_, dim_); }
+  std::string describe() const override {
+    return o_.paddingIndex ? fmt::format("Embedding({} x {}, padding {})", count_, dim_, *o_.paddingIndex)
+                           : fmt::format("Embedding({} x {})", count_, dim_);
+  }
 
  private:
   int64_t count_, dim_;
+  EmbeddingOptions o_;
 };
 
 /// A parameterless op on x.
@@ -223,7 +251,9 @@ ModulePtr batchNorm(int64_t channels, double epsilon, double momentum) {
 }
 ModulePtr layerNorm(int64_t features, double epsilon) { return std::make_shared<LayerNorm>(features, epsilon); }
 ModulePtr dropout(double ratio) { return std::make_shared<Dropout>(ratio); }
-ModulePtr embedding(int64_t count, int64_t dim) { return std::make_shared<Embedding>(count, dim); }
+ModulePtr embedding(int64_t count, int64_t dim, EmbeddingOptions options) {
+  return std::make_shared<Embedding>(count, dim, options);
+}
 ModulePtr flatten() { return unary("flatten", {{"axis", int64_t{1}}}, "Flatten"); }
 ModulePtr globalAvgPool2d() { return unary("global_avg_pool2d", {}, "GlobalAvgPool2D"); }
 ModulePtr relu() { return unary("relu", {}, "ReLU"); }

@@ -10,6 +10,7 @@
 
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,7 +41,7 @@ class Sequential : public Module {
   std::vector<std::pair<std::string, ModulePtr>> children_;
 };
 
-/// y = x W^T + b, W [out, in] (torch.nn.Linear's layout and initialization).
+/// y = x W^T + b, W [out, in] (torch.nn.Linear's layout and initialization); x is [..., in].
 struct LinearOptions {
   bool bias = true;
 };
@@ -80,11 +81,47 @@ ModulePtr layerNorm(int64_t features, double epsilon = 1e-5);
 /// Zeroes elements with probability `ratio` in training graphs (scaling the rest); identity otherwise.
 ModulePtr dropout(double ratio);
 /// Rows of a [count, dim] table picked by integer indices.
-ModulePtr embedding(int64_t count, int64_t dim);
+struct EmbeddingOptions {
+  /// torch.nn.Embedding's padding_idx: that row starts at zero and gets no gradient (negative counts from the end).
+  std::optional<int64_t> paddingIndex;
+};
+ModulePtr embedding(int64_t count, int64_t dim, EmbeddingOptions options = {});
 /// [N, ...] -> [N, rest].
 ModulePtr flatten();
 /// The mean over each channel's positions: [N, C, H, W] -> [N, C, 1, 1] (AdaptiveAvgPool2d(1)).
 ModulePtr globalAvgPool2d();
+
+/// Group normalization over [N, C, ...]: the channels in `groups` groups, each normalized over its channels and
+/// positions, then a per-channel weight and bias (torch.nn.GroupNorm; `affine` false: none).
+ModulePtr groupNorm(int64_t groups, int64_t channels, double epsilon = 1e-5, bool affine = true);
+
+/// Resizes the spatial dims of [N, C, H, W] as torch.nn.Upsample / F.interpolate does: by `scale` (or to `size`,
+/// when given), in mode "nearest", "bilinear" or "bicubic"; alignCorners as PyTorch's align_corners (the linear
+/// modes). The interpolation is ir/resize.h's, shared with ONNX's Resize.
+struct UpsampleOptions {
+  double scale = 2.0;
+  std::vector<int64_t> size;  ///< [H, W]; replaces scale when given
+  std::string mode = "nearest";
+  bool alignCorners = false;
+};
+ModulePtr upsample(UpsampleOptions options = {});
+/// [N, C * r * r, H, W] -> [N, C, H * r, W * r] (torch.nn.PixelShuffle).
+ModulePtr pixelShuffle(int64_t factor);
+
+/// Recurrent layers over [seq, batch, in] ([batch, seq, in] with batchFirst), unrolled over the (static) sequence
+/// by ir/recurrent.h, with torch.nn.LSTM/GRU's parameter names (weight_ih_l0, weight_hh_l0, bias_ih_l0, bias_hh_l0,
+/// "_reverse" for the second direction), gate layouts and initialization U(-1/sqrt(hidden), 1/sqrt(hidden)). The
+/// result is the last layer's output at every step, [seq, batch, directions * hidden]; initial states are zero.
+struct RecurrentOptions {
+  int64_t layers = 1;
+  bool bidirectional = false;
+  bool batchFirst = false;
+  bool bias = true;
+  /// Dropout on each layer's output but the last, in training graphs (PyTorch's dropout option).
+  double dropout = 0;
+};
+ModulePtr lstm(int64_t in, int64_t hidden, RecurrentOptions options = {});
+ModulePtr gru(int64_t in, int64_t hidden, RecurrentOptions options = {});
 
 /// Activations.
 ModulePtr relu();

@@ -12,6 +12,7 @@
 #include "autodiff/gradient_tape.h"
 #include "frontend/data/idx.h"
 #include "frontend/model_loader.h"
+#include "frontend/nn/attention.h"
 #include "frontend/nn/batches.h"
 #include "frontend/nn/checkpoint.h"
 #include "frontend/nn/imported.h"
