@@ -1,22 +1,17 @@
 // Converters for ONNX neural-network ops: convolution and pooling (2-D directly, 1-D through an added
-// unit dimension; auto_pad resolved to explicit pads), normalization, GridSample, Dropout, LRN.
+// unit dimension, 3-D as 2-D ops over the depth slices: onnx_volume.h; auto_pad resolved to explicit
+// pads), normalization, GridSample, Dropout, LRN.
 #include "frontend/onnx/onnx_context.h"
+#include "frontend/onnx/onnx_volume.h"
 
 namespace smelt::onnximport {
 
 namespace {
 
-// Kernel geometry of a 1-D or 2-D window op, in ONNX's layout (pads: all begins, then all ends).
-struct Window {
-  int64_t dims = 2;
-  std::vector<int64_t> kernel, strides, pads, dilations;
-};
-
 Expected<int64_t> spatialDims(NodeContext& n, const Value* x) {
   int64_t rank = x->type().rank();
-  if (rank == 3 || rank == 4) return rank - 2;
-  if (rank == 5) return makeError("3-D {} is not supported (only 1-D and 2-D are)", n.opType());
-  return makeError("input must be 3-D or 4-D (N, C, spatial...), got {}", x->type().toString());
+  if (rank >= 3 && rank <= 5) return rank - 2;
+  return makeError("{} input must be 3-D, 4-D or 5-D (N, C, spatial...), got {}", n.opType(), x->type().toString());
 }
 
 // Reads strides/pads/dilations and resolves auto_pad for input spatial sizes `in`.
@@ -84,6 +79,14 @@ Status conv(NodeContext& n) {
   if (w->type().rank() != dims + 2) return makeError("weight must have rank {}, got {}", dims + 2, w->type().toString());
   std::vector<int64_t> kernel(w->shape().begin() + 2, w->shape().end());
   SMELT_TRY(Window win, readWindow(n, dims, kernel, spatialOf(x)));
+  if (dims == 3) {
+    Value* bias = nullptr;
+    if (n.hasInput(2)) {
+      SMELT_TRY(bias, n.input(2));
+    }
+    SMELT_TRY(Value * y, conv3d(n, x, w, bias, win, n.attrInt("group", 1)));
+    return n.setOutput(0, y);
+  }
   SMELT_TRY(Value * x2, to2d(n, x, dims));
   SMELT_TRY(Value * w2, to2d(n, w, dims));
   std::vector<Value*> operands{x2, w2};
@@ -141,6 +144,14 @@ Status convTranspose(NodeContext& n) {
       win.pads[i + sz] = total - win.pads[i];
     }
   }
+  if (dims == 3) {
+    Value* bias = nullptr;
+    if (n.hasInput(2)) {
+      SMELT_TRY(bias, n.input(2));
+    }
+    SMELT_TRY(Value * y, convTranspose3d(n, x, w, bias, win, n.attrInt("group", 1), outPad));
+    return n.setOutput(0, y);
+  }
   SMELT_TRY(Value * x2, to2d(n, x, dims));
   SMELT_TRY(Value * w2, to2d(n, w, dims));
   std::vector<Value*> operands{x2, w2};
@@ -162,6 +173,11 @@ Status pool(NodeContext& n) {
   bool isMax = n.opType() == "MaxPool";
   if (!n.hasAttr("kernel_shape")) return makeError("attribute 'kernel_shape' is missing");
   SMELT_TRY(Window win, readWindow(n, dims, n.attrInts("kernel_shape"), spatialOf(x)));
+  if (dims == 3) {
+    if (isMax && n.hasOutput(1)) return makeError("the Indices output of 3-D MaxPool is not supported");
+    SMELT_TRY(Value * y, pool3d(n, x, win, isMax, n.attrInt("ceil_mode", 0) != 0, n.attrInt("count_include_pad", 0) != 0));
+    return n.setOutput(0, y);
+  }
   SMELT_TRY(Value * x2, to2d(n, x, dims));
   AttrMap attrs = windowAttrs(win, isMax);
   attrs["kernel"] = dims == 2 ? win.kernel : std::vector<int64_t>{1, win.kernel[0]};

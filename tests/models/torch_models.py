@@ -1,7 +1,8 @@
 """The PyTorch models the model checks export to ONNX (shared by check_torch_models.py and
 check_torch_gradients.py): an MLP, a small CNN with batch norm, a transformer block with layer norm,
-torchvision's resnet18, a small segmentation net (Resize in its bilinear, nearest and bicubic forms)
-and a recurrent net (a two-layer bidirectional LSTM into a GRU). Each builder returns (name, model,
+torchvision's resnet18, a small segmentation net (Resize in its bilinear, nearest and bicubic forms),
+a recurrent net (a two-layer bidirectional LSTM into a GRU) and a volumetric net (3-D convolution,
+transposed convolution and pooling). Each builder returns (name, model,
 example input, ONNX opset)."""
 import torch, torch.nn as nn, torch.nn.functional as F
 
@@ -93,7 +94,15 @@ def recurrent():
     return "recurrent", Recurrent(), torch.randn(3, 7, 6), 14
 
 
+def volume():
+    model = nn.Sequential(nn.Conv3d(2, 4, 3, stride=(1, 2, 2), padding=1), nn.ReLU(),
+                          nn.MaxPool3d(2, ceil_mode=True),
+                          nn.ConvTranspose3d(4, 3, 3, stride=2, padding=1, output_padding=1), nn.Tanh(),
+                          nn.AvgPool3d(3, stride=2, padding=1, ceil_mode=True, count_include_pad=False), nn.Conv3d(3, 2, (2, 1, 3), dilation=(2, 1, 1)))
+    return "volume", model, torch.randn(2, 2, 9, 12, 13), 14
+
+
 def all_models(seed):
     torch.manual_seed(seed)
-    for build in (mlp, cnn, attention, resnet18, segmentation, recurrent):
+    for build in (mlp, cnn, attention, resnet18, segmentation, recurrent, volume):
         yield build()
