@@ -332,6 +332,53 @@ Status instanceNorm(NodeContext& n) {
 }
 
 // ONNX's function body: (x - mean) / (sqrt(var) + 1e-9) over `axes`.
+// GroupNormalization (opset 18: scale and bias per group; opset 21: per channel): a layer norm of each
+// sample's groups, [N, G, C/G * positions], then the affine per channel.
+Status groupNorm(NodeContext& n) {
+  SMELT_TRY(Value * x, n.input(0));
+  SMELT_TRY(Value * scale, n.input(1));
+  SMELT_TRY(Value * bias, n.input(2));
+  const TensorType& t = x->type();
+  int64_t groups = n.attrInt("num_groups", 0);
+  if (t.rank() < 3 || isSymbolic(t.shape[1]))
+    return makeError("input must be [N, C, ...] with static C, got {}", t.toString());
+  int64_t channels = t.shape[1];
+  if (groups <= 0 || channels % groups != 0) {
+    return makeError("{} channels do not split into num_groups = {} groups", channels, groups);
+  }
+  int64_t perGroup = channels / groups;
+  for (int64_t d = 2; d < t.rank(); ++d) {
+    if (isSymbolic(t.shape[d])) return makeError("spatial dims must be static, got {}", t.toString());
+    perGroup *= t.shape[d];
+  }
+  int64_t affine = scale->type().numel();
+  if (affine != channels && affine != groups) {
+    return makeError("scale {} must hold {} (per channel) or {} (per group) values", scale->type().toString(), channels,
+                     groups);
+  }
+  SMELT_TRY(Value * grouped, n.emit("reshape", {x}, {{"shape", std::vector<int64_t>{t.shape[0], groups, perGroup}}}));
+  SMELT_TRY(Value * normed,
+            n.emit("layer_norm", {grouped}, {{"axis", int64_t{-1}}, {"epsilon", n.attrFloat("epsilon", 1e-5f)}}));
+  SMELT_TRY(Value * y, n.emit("reshape", {normed}, {{"shape", t.shape}}));
+  // Per-group parameters repeat over each group's channels.
+  std::vector<int64_t> chanShape(static_cast<size_t>(t.rank() - 1), 1);
+  chanShape[0] = channels;
+  auto perChannel = [&](Value* v) -> Expected<Value*> {
+    if (affine != channels) {
+      Tensor owner(TensorType{DType::i64, {channels}});
+      for (int64_t c = 0; c < channels; ++c) owner.setInt(c, c / (channels / groups));
+      SMELT_TRY(Value * flat, n.emit("reshape", {v}, {{"shape", std::vector<int64_t>{groups}}}));
+      SMELT_TRY(v, n.emit("gather", {flat, n.constant(std::move(owner))}, {{"axis", int64_t{0}}}));
+    }
+    return n.emit("reshape", {v}, {{"shape", chanShape}});
+  };
+  SMELT_TRY(Value * s, perChannel(scale));
+  SMELT_TRY(Value * b, perChannel(bias));
+  SMELT_TRY(y, n.emit("mul", {y, s}));
+  SMELT_TRY(y, n.emit("add", {y, b}));
+  return n.setOutput(0, y);
+}
+
 Status meanVarianceNorm(NodeContext& n) {
   SMELT_TRY(Value * x, n.input(0));
   std::vector<int64_t> axes = n.attrInts("axes", {0, 2, 3});
@@ -423,6 +470,7 @@ void addNnConverters(ConverterTable& t) {
   t["BatchNormalization"] = batchNorm;
   t["LayerNormalization"] = layerNorm;
   t["InstanceNormalization"] = instanceNorm;
+  t["GroupNormalization"] = groupNorm;
   t["MeanVarianceNormalization"] = meanVarianceNorm;
   t["LRN"] = lrn;
   t["GridSample"] = gridSample;

@@ -1,10 +1,11 @@
-"""ONNX LSTM, GRU and RNN nodes in the forms the node tests leave out, against onnxruntime (ctest
-onnx/recurrent_onnxruntime): both directions with per-sequence lengths (a reverse pass starting at each
+"""ONNX nodes in the forms the node tests leave out, against onnxruntime (ctest onnx/ops_onnxruntime):
+LSTM, GRU and RNN with both directions and per-sequence lengths (a reverse pass starting at each
 sequence's own last step), initial states, peepholes, clip, input_forget, linear_before_reset and
-non-default activations with their alpha and beta. The models are written with Debian's onnx package;
+non-default activations with their alpha and beta; and GroupNormalization (opset 18's per-group and
+opset 21's per-channel affine, newer than Debian's ONNX 1.12). The models are written with Debian's onnx package;
 onnxruntime (PyPI, in BUILD/onnx-export-venv, shared with onnx/export_onnxruntime) computes the
 expected outputs; `smelt run` must match them (f32, 1e-5 relative).
-Usage: check_recurrent_onnxruntime.py SMELT_BINARY BUILD_DIR"""
+Usage: check_ops_onnxruntime.py SMELT_BINARY BUILD_DIR"""
 import os
 import subprocess
 import sys
@@ -73,6 +74,22 @@ CASES = [
     case("rnn_reverse_lengths_affine", "RNN", 1, {"direction": "reverse", "activations": ["Affine"],
                                                  "activation_alpha": [0.5], "activation_beta": [0.1]}),
 ]
+
+def group_norm_case(name, opset, affine_size):
+    """GroupNormalization over X [2, 6, 3, 4] in 3 groups; its input X and output Y."""
+    rng = np.random.default_rng(zlib.crc32(name.encode()) + int(os.environ.get("SMELT_TEST_SEED", "0")))
+    node = helper.make_node("GroupNormalization", ["X", "scale", "bias"], ["Y"], num_groups=3, epsilon=1e-4)
+    inits = [helper.make_tensor(k, TensorProto.FLOAT, [affine_size], rng.uniform(0.5, 1.5, affine_size).astype(np.float32))
+             for k in ("scale", "bias")]
+    graph = helper.make_graph([node], name, [helper.make_tensor_value_info("X", TensorProto.FLOAT, [2, 6, 3, 4])],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return name, model, rng.standard_normal((2, 6, 3, 4)).astype(np.float32), ["Y"]
+
+
+CASES += [group_norm_case("group_norm_opset18_per_group", 18, 3),
+          group_norm_case("group_norm_opset21_per_channel", 21, 6)]
 
 RUN_ORT = """
 import sys, numpy as np, onnxruntime as ort
