@@ -357,6 +357,33 @@ class Exporter {
       attr(c, "group", intAttr(n, "groups"));
       const Shape& w = n.operand(1)->shape();
       attr(c, "kernel_shape", std::vector<int64_t>{w[2], w[3]});
+    } else if (name == "conv_transpose2d") {
+      auto* c = node("ConvTranspose", in, out);
+      attr(c, "strides", intsAttr(n, "stride"));
+      attr(c, "pads", intsAttr(n, "padding"));
+      attr(c, "dilations", intsAttr(n, "dilation"));
+      attr(c, "group", intAttr(n, "groups"));
+      attr(c, "output_padding", intsAttr(n, "output_padding"));
+      const Shape& w = n.operand(1)->shape();
+      attr(c, "kernel_shape", std::vector<int64_t>{w[2], w[3]});
+    } else if (name == "conv2d_weight_grad") {
+      SMELT_CHECK_OK(convWeightGrad(n, in, out));
+    } else if (name == "max_pool2d_indices") {
+      // ONNX's indices are flat over the whole input; smelt's over each (n, c) plane.
+      const Shape& xs = n.operand(0)->shape();
+      std::string flat = fresh("indices");
+      auto* p = node("MaxPool", in, {fresh("pooled"), flat});
+      attr(p, "kernel_shape", intsAttr(n, "kernel"));
+      attr(p, "strides", intsAttr(n, "stride").empty() ? intsAttr(n, "kernel") : intsAttr(n, "stride"));
+      attr(p, "pads", intsAttr(n, "padding"));
+      attr(p, "dilations", intsAttr(n, "dilation"));
+      attr(p, "ceil_mode", intAttr(n, "ceil_mode"));
+      if (isSymbolic(xs[2]) || isSymbolic(xs[3])) return makeError("max_pool2d_indices of symbolic spatial sizes");
+      node("Mod", {flat, constant(Tensor::scalar(DType::i64, static_cast<double>(xs[2] * xs[3])))}, out);
+    } else if (name == "max_pool2d_backward") {
+      SMELT_CHECK_OK(maxPoolBackward(n, in, out));
+    } else if (name == "scatter_add") {
+      SMELT_CHECK_OK(scatterAdd(n, in, out));
     } else if (name == "max_pool2d" || name == "avg_pool2d") {
       if (n.results().size() != 1) return makeError("a pool with indices has no one-node ONNX form here");
       const auto& kernel = intsAttr(n, "kernel");
@@ -397,6 +424,119 @@ class Exporter {
       node("Range", {constant(start.reshaped({})), constant(limit), constant(delta.reshaped({}))}, out);
     } else {
       return makeError("{} has no ONNX equivalent in the exporter", name);
+    }
+    return Status::success();
+  }
+
+  /// max_pool2d's input gradient: each dy added at its window's maximum, a ScatterElements (reduction add) over
+  /// each (n, c) plane flattened, [N, C, H*W].
+  Status maxPoolBackward(const Node& n, const std::vector<std::string>& in, const std::vector<std::string>& out) {
+    const Shape& dys = n.operand(0)->shape();
+    const Shape& xs = n.result(0)->shape();
+    if (isSymbolic(xs[2]) || isSymbolic(xs[3]) || isSymbolic(dys[2]) || isSymbolic(dys[3])) {
+      return makeError("max_pool2d_backward of symbolic spatial sizes");
+    }
+    SMELT_TRY(std::string planes, shapeTensor(Shape{xs[0], xs[1], xs[2] * xs[3]}));
+    SMELT_TRY(std::string windows, shapeTensor(Shape{dys[0], dys[1], dys[2] * dys[3]}));
+    SMELT_TRY(std::string full, shapeTensor(xs));
+    std::string zeros = op("ConstantOfShape", {planes}, [&](onnx::NodeProto* c) {
+      auto* a = c->add_attribute();
+      a->set_name("value");
+      a->set_type(onnx::AttributeProto::TENSOR);
+      fillTensor(a->mutable_t(), "", Tensor(TensorType{n.result(0)->dtype(), {1}}));
+    });
+    std::string scattered =
+        op("ScatterElements", {zeros, op("Reshape", {in[1], windows}), op("Reshape", {in[0], windows})},
+           [](onnx::NodeProto* sc) {
+             attr(sc, "axis", int64_t{2});
+             attr(sc, "reduction", std::string("add"));
+           });
+    node("Reshape", {scattered, full}, out);
+    return Status::success();
+  }
+
+  /// scatter_add (numpy add.at along `axis`, any index shape): the axis moved first and the index dims of the
+  /// updates flattened in front, a ScatterND with reduction add of one-coordinate tuples, moved back.
+  Status scatterAdd(const Node& n, const std::vector<std::string>& in, const std::vector<std::string>& out) {
+    const Shape& xs = n.operand(0)->shape();
+    const Shape& is = n.operand(1)->shape();
+    auto rank = static_cast<int64_t>(xs.size()), q = static_cast<int64_t>(is.size());
+    int64_t axis = intAttr(n, "axis");
+    if (axis < 0) axis += rank;
+    if (!isStatic(is) || isSymbolic(xs[static_cast<size_t>(axis)])) {
+      return makeError("scatter_add with symbolic indices or a symbolic scattered axis");
+    }
+    int64_t count = 1;
+    for (int64_t d : is) count *= d;
+    std::vector<int64_t> toFront{axis}, back(static_cast<size_t>(rank));
+    for (int64_t d = 0; d < rank; ++d) {
+      if (d != axis) toFront.push_back(d);
+    }
+    for (int64_t d = 0; d < rank; ++d) back[static_cast<size_t>(toFront[static_cast<size_t>(d)])] = d;
+    auto transpose = [&](const std::string& v, const std::vector<int64_t>& perm) {
+      return op("Transpose", {v}, [&](onnx::NodeProto* t) { attr(t, "perm", perm); });
+    };
+    std::string data = axis == 0 ? in[0] : transpose(in[0], toFront);
+    // updates: x.shape[:axis] + indices.shape + x.shape[axis+1:] -> [count] + x.shape[:axis] + x.shape[axis+1:].
+    std::vector<int64_t> updPerm;
+    for (int64_t d = axis; d < axis + q; ++d) updPerm.push_back(d);
+    for (int64_t d = 0; d < axis; ++d) updPerm.push_back(d);
+    for (int64_t d = axis + q; d < rank - 1 + q; ++d) updPerm.push_back(d);
+    std::string upd = q > 0 && axis > 0 ? transpose(in[2], updPerm) : in[2];
+    Shape updShape{count};
+    for (int64_t d = 0; d < rank; ++d) {
+      if (d != axis) updShape.push_back(xs[static_cast<size_t>(d)]);
+    }
+    SMELT_TRY(std::string updTarget, shapeTensor(updShape));
+    upd = op("Reshape", {upd, updTarget});
+    std::string idx = op(
+        "Reshape",
+        {op("Cast", {in[1]}, [](onnx::NodeProto* c) { attr(c, "to", static_cast<int64_t>(onnx::TensorProto::INT64)); }),
+         ints({count, 1})});
+    std::string extent = constant(Tensor::scalar(DType::i64, static_cast<double>(xs[static_cast<size_t>(axis)])));
+    std::string zero = constant(Tensor::scalar(DType::i64, 0.0));
+    idx = op("Where", {op("Less", {idx, zero}), op("Add", {idx, extent}), idx});  // negative indices wrap
+    std::string summed =
+        op("ScatterND", {data, idx, upd}, [](onnx::NodeProto* sc) { attr(sc, "reduction", std::string("add")); });
+    if (axis == 0) {
+      node("Identity", {summed}, out);
+    } else {
+      attr(node("Transpose", {summed}, out), "perm", back);
+    }
+    return Status::success();
+  }
+
+  /// conv2d's weight gradient dw[o, c, kh, kw] = sum over n, oh, ow of x_padded[n, c, oh*s + kh*d, ow*s + kw*d] *
+  /// dy[n, o, oh, ow]: per group, a Conv of x with the batch and channel axes swapped ([C, N, H, W]) by dy likewise
+  /// swapped ([O, N, OH, OW]) as the kernel, with stride and dilation exchanged; the result [C, O, >=KH, >=KW] is
+  /// cut to the kernel and swapped back.
+  Status convWeightGrad(const Node& n, const std::vector<std::string>& in, const std::vector<std::string>& out) {
+    const Shape& xs = n.operand(0)->shape();
+    const Shape& dys = n.operand(1)->shape();
+    const std::vector<int64_t>& kernel = intsAttr(n, "kernel");
+    int64_t groups = intAttr(n, "groups");
+    if (!isStatic(xs) || !isStatic(dys)) return makeError("conv2d_weight_grad of symbolic shapes (bind them: --dim)");
+    int64_t c = xs[1] / groups, o = dys[1] / groups;
+    auto swapBatchAndChannels = [](onnx::NodeProto* t) { attr(t, "perm", std::vector<int64_t>{1, 0, 2, 3}); };
+    std::string xT = op("Transpose", {in[0]}, swapBatchAndChannels);
+    std::string dyT = op("Transpose", {in[1]}, swapBatchAndChannels);
+    std::vector<std::string> parts;
+    for (int64_t g = 0; g < groups; ++g) {
+      auto part = [&](const std::string& v, int64_t size) {
+        return groups == 1 ? v : op("Slice", {v, ints({g * size}), ints({(g + 1) * size}), ints({0})});
+      };
+      std::string conv = op("Conv", {part(xT, c), part(dyT, o)}, [&](onnx::NodeProto* cv) {
+        attr(cv, "strides", intsAttr(n, "dilation"));
+        attr(cv, "dilations", intsAttr(n, "stride"));
+        attr(cv, "pads", intsAttr(n, "padding"));
+      });
+      std::string cut = op("Slice", {conv, ints({0, 0}), ints(kernel), ints({2, 3})});
+      parts.push_back(op("Transpose", {cut}, swapBatchAndChannels));
+    }
+    if (groups == 1) {
+      node("Identity", {parts[0]}, out);
+    } else {
+      attr(node("Concat", parts, out), "axis", int64_t{0});
     }
     return Status::success();
   }

@@ -4,6 +4,9 @@ its outputs must equal smelt's (`smelt run` / `smelt grad` on the CPU, f32 withi
   - tests/onnx/export_cnn.ir: conv, relu, pools, softmax, gelu, layer norm, variance, rsqrt, with a
     symbolic batch run at two sizes;
   - tests/onnx/export_mlp.ir with --grad: the training graph (the gradients as outputs);
+  - tests/onnx/export_conv_train.ir with --grad: a CNN's training graph (convolution weight gradients
+    of a strided, dilated, grouped convolution, ConvTranspose input gradients, an overlapping max pool's
+    through its indices, an average pool's, a gather's with repeated and negative indices);
   - examples/models/tiny_cnn.onnx (a PyTorch export) imported by smelt and exported again, against
     onnxruntime on the original file.
 Usage: test_onnx_export.py SMELT_BINARY SOURCE_DIR BUILD_DIR"""
@@ -70,6 +73,19 @@ def inside(binary, source, work):
     assert names == ["y", "w1.grad", "b1.grad", "w2.grad"], names
     for name, value in zip(names[1:], session.run(None, {"x": x})[1:]):
         worst = max(worst, compare("mlp " + name, value, np.load(os.path.join(out, name + ".npy"))))
+
+    conv = os.path.join(source, "tests", "onnx", "export_conv_train.ir")
+    smelt(binary, "export", conv, "--grad", "w1,b1,w2,table", "--dim", "N=3", "-o",
+          os.path.join(work, "conv_train.onnx"))
+    session = ort.InferenceSession(os.path.join(work, "conv_train.onnx"), providers=["CPUExecutionProvider"])
+    x = rng.standard_normal((3, 4, 9, 9)).astype(np.float32)
+    np.save(os.path.join(work, "x.npy"), x)
+    out = os.path.join(work, "conv")
+    smelt(binary, "grad", conv, "--wrt", "w1,b1,w2,table", "--input", "x=" + os.path.join(work, "x.npy"), "--output-dir", out)
+    names = [o.name for o in session.get_outputs()]
+    assert names == ["y", "w1.grad", "b1.grad", "w2.grad", "table.grad"], names
+    for name, value in zip(names[1:], session.run(None, {"x": x})[1:]):
+        worst = max(worst, compare("conv training graph " + name, value, np.load(os.path.join(out, name + ".npy"))))
 
     tiny = os.path.join(source, "examples", "models", "tiny_cnn.onnx")
     smelt(binary, "export", tiny, "-o", os.path.join(work, "tiny_again.onnx"))
