@@ -149,15 +149,17 @@ class Lowerer {
     const Value* result = external_->result(0);
     int buffer = static_cast<int>(inputs_.size() + outputs_.size());
     KValue acc = b_.load(buffer, linearOffset(b_, index, result->shape()));
-    if ((external_->opName() == "conv2d" || external_->opName() == "conv_transpose2d") &&
-        external_->numOperands() == 3) {
+    using Kind = ProductFacet::Kind;
+    const ProductFacet& facet = *external_->op().product;
+    bool hasAddend = facet.addend >= 0 && external_->numOperands() > static_cast<size_t>(facet.addend);
+    if ((facet.kind == Kind::Conv || facet.kind == Kind::ConvTranspose) && hasAddend) {
       // The bias, per output channel (index 1 of NCHW).
       KValue channel[1] = {index[1]};
       KValue bias = valueAt(external_->operand(2), channel);
       if (bias.dtype != result->dtype()) bias = b_.cast(bias, result->dtype());
       return b_.add(acc, bias);
     }
-    if (external_->opName() != "gemm" || external_->numOperands() < 3) return acc;
+    if (facet.kind != Kind::Gemm || !hasAddend) return acc;
     double beta = std::get<double>(external_->attrs().at("beta"));
     if (beta == 0) return acc;
     const Value* c = external_->operand(2);

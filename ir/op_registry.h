@@ -40,9 +40,20 @@ struct AttrSpec {
   std::optional<Attribute> defaultValue;
 };
 
-/// How the op behaves for fusion (used by the passes issue): elementwise maps index to index; broadcast
-/// and injective move data; reductions reduce; opaque ops (matmul, conv) are kernels of their own.
-enum class FusionKind { Elementwise, Broadcast, Injective, Reduction, Opaque };
+/// How the op behaves for fusion: elementwise maps index to index; broadcast (expand) and injective ops (pad,
+/// gather, concat) move data; views (reshape, transpose, slice, ...) are an indexed load of their operand inside
+/// a kernel; reductions reduce; opaque ops are kernels of their own (an op with a `product` facet heads an
+/// epilogue kernel).
+enum class FusionKind { Elementwise, Broadcast, Injective, View, Reduction, Opaque };
+
+/// What product an op computes, for ops that are a matrix product at heart: fusion makes them the head (anchor)
+/// of an epilogue kernel, and the runtime plans them onto vendor GEMMs (runtime/exec/gemm_plan).
+struct ProductFacet {
+  enum class Kind { Matmul, Gemm, Conv, ConvTranspose, ConvWeightGrad };
+  Kind kind = Kind::Matmul;
+  /// The operand added to the product (a bias, gemm's c), or -1; it is present when the node has more operands.
+  int addend = -1;
+};
 
 /// What an op's inference and reference functions see of one application: the operand types, the
 /// complete attributes (defaults filled in), the result types (reference only), and a label such as
@@ -134,6 +145,8 @@ struct OpDef {
   std::vector<OperandSpec> operands;
   std::vector<AttrSpec> attrs;
   FusionKind fusion = FusionKind::Opaque;
+  /// Set for ops that are a matrix product (matmul, gemm, the convolutions): see ProductFacet.
+  std::optional<ProductFacet> product;
   /// The element types the op accepts for its main operand(s): listed by `smelt ops`, and every one of
   /// them is run by the registry-wide tests through `example`.
   DTypeSet dtypes;
@@ -179,6 +192,7 @@ inline int64_t defaultFlops(const OpCall& call) {
   switch (call.op().fusion) {
     case FusionKind::Broadcast:
     case FusionKind::Injective:
+    case FusionKind::View:
       return 0;
     case FusionKind::Reduction:
       return call.numOperands() ? call.operand(0).numel() : 0;

@@ -30,21 +30,22 @@ enum class Role {
   Broadcast,  // expand
   View,       // reshape, flatten, squeeze, unsqueeze, transpose, slice: an indexed load of an operand
   Reduction,  // reduce_* and the global pools
-  Anchor,     // matmul, gemm, conv: the head of an epilogue kernel
+  Anchor,     // an op with a product facet (matmul, gemm, conv): the head of an epilogue kernel
 };
 
 bool isOneOf(std::string_view name, std::initializer_list<std::string_view> names) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
+// The role an op declares in its registry entry (OpDef::fusion, OpDef::product).
 Role roleOf(const Node& node) {
   const std::string& name = node.opName();
   if (name == "constant" || name == "fused") return Role::None;
-  if (isOneOf(name, {"matmul", "gemm", "conv2d", "conv_transpose2d", "conv2d_weight_grad"})) return Role::Anchor;
-  if (isOneOf(name, {"reshape", "flatten", "squeeze", "unsqueeze", "transpose", "slice"})) return Role::View;
+  if (node.op().product) return Role::Anchor;
   switch (node.op().fusion) {
     case FusionKind::Elementwise: return Role::Pointwise;
     case FusionKind::Broadcast: return Role::Broadcast;
+    case FusionKind::View: return Role::View;
     case FusionKind::Reduction:
       if (name.starts_with("reduce_") || name == "global_avg_pool2d" || name == "global_max_pool2d") {
         return Role::Reduction;

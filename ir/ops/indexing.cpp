@@ -668,7 +668,7 @@ void registerIndexingOps(OpRegistry& registry) {
                 {"ends", AttrKind::Ints, std::nullopt},
                 {"axes", AttrKind::Ints, Attribute{Ints{}}},
                 {"steps", AttrKind::Ints, Attribute{Ints{}}}},
-      .fusion = FusionKind::Injective,
+      .fusion = FusionKind::View,
       .dtypes = dtypes::kAll,
       .infer = inferSlice,
       .symbolicDims = true,

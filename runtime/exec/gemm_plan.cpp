@@ -22,10 +22,7 @@ struct Anchor {
 };
 
 std::optional<Anchor> findAnchor(const Node& node) {
-  auto isAnchor = [](const Node& n) {
-    return n.opName() == "matmul" || n.opName() == "gemm" || n.opName() == "conv2d" ||
-           n.opName() == "conv_transpose2d" || n.opName() == "conv2d_weight_grad";
-  };
+  auto isAnchor = [](const Node& n) { return n.op().product.has_value(); };
   if (isAnchor(node)) return Anchor{&node, 0, 1};
   if (node.opName() != "fused" || attr<std::string>(node, "kind") != "epilogue") return std::nullopt;
   const Graph* body = std::get<GraphRef>(node.attrs().at("body")).get();
@@ -55,8 +52,9 @@ std::optional<Anchor> findAnchor(const Node& node) {
 /// runs after the GEMM.
 void chooseResult(const Node& node, const Node& anchor, GemmPlan& plan) {
   const Value* product = anchor.result(0);
-  bool hasC = (anchor.opName() == "gemm" && anchor.numOperands() == 3 && attr<double>(anchor, "beta") != 0) ||
-              ((anchor.opName() == "conv2d" || anchor.opName() == "conv_transpose2d") && anchor.numOperands() == 3);
+  const ProductFacet& facet = *anchor.op().product;
+  bool hasC = facet.addend >= 0 && anchor.numOperands() > static_cast<size_t>(facet.addend) &&
+              (facet.kind != ProductFacet::Kind::Gemm || attr<double>(anchor, "beta") != 0);
   std::vector<const Value*> results;
   if (&node == &anchor) {
     results.push_back(product);
@@ -91,7 +89,9 @@ std::optional<GemmPlan> planGemm(const Node& node, bool (*available)(DType)) {
   plan.dtype = dtype;
   plan.operandA = found->a;
   plan.operandB = found->b;
-  if (anchor.opName() == "conv2d" || anchor.opName() == "conv_transpose2d" || anchor.opName() == "conv2d_weight_grad") {
+  using Kind = ProductFacet::Kind;
+  const Kind kind = anchor.op().product->kind;
+  if (kind == Kind::Conv || kind == Kind::ConvTranspose || kind == Kind::ConvWeightGrad) {
     if (a.size() != 4 || b.size() != 4 || out.size() != 4) return std::nullopt;
     using Ints = std::vector<int64_t>;
     const Ints &stride = attr<Ints>(anchor, "stride"), &padding = attr<Ints>(anchor, "padding"),
@@ -99,8 +99,8 @@ std::optional<GemmPlan> planGemm(const Node& node, bool (*available)(DType)) {
     if (stride.size() != 2 || padding.size() != 4 || dilation.size() != 2) return std::nullopt;
     ConvGeometry g{a[0], a[1], a[2], a[3], out[1], out[2], out[3], b[2], b[3], stride[0], stride[1], padding[0],
                    padding[1], dilation[0], dilation[1], attr<int64_t>(anchor, "groups")};
-    if (anchor.opName() == "conv_transpose2d") g.kind = ConvGeometry::Transposed;
-    if (anchor.opName() == "conv2d_weight_grad") {
+    if (kind == Kind::ConvTranspose) g.kind = ConvGeometry::Transposed;
+    if (kind == Kind::ConvWeightGrad) {
       // b is dy [n, o, oh, ow]; the result is the weight's shape [o, c/groups, kh, kw].
       g.kind = ConvGeometry::WeightGrad;
       g.o = b[1];
@@ -139,7 +139,7 @@ std::optional<GemmPlan> planGemm(const Node& node, bool (*available)(DType)) {
       plan.columnElements = g.c * g.kh * g.kw * plan.n + g.o * plan.n;
     }
     plan.conv = g;
-  } else if (anchor.opName() == "gemm") {
+  } else if (kind == Kind::Gemm) {
     if (a.size() != 2 || b.size() != 2) return std::nullopt;
     plan.transA = attr<int64_t>(anchor, "trans_a") != 0;
     plan.transB = attr<int64_t>(anchor, "trans_b") != 0;
