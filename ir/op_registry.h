@@ -171,6 +171,9 @@ struct OpDef {
   /// of its own. It must give the kernel's results bit for bit (the same arithmetic in the same order).
   /// Null: the kernel everywhere.
   HostFn host;
+  /// A collective across the ranks of a data-parallel job (ir/collective.h): never a kernel, never folded or
+  /// merged; every executable runs its reference implementation on the host, in schedule order.
+  bool collective = false;
   /// Rough arithmetic operations of one application (`smelt inspect`, cost models); the OpCall has
   /// operand and result types. Null: defaultFlops() by fusion kind.
   std::function<int64_t(const OpCall&)> flops;

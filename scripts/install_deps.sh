@@ -16,6 +16,7 @@ packages=(
   python3-numpy python3-onnx python3-torch python3-torchvision   # conformance data and PyTorch checks
   mono-mcs                                 # the C API's C# (P/Invoke) program of docs/c_api.md, run by ctest
   python3-venv                             # virtualenvs: onnxruntime for the ONNX export test, the benchmarks' peers
+  libopenmpi-dev openmpi-bin               # data-parallel training across processes and hosts (runtime/distributed)
 )
 missing=()
 for p in "${packages[@]}"; do

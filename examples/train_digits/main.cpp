@@ -5,18 +5,23 @@
 //   build/bin/train_digits [--epochs 30] [--batch 32] [--lr 0.002] [--seed 1] [--checkpoint PATH]
 // The whole training step (forward, cross-entropy, gradients, Adam) is one graph compiled once; each
 // batch then runs it with the parameters and Adam's moments resident between steps.
+// Under an MPI launcher it trains data-parallel: `mpirun -np 4 build/bin/train_digits` gives each rank its
+// shard of every batch (nn::shardRows), averages the gradients over the ranks inside the step's graph, and
+// rank 0 alone prints, evaluates and writes the checkpoint (docs/distributed.md).
 #include "frontend/data/idx.h"
 #include "frontend/nn/batches.h"
 #include "frontend/nn/losses.h"
 #include "frontend/nn/progress.h"
 #include "frontend/nn/safetensors.h"
 #include "frontend/nn/train_step.h"
+#include "runtime/distributed/mpi_group.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 
 using namespace smelt;
@@ -77,6 +82,16 @@ Expected<double> evaluate(nn::Predictor& predict, const Split& split, int64_t ba
 }
 
 /// `name` in the folder of this executable (build/bin), else in the current folder.
+/// Rows [begin, end) of `t` (a batch along its first axis).
+Tensor rows(const Tensor& t, int64_t begin, int64_t end) {
+  Shape shape = t.shape();
+  const size_t rowBytes = t.byteSize() / static_cast<size_t>(shape[0]);
+  shape[0] = end - begin;
+  Tensor out(TensorType{t.dtype(), shape});
+  std::memcpy(out.raw(), t.raw() + static_cast<size_t>(begin) * rowBytes, out.byteSize());
+  return out;
+}
+
 std::string besideExecutable(const std::string& name) {
   std::error_code error;
   std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", error);
@@ -107,6 +122,15 @@ int run(int argc, char** argv) {
     fmt::print(stderr, "train_digits: error: {}\n", e.message());
     return 1;
   };
+  // Under mpirun: this process is one rank of a data-parallel job.
+  int rank = 0, ranks = 1;
+  if (launchedByMpi()) {
+    auto world = joinMpiWorld();
+    if (!world.ok()) return fail(world.error());
+    rank = (*world)->rank();
+    ranks = (*world)->size();
+  }
+  const bool printer = rank == 0;
   auto train = loadSplit(dataDir, "train");
   if (!train.ok()) return fail(train.error());
   auto test = loadSplit(dataDir, "t10k");
@@ -119,13 +143,19 @@ int run(int argc, char** argv) {
   auto batches = nn::Batches::make(train->images, train->labels, {.batch = batch, .shuffle = true, .seed = seed});
   if (!batches.ok()) return fail(batches.error());
   int64_t stepsPerEpoch = batches->batchesPerEpoch();
-  fmt::print("data: {} ({} training, {} test images of {}x{})\n", dataDir, n, test->images.shape()[0], height, width);
+  if (batch < ranks) return fail(makeError("a batch of {} cannot be shared by {} ranks", batch, ranks));
+  if (printer) {
+    fmt::print("data: {} ({} training, {} test images of {}x{})\n", dataDir, n, test->images.shape()[0], height, width);
+    if (ranks > 1) fmt::print("data-parallel over {} ranks: each takes its share of every batch of {}\n", ranks, batch);
+  }
 
   auto start = std::chrono::steady_clock::now();
   nn::Model model(makeNetwork(height, width), seed);
-  TensorType inputType{DType::f32, {batch, 1, height, width}};
-  TensorType labelType{DType::i64, {batch}};
+  auto [shardBegin, shardEnd] = nn::shardRows(batch, rank, ranks);
+  TensorType inputType{DType::f32, {shardEnd - shardBegin, 1, height, width}};
+  TensorType labelType{DType::i64, {shardEnd - shardBegin}};
   nn::TrainStepOptions options;
+  options.distributed.enabled = ranks > 1;
   options.device = backend;
   options.schedule = nn::cosineSchedule(lr, epochs * stepsPerEpoch, lr / 20);
   auto step = nn::TrainStep::create(model, nn::crossEntropy, nn::adam({.lr = lr}), inputType, labelType, options);
@@ -135,12 +165,14 @@ int run(int argc, char** argv) {
                                        {.device = (*step)->deviceId()});
   if (!predict.ok()) return fail(predict.error());
   double compileSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  fmt::print("model: {}\n", model.net->describe());
-  fmt::print("{} parameters; training step compiled for {} in {:.2f} s ({} kernels, {} vendor products)\n",
-             model.parameterCount(), (*step)->deviceId(), compileSeconds, (*step)->report().kernels,
-             (*step)->report().blas);
+  if (printer) {
+    fmt::print("model: {}\n", model.net->describe());
+    fmt::print("{} parameters; training step compiled for {} in {:.2f} s ({} kernels, {} vendor products)\n",
+               model.parameterCount(), (*step)->deviceId(), compileSeconds, (*step)->report().kernels,
+               (*step)->report().blas);
+  }
 
-  nn::ProgressBar progress(epochs, stepsPerEpoch, "images");
+  nn::ProgressBar progress(epochs, stepsPerEpoch, "images", printer ? stdout : nullptr);
   Tensor bx, by, logits;
   double testAccuracy = 0;
   for (int64_t epoch = 1; epoch <= epochs; ++epoch) {
@@ -149,6 +181,12 @@ int run(int argc, char** argv) {
     int64_t hits = 0, seen = 0;
     double rate = 0;
     for (batches->startEpoch(); batches->next(bx, by);) {
+      if (ranks > 1) {  // every rank shuffled alike: each takes its rows of the same batch
+        auto [begin, end] = nn::shardRows(bx.shape()[0], rank, ranks);
+        if (begin == end) return fail(makeError("a batch of {} rows leaves rank {} none", bx.shape()[0], rank));
+        bx = rows(bx, begin, end);
+        by = rows(by, begin, end);
+      }
       auto loss = (*step)->run(bx, by, &logits);
       if (!loss.ok()) return fail(loss.error());
       lossSum += *loss;
@@ -161,7 +199,7 @@ int run(int argc, char** argv) {
     }
     bool last = epoch == epochs;
     double measured = -1;
-    if (last || epoch % 5 == 0) {
+    if (printer && (last || epoch % 5 == 0)) {
       auto acc = evaluate(**predict, *test, evalBatch);
       if (!acc.ok()) return fail(acc.error());
       measured = testAccuracy = *acc;
@@ -170,6 +208,7 @@ int run(int argc, char** argv) {
                       rate, measured);
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!printer) return 0;  // every rank holds the same parameters: rank 0 reports and saves them
   auto state = model.syncedHostState();  // back from the device it trained on
   if (!state.ok()) return fail(state.error());
   Status saved = nn::saveSafetensors(checkpoint, **state, {{"model", model.net->describe()}, {"data", dataDir}});

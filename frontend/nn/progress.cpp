@@ -11,7 +11,7 @@ ProgressBar::ProgressBar(int64_t epochs, int64_t stepsPerEpoch, std::string unit
       stepsPerEpoch_(stepsPerEpoch),
       unit_(std::move(unit)),
       out_(out),
-      terminal_(isatty(fileno(out)) != 0) {}
+      terminal_(out && isatty(fileno(out)) != 0) {}
 
 std::string ProgressBar::line(int64_t epoch, int64_t done, double loss, double accuracy, double perSecond) const {
   constexpr int64_t kWidth = 24;
@@ -30,6 +30,7 @@ void ProgressBar::step(int64_t epoch, int64_t step, double loss, double accuracy
 }
 
 void ProgressBar::endEpoch(int64_t epoch, double loss, double accuracy, double perSecond, double testAccuracy) {
+  if (!out_) return;
   std::string test = testAccuracy >= 0 ? fmt::format("  test {:5.1f}%", 100 * testAccuracy) : "";
   fmt::print(out_, "{}{}{}\n", terminal_ ? "\r" : "", line(epoch, stepsPerEpoch_, loss, accuracy, perSecond), test);
   std::fflush(out_);

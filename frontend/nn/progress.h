@@ -13,7 +13,8 @@ namespace smelt::nn {
 
 class ProgressBar {
  public:
-  /// `unit` names what the rate counts ("images/s"); `out` is where it draws (a terminal redraws).
+  /// `unit` names what the rate counts ("images/s"); `out` is where it draws (a terminal redraws; null: nowhere,
+  /// as on the ranks of a data-parallel job other than rank 0).
   ProgressBar(int64_t epochs, int64_t stepsPerEpoch, std::string unit = "examples", std::FILE* out = stdout);
   /// After step `step` (1-based) of epoch `epoch` (1-based): the epoch's running loss, accuracy and
   /// rate (negative accuracy, or a rate of 0: not shown). Draws only on a terminal.

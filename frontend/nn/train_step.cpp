@@ -132,7 +132,18 @@ Expected<std::unique_ptr<TrainStep>> TrainStep::create(Model& model, LossFn loss
   if (!step->options_.compile.sizeGeneral) step->options_.compile.sizeGeneral = std::make_shared<SizeGeneralKernels>();
   step->input_ = input;
   step->target_ = target;
+  if (step->options_.distributed.enabled) {
+    const std::shared_ptr<CollectiveGroup>& group = collectiveGroup();
+    if (!group) return makeError("train step: distributed training needs a collective group (joinMpiWorld)");
+  }
   SMELT_CHECK_OK(step->compileBatch(input.rank() > 0 ? input.shape[0] : 0));
+  if (step->options_.distributed.enabled) {
+    // Every rank starts from rank 0's parameters and optimizer state, and builds the same collectives.
+    CollectiveGroup& group = *collectiveGroup();
+    SMELT_CHECK_OK(checkSchedule(step->collectiveSchedule_, group));
+    SMELT_CHECK_OK(broadcastState(model.state, group));
+    model.stateChanged();
+  }
   return step;
 }
 
@@ -159,6 +170,11 @@ Status TrainStep::compileBatch(int64_t batch) {
   inputRanges_ = ctx.inputRanges();
   std::vector<Value*> params = ctx.trainable();
   SMELT_TRY(std::vector<Value*> grads, tape.gradient(lossValue, params));
+  if (options_.distributed.enabled) {
+    std::vector<std::string> schedule;
+    grads = averageOverRanks(ctx.b(), grads, options_.distributed, &schedule);
+    if (full) collectiveSchedule_ = std::move(schedule);
+  }
   if (options_.clipNorm > 0) grads = clipByGlobalNorm(ctx, grads, options_.clipNorm);
   std::vector<std::pair<std::string, Value*>> updates = optimizer_->update(ctx, params, grads);
   SMELT_CHECK_OK(ctx.b().status());

@@ -13,6 +13,7 @@
 //   SMELT_CHECK_OK(nn::saveSafetensors(path, model.hostState()));   // the state back on the host
 #pragma once
 
+#include "frontend/nn/data_parallel.h"
 #include "frontend/nn/layers.h"
 #include "frontend/nn/optimizers.h"
 #include "runtime/device/device_tensor.h"
@@ -76,6 +77,9 @@ struct TrainStepOptions {
   double clipNorm = 0;
   /// Learning rate by step; empty: the optimizer's own, constant.
   Schedule schedule;
+  /// Data-parallel training over the process's collective group (frontend/nn/data_parallel.h): gradients
+  /// averaged over the ranks before clipping and the update, the state broadcast from rank 0 at creation.
+  DistributedOptions distributed;
   CompileOptions compile;
 };
 
@@ -125,6 +129,8 @@ class TrainStep {
   /// One step on the device, without the recovery from a lost device runOnDevice adds.
   Expected<double> runDeviceStep(CompiledBatch& c, const Tensor& input, const Tensor& target, Tensor* output);
   Model* model_ = nullptr;
+  /// The full batch's collectives, one line each (data-parallel steps).
+  std::vector<std::string> collectiveSchedule_;
   LossFn loss_;
   OptimizerPtr optimizer_;
   TrainStepOptions options_;

@@ -19,6 +19,7 @@ void registerAllOps(OpRegistry& registry) {
   registerGraphOps(registry);
   registerRandomOps(registry);
   registerFusedOps(registry);
+  registerCollectiveOps(registry);
 }
 
 }  // namespace smelt

@@ -21,6 +21,7 @@ void registerSamplingOps(OpRegistry& registry);       // grid_sample, affine_gri
 void registerGraphOps(OpRegistry& registry);          // rbf_kernel, graph_conv
 void registerRandomOps(OpRegistry& registry);         // dropout
 void registerFusedOps(OpRegistry& registry);          // fused (kernels made by the fusion pass)
+void registerCollectiveOps(OpRegistry& registry);     // all_reduce
 
 /// Registers every op above.
 void registerAllOps(OpRegistry& registry);

@@ -294,8 +294,10 @@ Status CompiledGraph::Impl::prepare(const Graph& source, const std::string& symb
       SMELT_TRY(step.kernel, addKernel(std::move(kernel), symbolPrefix, step.shape, step.symbol, &step));
     } else if (step.kind == Step::Kind::kInterpreted) {
       // An op without a kernel lowering, or one the device lacks (an op or dtype), still runs, on the
-      // reference interpreter (on the host), with one warning.
-      logger().warn("{}: {} on {}; it runs on the reference interpreter", step.label, why, device->id());
+      // reference interpreter (on the host), with one warning; a collective always runs there (ir/collective.h).
+      if (!node->op().collective) {
+        logger().warn("{}: {} on {}; it runs on the reference interpreter", step.label, why, device->id());
+      }
       ++report.interpreted;
     }
     logger().debug("{}: {} points{}", step.label, step.shape.points, step.shape.parallel ? ", parallel" : "");

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The main job end to end: train_digits with its defaults (and any further arguments, such as
 # `--backend opencl`) must end with `test accuracy: X`, X >= 0.97, and leave a loadable checkpoint
-# where it says it saved one.
+# where it says it saved one. $SMELT_LAUNCHER, when set, runs it (`mpirun -np 2`: data-parallel; rank 0 prints).
 set -euo pipefail
 exe=$1
 shift
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-"$exe" --checkpoint "$dir/digits.safetensors" "$@" > "$dir/out.txt"
+${SMELT_LAUNCHER:-} "$exe" --checkpoint "$dir/digits.safetensors" "$@" > "$dir/out.txt"
 cat "$dir/out.txt"
 last=$(tail -n 1 "$dir/out.txt")
 [[ $last =~ ^test\ accuracy:\ ([0-9.]+)$ ]] || { echo "FAIL: last line is not 'test accuracy: X': $last"; exit 1; }

@@ -1,0 +1,101 @@
+// Gradient averaging, state broadcast and the schedule check of data-parallel training (data_parallel.h).
+#include "frontend/nn/data_parallel.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace smelt::nn {
+
+std::vector<Value*> averageOverRanks(Builder& b, const std::vector<Value*>& grads, const DistributedOptions& options,
+                                     std::vector<std::string>* schedule) {
+  std::vector<Value*> averaged(grads.size(), nullptr);
+  // The backward pass produces the last parameters' gradients first: buckets fill in that order.
+  std::vector<size_t> order;
+  for (size_t i = grads.size(); i-- > 0;) {
+    if (grads[i]) order.push_back(i);
+  }
+  size_t next = 0;
+  int bucketIndex = 0;
+  while (next < order.size()) {
+    const int64_t limit = bucketIndex == 0 ? options.firstBucketBytes : options.bucketBytes;
+    DType dtype = grads[order[next]]->dtype();
+    std::vector<size_t> members;
+    int64_t bytes = 0, elements = 0;
+    // A bucket holds one dtype, at least one gradient, and stops before passing its size.
+    while (next < order.size() && grads[order[next]]->dtype() == dtype) {
+      const TensorType& t = grads[order[next]]->type();
+      int64_t size = static_cast<int64_t>(t.byteSize());
+      if (!members.empty() && bytes + size > limit) break;
+      members.push_back(order[next++]);
+      bytes += size;
+      elements += t.numel();
+    }
+    std::vector<Value*> flat;
+    for (size_t m : members) flat.push_back(b.reshape(grads[m], {grads[m]->type().numel()}));
+    Value* bucket = flat.size() == 1 ? flat[0] : b.op("concat", flat, {{"axis", int64_t{0}}});
+    Value* mean = b.op("all_reduce", {bucket}, {{"op", std::string("mean")}});
+    int64_t offset = 0;
+    for (size_t m : members) {
+      int64_t n = grads[m]->type().numel();
+      Value* part = members.size() == 1
+                        ? mean
+                        : b.op("slice", {mean},
+                               {{"starts", std::vector<int64_t>{offset}}, {"ends", std::vector<int64_t>{offset + n}}});
+      averaged[m] = b.reshape(part, grads[m]->shape());
+      offset += n;
+    }
+    if (schedule) {
+      schedule->push_back(fmt::format("all_reduce #{}: {} {} elements ({} gradients)", bucketIndex, elements,
+                                      dtypeName(dtype), members.size()));
+    }
+    ++bucketIndex;
+  }
+  return averaged;
+}
+
+Status broadcastState(StateDict& state, CollectiveGroup& group) {
+  for (auto& [name, tensor] : state) {
+    Status s = group.broadcast(tensor, 0);
+    if (!s.ok()) return makeError("broadcasting '{}' from rank 0: {}", name, s.error().message());
+  }
+  return Status::success();
+}
+
+Status checkSchedule(const std::vector<std::string>& schedule, CollectiveGroup& group) {
+  std::string mine;
+  for (const std::string& line : schedule) mine += line + "\n";
+  // Rank 0's schedule, its length first.
+  Tensor length = Tensor::scalar(DType::f64, static_cast<double>(mine.size()));
+  SMELT_CHECK_OK(group.broadcast(length, 0));
+  auto rootSize = static_cast<size_t>(length.getDouble(0));
+  Tensor text(TensorType{DType::u8, {static_cast<int64_t>(rootSize)}});
+  if (group.rank() == 0) std::copy(mine.begin(), mine.end(), reinterpret_cast<char*>(text.raw()));
+  SMELT_CHECK_OK(group.broadcast(text, 0));
+  std::string root(reinterpret_cast<const char*>(text.raw()), rootSize);
+  // Every rank learns whether any differs before any step runs.
+  Tensor differs = Tensor::scalar(DType::f64, root == mine ? 0.0 : 1.0);
+  SMELT_CHECK_OK(group.allReduceSum(differs));
+  if (differs.getDouble(0) == 0) return Status::success();
+  if (root == mine) return makeError("rank {}: another rank's collective schedule differs from rank 0's", group.rank());
+  auto lines = [](const std::string& s) {
+    std::vector<std::string> out;
+    size_t start = 0;
+    for (size_t end; (end = s.find('\n', start)) != std::string::npos; start = end + 1)
+      out.push_back(s.substr(start, end - start));
+    return out;
+  };
+  std::vector<std::string> a = lines(mine), r = lines(root);
+  size_t i = 0;
+  while (i < a.size() && i < r.size() && a[i] == r[i]) ++i;
+  return makeError("rank {}: the collective schedule differs from rank 0's at collective #{}: here '{}', rank 0 '{}'",
+                   group.rank(), i, i < a.size() ? a[i] : "none", i < r.size() ? r[i] : "none");
+}
+
+std::pair<int64_t, int64_t> shardRows(int64_t rows, int rank, int size) {
+  int64_t base = rows / size, extra = rows % size;
+  int64_t begin = rank * base + std::min<int64_t>(rank, extra);
+  return {begin, begin + base + (rank < extra ? 1 : 0)};
+}
+
+}  // namespace smelt::nn

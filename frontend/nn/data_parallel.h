@@ -1,0 +1,41 @@
+// Data-parallel training over the ranks of the process's collective group (ir/collective.h; an MPI job joins
+// one with joinMpiWorld, runtime/distributed/mpi_group.h): each rank runs the step on its shard of every batch,
+// and the gradients are averaged over the ranks by `all_reduce` ops in the step's own graph, in buckets (a small
+// first one, then about 25 MB each, in the order the backward pass produces them, as PyTorch's DDP buckets them),
+// before the optimizer update. Parameters and optimizer state start as rank 0's.
+#pragma once
+
+#include "frontend/nn/graph_context.h"
+#include "ir/collective.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace smelt::nn {
+
+struct DistributedOptions {
+  /// Average gradients over the collective group's ranks (TrainStep fails without a group of size > 1).
+  bool enabled = false;
+  int64_t bucketBytes = int64_t{25} << 20;
+  int64_t firstBucketBytes = int64_t{1} << 20;
+};
+
+/// `grads` (of the trainable parameters, in their order) averaged over the ranks: flattened into buckets, one
+/// `all_reduce {op = "mean"}` per bucket, cut back. `schedule`, when given, gets one line per collective.
+std::vector<Value*> averageOverRanks(Builder& b, const std::vector<Value*>& grads, const DistributedOptions& options,
+                                     std::vector<std::string>* schedule = nullptr);
+
+/// Replaces every tensor of `state` by rank 0's (in name order; every rank must hold the same names and types).
+Status broadcastState(StateDict& state, CollectiveGroup& group);
+
+/// Fails on every rank, naming the first collective that differs, when the ranks' schedules (one line per
+/// collective: order, size, dtype) are not rank 0's; run before the first step, so a mismatch is an error and
+/// never a hang.
+Status checkSchedule(const std::vector<std::string>& schedule, CollectiveGroup& group);
+
+/// Rank `rank`'s rows of a batch of `rows` among `size` ranks: [begin, end), contiguous, sizes differing by at
+/// most one (the first rows % size ranks take one more).
+std::pair<int64_t, int64_t> shardRows(int64_t rows, int rank, int size);
+
+}  // namespace smelt::nn

@@ -1,0 +1,211 @@
+// MPI as the collective group (mpi_group.h).
+#include "runtime/distributed/mpi_group.h"
+
+#include <mpi.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <functional>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace smelt {
+
+namespace {
+
+constexpr int kArrivalTag = 7301;
+
+MPI_Datatype mpiType(DType dtype) {
+  switch (dtype) {
+    case DType::f32:
+      return MPI_FLOAT;
+    case DType::f64:
+      return MPI_DOUBLE;
+    default:
+      return MPI_DATATYPE_NULL;
+  }
+}
+
+/// One thread owns MPI (MPI_THREAD_FUNNELED): callers queue work and wait for its result.
+class MpiGroup final : public CollectiveGroup {
+ public:
+  explicit MpiGroup(double timeout) : timeout_(timeout) {
+    std::promise<Status> started;
+    auto ready = started.get_future();
+    thread_ = std::thread([this, &started] { serve(started); });
+    startStatus_ = ready.get();
+  }
+  ~MpiGroup() override {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  const Status& startStatus() const { return startStatus_; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+  Status allReduceSum(Tensor& tensor) override {
+    MPI_Datatype type = mpiType(tensor.dtype());
+    if (type == MPI_DATATYPE_NULL)
+      return makeError("all_reduce: {} is not supported (f32, f64)", tensor.type().toString());
+    return run([&]() -> Status {
+      SMELT_CHECK_OK(awaitArrivals("all_reduce", tensor));
+      MPI_Request request;
+      MPI_Iallreduce(MPI_IN_PLACE, tensor.raw(), static_cast<int>(tensor.numel()), type, MPI_SUM, MPI_COMM_WORLD,
+                     &request);
+      return complete(request, "all_reduce", tensor);
+    });
+  }
+
+  Status broadcast(Tensor& tensor, int root) override {
+    return run([&]() -> Status {
+      SMELT_CHECK_OK(awaitArrivals("broadcast", tensor));
+      MPI_Request request;
+      MPI_Ibcast(tensor.raw(), static_cast<int>(tensor.byteSize()), MPI_BYTE, root, MPI_COMM_WORLD, &request);
+      return complete(request, "broadcast", tensor);
+    });
+  }
+
+ private:
+  Status run(std::function<Status()> work) {
+    std::packaged_task<Status()> task(std::move(work));
+    auto done = task.get_future();
+    {
+      std::lock_guard lock(mutex_);
+      queue_.push_back(std::move(task));
+    }
+    wake_.notify_all();
+    return done.get();
+  }
+
+  void serve(std::promise<Status>& started) {
+    int provided = 0;
+    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+      started.set_value(makeError("MPI_Init_thread failed"));
+      return;
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    // Errors come back as codes, turned into messages here rather than aborting the job inside MPI.
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    started.set_value(Status::success());
+    for (;;) {
+      std::packaged_task<Status()> task;
+      {
+        std::unique_lock lock(mutex_);
+        wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) break;
+        task = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      task();
+    }
+    MPI_Finalize();
+  }
+
+  std::string describe(const char* what, const Tensor& t) const {
+    return fmt::format("rank {}: {} #{} of {}", rank_, what, sequence_, t.type().toString());
+  }
+
+  // Before each collective every rank tells rank 0 it arrived; rank 0 waits for all of them, so a rank that
+  // died or stopped answering is named rather than waited for forever.
+  Status awaitArrivals(const char* what, const Tensor& t) {
+    ++sequence_;
+    if (rank_ != 0) {
+      long long seq = sequence_;
+      if (MPI_Send(&seq, 1, MPI_LONG_LONG, 0, kArrivalTag, MPI_COMM_WORLD) != MPI_SUCCESS) {
+        return makeError("{}: could not reach rank 0", describe(what, t));
+      }
+      return Status::success();
+    }
+    std::vector<long long> seqs(static_cast<size_t>(size_), 0);
+    std::vector<MPI_Request> requests(static_cast<size_t>(size_), MPI_REQUEST_NULL);
+    for (int r = 1; r < size_; ++r) {
+      MPI_Irecv(&seqs[static_cast<size_t>(r)], 1, MPI_LONG_LONG, r, kArrivalTag, MPI_COMM_WORLD,
+                &requests[static_cast<size_t>(r)]);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_);
+    for (;;) {
+      std::vector<int> missing;
+      for (int r = 1; r < size_; ++r) {
+        int done = 0;
+        if (requests[static_cast<size_t>(r)] != MPI_REQUEST_NULL) {
+          MPI_Test(&requests[static_cast<size_t>(r)], &done, MPI_STATUS_IGNORE);
+        } else {
+          done = 1;
+        }
+        if (!done) missing.push_back(r);
+      }
+      if (missing.empty()) break;
+      if (std::chrono::steady_clock::now() > deadline) {
+        return makeError(
+            "{}: rank(s) {} did not arrive within {} s (dead or stuck; $SMELT_COLLECTIVE_TIMEOUT sets the "
+            "timeout)",
+            describe(what, t), fmt::join(missing, ", "), timeout_);
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    for (int r = 1; r < size_; ++r) {
+      if (seqs[static_cast<size_t>(r)] != sequence_) {
+        return makeError("{}: rank {} is at collective #{} (the ranks' collective schedules differ)", describe(what, t),
+                         r, seqs[static_cast<size_t>(r)]);
+      }
+    }
+    return Status::success();
+  }
+
+  // Drives a non-blocking collective to completion (Open MPI's do not progress on their own), within the timeout.
+  Status complete(MPI_Request& request, const char* what, const Tensor& t) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_);
+    for (;;) {
+      int done = 0;
+      if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        return makeError("{}: MPI failed", describe(what, t));
+      if (done) return Status::success();
+      if (std::chrono::steady_clock::now() > deadline) {
+        return makeError("{}: did not complete within {} s (a rank died or stopped answering)", describe(what, t),
+                         timeout_);
+      }
+      std::this_thread::yield();
+    }
+  }
+
+  double timeout_;
+  int rank_ = 0, size_ = 1;
+  long long sequence_ = 0;
+  Status startStatus_;
+  std::thread thread_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::packaged_task<Status()>> queue_;
+  bool stopping_ = false;
+};
+
+}  // namespace
+
+bool launchedByMpi() { return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE"); }
+
+Expected<std::shared_ptr<CollectiveGroup>> joinMpiWorld(MpiWorldOptions options) {
+  if (const char* t = std::getenv("SMELT_COLLECTIVE_TIMEOUT")) {
+    char* end = nullptr;
+    double v = std::strtod(t, &end);
+    if (end == t || *end || !(v > 0))
+      return makeError("SMELT_COLLECTIVE_TIMEOUT must be a positive number of seconds, got '{}'", t);
+    options.timeoutSeconds = v;
+  }
+  auto group = std::make_shared<MpiGroup>(options.timeoutSeconds);
+  SMELT_CHECK_OK(group->startStatus());
+  setCollectiveGroup(group);
+  return std::shared_ptr<CollectiveGroup>(group);
+}
+
+}  // namespace smelt
