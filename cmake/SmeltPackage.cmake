@@ -10,7 +10,8 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-set(smelt_core_libraries smelt_ir smelt_autodiff smelt_passes smelt_codegen smelt_runtime smelt_frontend smelt_nn smelt_c_api)
+set(smelt_core_libraries smelt_ir smelt_autodiff smelt_passes smelt_codegen smelt_runtime smelt_distributed smelt_frontend smelt_nn
+    smelt_c_api)
 set(smelt_objects "")
 foreach(lib IN LISTS smelt_core_libraries)
   list(APPEND smelt_objects $<TARGET_OBJECTS:${lib}>)
@@ -32,13 +33,13 @@ set_target_properties(smelt_shared PROPERTIES OUTPUT_NAME smelt EXPORT_NAME smel
 set(smelt_public_headers
   autodiff/backward.h autodiff/gradient_tape.h
   frontend/data/idx.h frontend/model_loader.h frontend/npy.h frontend/onnx/onnx_export.h
-  frontend/nn/attention.h frontend/nn/batches.h frontend/nn/checkpoint.h frontend/nn/progress.h
+  frontend/nn/attention.h frontend/nn/batches.h frontend/nn/data_parallel.h frontend/nn/checkpoint.h frontend/nn/progress.h
   frontend/nn/graph_context.h frontend/nn/imported.h frontend/nn/init.h frontend/nn/layers.h frontend/nn/losses.h frontend/nn/models.h
   frontend/nn/optimizers.h frontend/nn/safetensors.h frontend/nn/train_step.h
-  ir/attribute.h ir/builder.h ir/dtype.h ir/graph.h ir/half.h ir/interpreter.h ir/lowering.h
+  ir/attribute.h ir/builder.h ir/collective.h ir/dtype.h ir/graph.h ir/half.h ir/interpreter.h ir/lowering.h
   ir/op_registry.h ir/parser.h ir/printer.h ir/support/expected.h ir/support/host_block_cache.h ir/tensor.h ir/type.h
   passes/pass.h passes/pass_manager.h
-  runtime/exec/executable.h runtime/device/device.h runtime/device/device_list.h runtime/device/device_tensor.h
+  runtime/distributed/mpi_group.h runtime/exec/executable.h runtime/device/device.h runtime/device/device_list.h runtime/device/device_tensor.h
   runtime/device/memory_pool.h runtime/placement/graph_work.h runtime/placement/placement.h
   runtime/placement/placement_table.h)
 foreach(header IN LISTS smelt_public_headers)
