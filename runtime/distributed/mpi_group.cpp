@@ -58,20 +58,24 @@ class MpiGroup final : public CollectiveGroup {
     if (type == MPI_DATATYPE_NULL)
       return makeError("all_reduce: {} is not supported (f32, f64)", tensor.type().toString());
     return run([&]() -> Status {
+      // Every rank has arrived (or this is an error naming who has not): the blocking collective, with MPI's
+      // own algorithm for the size, cannot wait on a rank that is not coming.
       SMELT_CHECK_OK(awaitArrivals("all_reduce", tensor));
-      MPI_Request request;
-      MPI_Iallreduce(MPI_IN_PLACE, tensor.raw(), static_cast<int>(tensor.numel()), type, MPI_SUM, MPI_COMM_WORLD,
-                     &request);
-      return complete(request, "all_reduce", tensor);
+      if (MPI_Allreduce(MPI_IN_PLACE, tensor.raw(), static_cast<int>(tensor.numel()), type, MPI_SUM, MPI_COMM_WORLD) !=
+          MPI_SUCCESS) {
+        return makeError("{}: MPI_Allreduce failed", describe("all_reduce", tensor));
+      }
+      return Status::success();
     });
   }
 
   Status broadcast(Tensor& tensor, int root) override {
     return run([&]() -> Status {
       SMELT_CHECK_OK(awaitArrivals("broadcast", tensor));
-      MPI_Request request;
-      MPI_Ibcast(tensor.raw(), static_cast<int>(tensor.byteSize()), MPI_BYTE, root, MPI_COMM_WORLD, &request);
-      return complete(request, "broadcast", tensor);
+      if (MPI_Bcast(tensor.raw(), static_cast<int>(tensor.byteSize()), MPI_BYTE, root, MPI_COMM_WORLD) != MPI_SUCCESS) {
+        return makeError("{}: MPI_Bcast failed", describe("broadcast", tensor));
+      }
+      return Status::success();
     });
   }
 
@@ -152,7 +156,7 @@ class MpiGroup final : public CollectiveGroup {
             "timeout)",
             describe(what, t), fmt::join(missing, ", "), timeout_);
       }
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      std::this_thread::yield();
     }
     for (int r = 1; r < size_; ++r) {
       if (seqs[static_cast<size_t>(r)] != sequence_) {
@@ -161,22 +165,6 @@ class MpiGroup final : public CollectiveGroup {
       }
     }
     return Status::success();
-  }
-
-  // Drives a non-blocking collective to completion (Open MPI's do not progress on their own), within the timeout.
-  Status complete(MPI_Request& request, const char* what, const Tensor& t) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_);
-    for (;;) {
-      int done = 0;
-      if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-        return makeError("{}: MPI failed", describe(what, t));
-      if (done) return Status::success();
-      if (std::chrono::steady_clock::now() > deadline) {
-        return makeError("{}: did not complete within {} s (a rank died or stopped answering)", describe(what, t),
-                         timeout_);
-      }
-      std::this_thread::yield();
-    }
   }
 
   double timeout_;
