@@ -7,6 +7,7 @@
 #include "ir/support/expected.h"
 #include "ir/tensor.h"
 
+#include <map>
 #include <memory>
 
 namespace smelt {
@@ -22,7 +23,22 @@ class CollectiveGroup {
   virtual Status allReduceSum(Tensor& tensor) = 0;
   /// Replaces `tensor` on every rank by rank `root`'s.
   virtual Status broadcast(Tensor& tensor, int root) = 0;
+  /// Starts the sum of `tensor` over the ranks and returns at once with a handle for finishAllReduce, so the
+  /// caller computes while it runs (all_reduce_start). Collectives run in the order they start, on every rank.
+  /// The default runs it before returning.
+  virtual Expected<int64_t> startAllReduceSum(Tensor tensor);
+  /// Waits for a started sum and returns it (all_reduce_wait).
+  virtual Expected<Tensor> finishAllReduce(int64_t handle);
+
+ private:
+  std::map<int64_t, Tensor> finished_;
+  int64_t nextHandle_ = 0;
 };
+
+/// The all-reduces started by all_reduce_start and not yet waited for, by the ops' `tag`.
+void recordStartedAllReduce(int64_t tag, int64_t handle);
+/// The handle recorded for `tag`, removed; an error when none was started.
+Expected<int64_t> takeStartedAllReduce(int64_t tag);
 
 /// Installs the group collective ops use (null: a world of one). Not thread-safe against running collectives.
 void setCollectiveGroup(std::shared_ptr<CollectiveGroup> group);

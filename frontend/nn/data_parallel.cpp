@@ -7,9 +7,37 @@
 
 namespace smelt::nn {
 
+namespace {
+
+// Makes `b` emit right after the last node producing any of `values` (the graph's end when that is the last node).
+void emitAfterProducers(Builder& b, const std::vector<Value*>& values) {
+  Graph& g = b.graph();
+  const auto& nodes = g.nodes();
+  size_t last = 0;
+  bool any = false;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    for (const Value* v : values) {
+      if (v->producer() == nodes[i].get()) last = i, any = true;
+    }
+  }
+  if (any && last + 1 < nodes.size()) {
+    g.setInsertionPoint(nodes[last + 1].get());
+  } else {
+    g.clearInsertionPoint();
+  }
+}
+
+}  // namespace
+
 std::vector<Value*> averageOverRanks(Builder& b, const std::vector<Value*>& grads, const DistributedOptions& options,
                                      std::vector<std::string>* schedule) {
   std::vector<Value*> averaged(grads.size(), nullptr);
+  struct Started {
+    std::vector<size_t> members;
+    Value* started;
+    int64_t tag;
+  };
+  std::vector<Started> inFlight;
   // The backward pass produces the last parameters' gradients first: buckets fill in that order.
   std::vector<size_t> order;
   for (size_t i = grads.size(); i-- > 0;) {
@@ -31,25 +59,35 @@ std::vector<Value*> averageOverRanks(Builder& b, const std::vector<Value*>& grad
       bytes += size;
       elements += t.numel();
     }
+    // The bucket starts as soon as its last gradient exists, so the rest of the backward pass runs while it
+    // travels; its wait comes after the whole backward pass, just before the update reads it.
+    std::vector<Value*> memberGrads;
+    for (size_t m : members) memberGrads.push_back(grads[m]);
+    emitAfterProducers(b, memberGrads);
     std::vector<Value*> flat;
     for (size_t m : members) flat.push_back(b.reshape(grads[m], {grads[m]->type().numel()}));
     Value* bucket = flat.size() == 1 ? flat[0] : b.op("concat", flat, {{"axis", int64_t{0}}});
-    Value* mean = b.op("all_reduce", {bucket}, {{"op", std::string("mean")}});
+    Value* started = b.op("all_reduce_start", {bucket}, {{"op", std::string("mean")}, {"tag", int64_t{bucketIndex}}});
+    b.graph().clearInsertionPoint();
+    inFlight.push_back({members, started, bucketIndex});
+    if (schedule) {
+      schedule->push_back(fmt::format("all_reduce #{}: {} {} elements ({} gradients)", bucketIndex, elements,
+                                      dtypeName(dtype), members.size()));
+    }
+    ++bucketIndex;
+  }
+  for (const Started& s : inFlight) {
+    Value* mean = b.op("all_reduce_wait", {s.started}, {{"op", std::string("mean")}, {"tag", s.tag}});
     int64_t offset = 0;
-    for (size_t m : members) {
+    for (size_t m : s.members) {
       int64_t n = grads[m]->type().numel();
-      Value* part = members.size() == 1
+      Value* part = s.members.size() == 1
                         ? mean
                         : b.op("slice", {mean},
                                {{"starts", std::vector<int64_t>{offset}}, {"ends", std::vector<int64_t>{offset + n}}});
       averaged[m] = b.reshape(part, grads[m]->shape());
       offset += n;
     }
-    if (schedule) {
-      schedule->push_back(fmt::format("all_reduce #{}: {} {} elements ({} gradients)", bucketIndex, elements,
-                                      dtypeName(dtype), members.size()));
-    }
-    ++bucketIndex;
   }
   return averaged;
 }

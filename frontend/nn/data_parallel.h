@@ -1,6 +1,6 @@
 // Data-parallel training over the ranks of the process's collective group (ir/collective.h; an MPI job joins
 // one with joinMpiWorld, runtime/distributed/mpi_group.h): each rank runs the step on its shard of every batch,
-// and the gradients are averaged over the ranks by `all_reduce` ops in the step's own graph, in buckets (a small
+// and the gradients are averaged over the ranks by all-reduce ops in the step's own graph, in buckets (a small
 // first one, then about 25 MB each, in the order the backward pass produces them, as PyTorch's DDP buckets them),
 // before the optimizer update. Parameters and optimizer state start as rank 0's.
 #pragma once
@@ -21,8 +21,10 @@ struct DistributedOptions {
   int64_t firstBucketBytes = int64_t{1} << 20;
 };
 
-/// `grads` (of the trainable parameters, in their order) averaged over the ranks: flattened into buckets, one
-/// `all_reduce {op = "mean"}` per bucket, cut back. `schedule`, when given, gets one line per collective.
+/// `grads` (of the trainable parameters, in their order) averaged over the ranks: flattened into buckets, each
+/// bucket's `all_reduce_start {op = "mean"}` placed right after its last gradient's node (so the rest of the
+/// backward pass computes while it travels) and its `all_reduce_wait` after the backward pass, cut back.
+/// `schedule`, when given, gets one line per collective.
 std::vector<Value*> averageOverRanks(Builder& b, const std::vector<Value*>& grads, const DistributedOptions& options,
                                      std::vector<std::string>* schedule = nullptr);
 

@@ -9,6 +9,7 @@
 #include <deque>
 #include <functional>
 #include <future>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -69,6 +70,38 @@ class MpiGroup final : public CollectiveGroup {
     });
   }
 
+  // The sum runs on the communication thread while the caller goes on; finishAllReduce waits for it.
+  Expected<int64_t> startAllReduceSum(Tensor tensor) override {
+    MPI_Datatype type = mpiType(tensor.dtype());
+    if (type == MPI_DATATYPE_NULL)
+      return makeError("all_reduce: {} is not supported (f32, f64)", tensor.type().toString());
+    auto result = std::make_shared<std::promise<Expected<Tensor>>>();
+    int64_t handle = nextStarted_++;
+    started_.emplace(handle, result->get_future());
+    enqueue([this, result, type, t = std::move(tensor)]() mutable {
+      Status arrived = awaitArrivals("all_reduce", t);
+      if (!arrived.ok()) {
+        result->set_value(arrived.error());
+        return;
+      }
+      if (MPI_Allreduce(MPI_IN_PLACE, t.raw(), static_cast<int>(t.numel()), type, MPI_SUM, MPI_COMM_WORLD) !=
+          MPI_SUCCESS) {
+        result->set_value(makeError("{}: MPI_Allreduce failed", describe("all_reduce", t)));
+        return;
+      }
+      result->set_value(std::move(t));
+    });
+    return handle;
+  }
+
+  Expected<Tensor> finishAllReduce(int64_t handle) override {
+    auto it = started_.find(handle);
+    if (it == started_.end()) return makeError("all-reduce #{} was not started or already finished", handle);
+    Expected<Tensor> sum = it->second.get();
+    started_.erase(it);
+    return sum;
+  }
+
   Status broadcast(Tensor& tensor, int root) override {
     return run([&]() -> Status {
       SMELT_CHECK_OK(awaitArrivals("broadcast", tensor));
@@ -80,15 +113,20 @@ class MpiGroup final : public CollectiveGroup {
   }
 
  private:
-  Status run(std::function<Status()> work) {
-    std::packaged_task<Status()> task(std::move(work));
-    auto done = task.get_future();
+  void enqueue(std::function<void()> work) {
     {
       std::lock_guard lock(mutex_);
-      queue_.push_back(std::move(task));
+      queue_.push_back(std::move(work));
     }
     wake_.notify_all();
-    return done.get();
+  }
+
+  // Runs `work` on the communication thread, after everything queued before it, and waits for it.
+  Status run(std::function<Status()> work) {
+    auto done = std::make_shared<std::promise<Status>>();
+    auto result = done->get_future();
+    enqueue([done, work = std::move(work)] { done->set_value(work()); });
+    return result.get();
   }
 
   void serve(std::promise<Status>& started) {
@@ -103,7 +141,7 @@ class MpiGroup final : public CollectiveGroup {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     started.set_value(Status::success());
     for (;;) {
-      std::packaged_task<Status()> task;
+      std::function<void()> task;
       {
         std::unique_lock lock(mutex_);
         wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
@@ -174,7 +212,10 @@ class MpiGroup final : public CollectiveGroup {
   std::thread thread_;
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::deque<std::packaged_task<Status()>> queue_;
+  std::deque<std::function<void()>> queue_;
+  // Started all-reduces by handle (only the caller's thread touches this map).
+  std::map<int64_t, std::future<Expected<Tensor>>> started_;
+  int64_t nextStarted_ = 0;
   bool stopping_ = false;
 };
 
