@@ -1,6 +1,8 @@
 // Builder implementation.
 #include "ir/builder.h"
 
+#include "ir/op_registry.h"
+
 namespace smelt {
 
 Value* Builder::fail(Error error) {
@@ -17,12 +19,52 @@ std::vector<Value*> Builder::ops(std::string_view name, std::vector<Value*> oper
       return {};
     }
   }
+  if (autocast_) {
+    const OpDef* def = OpRegistry::global().find(name);
+    if (def && def->product) return productAutocast(*def, std::move(operands), std::move(attrs));
+  }
   auto node = graph_.addNode(name, std::move(operands), std::move(attrs), sourceName_);
   if (!node) {
     fail(node.error());
     return {};
   }
   return (*node)->results();
+}
+
+std::vector<Value*> Builder::productAutocast(const OpDef& def, std::vector<Value*> operands, AttrMap attrs) {
+  const ProductFacet& facet = *def.product;
+  // A bias (gemm's c) is added in f32 after the product, so its gradient sums in f32.
+  Value* addend = nullptr;
+  auto at = static_cast<size_t>(facet.addend);
+  if (facet.addend >= 0 && operands.size() > at && operands[at]->dtype() == DType::f32) {
+    addend = operands[at];
+    operands.erase(operands.begin() + facet.addend);
+    auto beta = attrs.find("beta");
+    if (facet.kind == ProductFacet::Kind::Gemm && beta != attrs.end() && std::get<double>(beta->second) != 1.0) {
+      addend = scale(addend, std::get<double>(beta->second));
+    }
+  }
+  // The product in the low dtype: f32 operands cast down, its results cast back.
+  bool lowered = false;
+  for (Value*& v : operands) {
+    if (v->dtype() == DType::f32) {
+      v = cast(v, *autocast_);
+      lowered = true;
+    }
+  }
+  auto node = graph_.addNode(def.name, std::move(operands), std::move(attrs), sourceName_);
+  if (!node) {
+    fail(node.error());
+    return {};
+  }
+  std::vector<Value*> results;
+  for (Value* r : (*node)->results()) results.push_back(lowered && r->dtype() == *autocast_ ? cast(r, DType::f32) : r);
+  if (addend && results.size() == 1 && results[0]) {
+    // gemm's c broadcasts to [M, N]; a convolution's bias is per output channel (axis 1 of NCHW).
+    if (facet.kind != ProductFacet::Kind::Gemm) addend = reshape(addend, {1, addend->type().numel(), 1, 1});
+    results[0] = add(results[0], addend);
+  }
+  return results;
 }
 
 Value* Builder::op(std::string_view name, std::vector<Value*> operands, AttrMap attrs) {

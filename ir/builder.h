@@ -24,6 +24,13 @@ class Builder {
   /// Records an error (the first one wins) and returns null, for use in rules: `return b.fail(...)`.
   Value* fail(Error error);
   void setSourceName(std::string name) { sourceName_ = std::move(name); }
+  /// Mixed precision, as PyTorch's autocast: an op that is a product (OpDef::product: matmul, gemm, the
+  /// convolutions; the op list lives with the ops) emitted through this builder computes in `dtype` (bf16 or
+  /// f16): its f32 operands are cast to it and its results cast back to f32, so everything else (reductions,
+  /// softmax, normalizations, losses) stays f32. Its gradients follow: the casts' gradients make the backward
+  /// products low precision too. nullopt (the default): every op in its operands' dtype.
+  void setAutocast(std::optional<DType> dtype) { autocast_ = dtype; }
+  std::optional<DType> autocast() const { return autocast_; }
   const std::string& sourceName() const { return sourceName_; }
 
   /// Emits a single-result op; null when an operand is null or the op rejects its operands.
@@ -67,9 +74,13 @@ class Builder {
   Value* sumToShape(Value* a, const Shape& shape);
 
  private:
+  /// ops() for a product under autocast (see setAutocast).
+  std::vector<Value*> productAutocast(const OpDef& def, std::vector<Value*> operands, AttrMap attrs);
+
   Graph& graph_;
   std::string sourceName_;
   std::optional<Error> error_;
+  std::optional<DType> autocast_;
 };
 
 }  // namespace smelt

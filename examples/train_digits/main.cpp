@@ -105,6 +105,7 @@ int run(int argc, char** argv) {
   double lr = 2e-3;
   uint64_t seed = 1;
   std::string backend = "llvm";
+  std::string precision = "f32";
   app.add_option("--data", dataDir, "Folder with the IDX files (default: the bundled UCI digits)");
   app.add_option("--mnist", mnistDir, "Folder with real MNIST IDX files (train-images-idx3-ubyte, ...)");
   app.add_option("--epochs", epochs, "Passes over the training set")->check(CLI::PositiveNumber);
@@ -115,6 +116,9 @@ int run(int argc, char** argv) {
   app.add_option("--backend", backend,
                  "Where to train and evaluate: llvm (the CPU, default), opencl, cuda, hip, a device id (cuda:1), or auto "
                  "(measured placement)");
+  app.add_option("--precision", precision,
+                 "f32, or bf16: mixed precision (f32 master weights, products and convolutions in bf16)")
+      ->check(CLI::IsMember({"f32", "bf16", "f16"}));
   CLI11_PARSE(app, argc, argv);
   if (!mnistDir.empty()) dataDir = mnistDir;
 
@@ -156,6 +160,7 @@ int run(int argc, char** argv) {
   TensorType labelType{DType::i64, {shardEnd - shardBegin}};
   nn::TrainStepOptions options;
   options.distributed.enabled = ranks > 1;
+  options.precision = precision == "bf16" ? DType::bf16 : precision == "f16" ? DType::f16 : DType::f32;
   options.device = backend;
   options.schedule = nn::cosineSchedule(lr, epochs * stepsPerEpoch, lr / 20);
   auto step = nn::TrainStep::create(model, nn::crossEntropy, nn::adam({.lr = lr}), inputType, labelType, options);

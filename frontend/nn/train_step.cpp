@@ -160,7 +160,14 @@ Status TrainStep::compileBatch(int64_t batch) {
   Value* y = graph.addInput("target", full || !targetBatched() ? target_ : withBatch(target_, batch));
   GradientTape tape(graph);
   GraphContext ctx(graph, model.state, /*training=*/true, model.seed);
+  if (options_.precision == DType::bf16) {
+    ctx.b().setAutocast(DType::bf16);
+  } else if (options_.precision != DType::f32) {
+    return makeError("train step: precision {} is not supported (f32, bf16; f16 needs loss scaling)",
+                     dtypeName(options_.precision));
+  }
   Value* output = model.net->forward(ctx, x);
+  ctx.b().setAutocast(std::nullopt);  // the loss and the update in f32
   Value* lossValue = output ? loss_(ctx, output, y) : nullptr;
   SMELT_CHECK_OK(ctx.b().status());
   if (!lossValue || lossValue->type().numel() != 1) {

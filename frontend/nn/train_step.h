@@ -80,6 +80,10 @@ struct TrainStepOptions {
   /// Data-parallel training over the process's collective group (frontend/nn/data_parallel.h): gradients
   /// averaged over the ranks before clipping and the update, the state broadcast from rank 0 at creation.
   DistributedOptions distributed;
+  /// The dtype products and convolutions compute in: f32, or bf16 for mixed precision as PyTorch's autocast (the
+  /// parameters and optimizer state stay f32 masters; products, forward and backward, run in bf16; everything
+  /// else in f32; Builder::setAutocast). f16 needs loss scaling, which is not built: an error.
+  DType precision = DType::f32;
   CompileOptions compile;
 };
 

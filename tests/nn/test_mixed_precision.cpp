@@ -1,0 +1,115 @@
+// Mixed precision (Builder::setAutocast, TrainStepOptions::precision): products and convolutions compute in bf16,
+// forward and backward, from f32 master weights; everything else stays f32; the gradients match the f32 model's
+// within bf16's precision; f16 (which needs loss scaling) is refused.
+#include "autodiff/gradient_tape.h"
+#include "frontend/nn/losses.h"
+#include "frontend/nn/optimizers.h"
+#include "frontend/nn/train_step.h"
+#include "ir/interpreter.h"
+#include "tests/support/random_tensors.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+using namespace smelt;
+
+namespace {
+
+nn::ModulePtr net() {
+  return nn::sequential({nn::conv2d(2, 4, 3, {.padding = 1}), nn::relu(), nn::flatten(), nn::linear(4 * 6 * 6, 8),
+                         nn::tanh(), nn::linear(8, 3)});
+}
+
+struct Built {
+  Graph graph;
+  std::vector<std::string> params;
+};
+
+// The loss of `net` on a fixed batch and its gradients with respect to every parameter, as graph outputs.
+void build(Built& out, nn::StateDict& state, std::optional<DType> autocast) {
+  Graph& g = out.graph;
+  Value* x = g.addInput("x", TensorType{DType::f32, {5, 2, 6, 6}});
+  Value* y = g.addInput("y", TensorType{DType::i64, {5}});
+  GradientTape tape(g);
+  nn::GraphContext ctx(g, state, /*training=*/true, 9);
+  ctx.b().setAutocast(autocast);
+  Value* logits = net()->forward(ctx, x);
+  ctx.b().setAutocast(std::nullopt);
+  Value* loss = nn::crossEntropy(ctx, logits, y);
+  REQUIRE(ctx.b().ok());
+  std::vector<Value*> params = ctx.trainable();
+  auto grads = tape.gradient(loss, params);
+  REQUIRE(grads.ok());
+  g.addOutput("loss", loss);
+  for (size_t i = 0; i < params.size(); ++i) {
+    out.params.push_back(params[i]->name());
+    g.addOutput("grad:" + params[i]->name(), (*grads)[i]);
+  }
+}
+
+}  // namespace
+
+TEST_CASE(
+    "mixed precision: products run in bf16 forward and backward, the rest in f32, gradients within bf16's "
+    "precision of f32's") {
+  nn::StateDict state;
+  Built f32, bf16;
+  build(f32, state, std::nullopt);
+  build(bf16, state, DType::bf16);
+  int lowProducts = 0, f32Others = 0;
+  for (const auto& n : bf16.graph.nodes()) {
+    if (n->op().product) {
+      CHECK_MESSAGE(n->result(0)->dtype() == DType::bf16, bf16.graph.labelOf(*n));
+      ++lowProducts;
+    } else if (n->opName() != "cast" && !n->results().empty() && isFloat(n->result(0)->dtype())) {
+      CHECK_MESSAGE(n->result(0)->dtype() == DType::f32, bf16.graph.labelOf(*n));
+      ++f32Others;
+    }
+  }
+  CHECK(lowProducts >= 9);  // three forward products and their input and weight gradients
+  CHECK(f32Others > 10);
+  for (const auto& p : bf16.graph.parameters()) CHECK(p->dtype() == DType::f32);  // f32 masters
+  TensorMap feeds = state;
+  feeds.emplace("x", testing::randomTensor(TensorType{DType::f32, {5, 2, 6, 6}}, testing::testSeed()));
+  Tensor labels(TensorType{DType::i64, {5}});
+  for (int64_t i = 0; i < 5; ++i) labels.setInt(i, i % 3);
+  feeds.emplace("y", labels);
+  auto want = interpret(f32.graph, feeds);
+  auto got = interpret(bf16.graph, feeds);
+  REQUIRE(want.ok());
+  REQUIRE(got.ok());
+  for (size_t i = 0; i < want->size(); ++i) {
+    double scale = 0, err = 0;
+    for (int64_t k = 0; k < (*want)[i].numel(); ++k) {
+      scale = std::max(scale, std::abs((*want)[i].getDouble(k)));
+      err = std::max(err, std::abs((*got)[i].getDouble(k) - (*want)[i].getDouble(k)));
+    }
+    // bf16 keeps 8 significant bits (a relative rounding of 2^-9 per value): a few percent after a product chain.
+    CHECK_MESSAGE(err <= 0.05 * scale, bf16.graph.outputs()[i].name, ": ", err, " of ", scale);
+  }
+}
+
+TEST_CASE("mixed precision: a bf16 training step learns, and f16 is refused until loss scaling exists") {
+  nn::Model model(net(), 4);
+  TensorType xType{DType::f32, {16, 2, 6, 6}}, yType{DType::i64, {16}};
+  auto step =
+      nn::TrainStep::create(model, nn::crossEntropy, nn::adam({.lr = 0.01}), xType, yType, {.precision = DType::bf16});
+  REQUIRE_MESSAGE(step.ok(), (step.ok() ? "" : step.error().message()));
+  Tensor x = testing::randomTensor(xType, testing::testSeed());
+  Tensor y(yType);
+  for (int64_t i = 0; i < 16; ++i) y.setInt(i, i % 3);
+  double first = 0, last = 0;
+  for (int s = 0; s < 60; ++s) {
+    auto loss = (*step)->run(x, y);
+    REQUIRE(loss.ok());
+    if (s == 0) first = *loss;
+    last = *loss;
+  }
+  CHECK_MESSAGE(last < first / 5, "loss ", first, " -> ", last);
+  CHECK(model.state.at("0.weight").dtype() == DType::f32);
+  nn::Model other(net(), 4);
+  auto f16 = nn::TrainStep::create(other, nn::crossEntropy, nn::adam({}), xType, yType, {.precision = DType::f16});
+  REQUIRE_FALSE(f16.ok());
+  CHECK(f16.error().message().find("loss scaling") != std::string::npos);
+}
