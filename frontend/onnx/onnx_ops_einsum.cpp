@@ -229,7 +229,7 @@ Status einsum(NodeContext& n) {
   std::map<int, int> counts;
   for (size_t i = 0; i < terms.size(); ++i) {
     SMELT_TRY(Labels labels, parseTerm(terms[i], values[i]->type().rank(), maxEllipsis, false));
-    for (int l : std::set<int>(labels.begin(), labels.end())) ++counts[l];
+    for (int l : labels) ++counts[l];  // "ii" counts i twice: its implicit output is the trace
     SMELT_TRY(Term t, takeDiagonals(n, Term{values[i], labels}));
     ops.push_back(std::move(t));
   }
