@@ -21,7 +21,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 
 using namespace smelt;
@@ -82,16 +81,6 @@ Expected<double> evaluate(nn::Predictor& predict, const Split& split, int64_t ba
 }
 
 /// `name` in the folder of this executable (build/bin), else in the current folder.
-/// Rows [begin, end) of `t` (a batch along its first axis).
-Tensor rows(const Tensor& t, int64_t begin, int64_t end) {
-  Shape shape = t.shape();
-  const size_t rowBytes = t.byteSize() / static_cast<size_t>(shape[0]);
-  shape[0] = end - begin;
-  Tensor out(TensorType{t.dtype(), shape});
-  std::memcpy(out.raw(), t.raw() + static_cast<size_t>(begin) * rowBytes, out.byteSize());
-  return out;
-}
-
 std::string besideExecutable(const std::string& name) {
   std::error_code error;
   std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", error);
@@ -187,10 +176,9 @@ int run(int argc, char** argv) {
     double rate = 0;
     for (batches->startEpoch(); batches->next(bx, by);) {
       if (ranks > 1) {  // every rank shuffled alike: each takes its rows of the same batch
-        auto [begin, end] = nn::shardRows(bx.shape()[0], rank, ranks);
-        if (begin == end) return fail(makeError("a batch of {} rows leaves rank {} none", bx.shape()[0], rank));
-        bx = rows(bx, begin, end);
-        by = rows(by, begin, end);
+        if (bx.shape()[0] < ranks) return fail(makeError("a batch of {} rows leaves rank {} none", bx.shape()[0], rank));
+        bx = nn::shardOf(bx, rank, ranks);
+        by = nn::shardOf(by, rank, ranks);
       }
       auto loss = (*step)->run(bx, by, &logits);
       if (!loss.ok()) return fail(loss.error());

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 
 namespace smelt::nn {
 
@@ -128,6 +129,17 @@ Status checkSchedule(const std::vector<std::string>& schedule, CollectiveGroup& 
   while (i < a.size() && i < r.size() && a[i] == r[i]) ++i;
   return makeError("rank {}: the collective schedule differs from rank 0's at collective #{}: here '{}', rank 0 '{}'",
                    group.rank(), i, i < a.size() ? a[i] : "none", i < r.size() ? r[i] : "none");
+}
+
+Tensor shardOf(const Tensor& batch, int rank, int size) {
+  Shape shape = batch.shape();
+  if (shape.empty() || shape[0] == 0) return batch;
+  auto [begin, end] = shardRows(shape[0], rank, size);
+  const size_t rowBytes = batch.byteSize() / static_cast<size_t>(shape[0]);
+  shape[0] = end - begin;
+  Tensor out(TensorType{batch.dtype(), shape});
+  std::memcpy(out.raw(), batch.raw() + static_cast<size_t>(begin) * rowBytes, out.byteSize());
+  return out;
 }
 
 std::pair<int64_t, int64_t> shardRows(int64_t rows, int rank, int size) {

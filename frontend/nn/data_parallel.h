@@ -40,4 +40,7 @@ Status checkSchedule(const std::vector<std::string>& schedule, CollectiveGroup& 
 /// most one (the first rows % size ranks take one more).
 std::pair<int64_t, int64_t> shardRows(int64_t rows, int rank, int size);
 
+/// Rank `rank`'s share of `batch` (its rows shardRows gives, along the first axis): what each rank trains on.
+Tensor shardOf(const Tensor& batch, int rank, int size);
+
 }  // namespace smelt::nn

@@ -28,15 +28,6 @@ namespace {
 
 constexpr int64_t kBatch = 24;
 
-Tensor rows(const Tensor& t, int64_t begin, int64_t end) {
-  Shape shape = t.shape();
-  const size_t rowBytes = t.byteSize() / static_cast<size_t>(shape[0]);
-  shape[0] = end - begin;
-  Tensor out(TensorType{t.dtype(), shape});
-  std::memcpy(out.raw(), t.raw() + static_cast<size_t>(begin) * rowBytes, out.byteSize());
-  return out;
-}
-
 struct Case {
   std::string name;
   std::function<nn::ModulePtr()> net;
@@ -71,7 +62,8 @@ Expected<nn::StateDict> train(const Case& c, bool distributed, int rank, int siz
                                   TensorType{DType::i64, {end - begin}}, options));
   for (int s = 0; s < 3; ++s) {
     auto [x, y] = batchOf(c, s);
-    SMELT_TRY(double loss, step->run(rows(x, begin, end), rows(y, begin, end)));
+    Tensor xs = distributed ? nn::shardOf(x, rank, size) : x, ys = distributed ? nn::shardOf(y, rank, size) : y;
+    SMELT_TRY(double loss, step->run(xs, ys));
     (void)loss;
   }
   SMELT_TRY(const nn::StateDict* state, model.syncedHostState());
