@@ -16,8 +16,11 @@ using namespace smelt;
 
 namespace {
 
+// Smooth activations: bf16's rounding moves pre-activations by about 2^-9 of their size, enough to flip a relu
+// near its kink and change a gradient entry entirely (seeds 1 and 2 did with relu), which is not an error of the
+// mixed-precision graph.
 nn::ModulePtr net() {
-  return nn::sequential({nn::conv2d(2, 4, 3, {.padding = 1}), nn::relu(), nn::flatten(), nn::linear(4 * 6 * 6, 8),
+  return nn::sequential({nn::conv2d(2, 4, 3, {.padding = 1}), nn::tanh(), nn::flatten(), nn::linear(4 * 6 * 6, 8),
                          nn::tanh(), nn::linear(8, 3)});
 }
 
