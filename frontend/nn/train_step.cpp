@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-
 namespace smelt::nn {
 
 namespace {
@@ -121,6 +120,7 @@ int64_t Model::parameterCount() const {
 Expected<std::unique_ptr<TrainStep>> TrainStep::create(Model& model, LossFn loss, OptimizerPtr optimizer,
                                                        const TensorType& input, const TensorType& target,
                                                        TrainStepOptions options) {
+  if (options.accumulate < 1) return makeError("train step: accumulate must be at least 1, got {}", options.accumulate);
   auto step = std::unique_ptr<TrainStep>(new TrainStep());
   step->model_ = &model;
   step->loss_ = std::move(loss);
@@ -147,7 +147,7 @@ Expected<std::unique_ptr<TrainStep>> TrainStep::create(Model& model, LossFn loss
   return step;
 }
 
-Status TrainStep::compileBatch(int64_t batch) {
+Status TrainStep::compileBatch(int64_t batch, bool accumulateOnly) {
   Model& model = *model_;
   // The graph takes the state's current values as its parameters' (new ones are made for the rest).
   SMELT_CHECK_OK(model.syncedHostState());
@@ -177,13 +177,33 @@ Status TrainStep::compileBatch(int64_t batch) {
   inputRanges_ = ctx.inputRanges();
   std::vector<Value*> params = ctx.trainable();
   SMELT_TRY(std::vector<Value*> grads, tape.gradient(lossValue, params));
-  if (options_.distributed.enabled) {
+  std::vector<std::pair<std::string, Value*>> updates;
+  if (options_.accumulate > 1) {
+    // This micro-batch's gradients plus those accumulated since the last update: kept (accumulateOnly), or
+    // averaged into the update's gradients with the accumulators cleared.
+    for (size_t i = 0; i < params.size(); ++i) {
+      std::string name = "accum." + params[i]->name();
+      Value* acc = ctx.parameter(name, params[i]->shape(), zeros(), /*trainable=*/false);
+      Value* sum = ctx.b().add(acc, grads[i]);
+      if (accumulateOnly) {
+        updates.emplace_back(name, sum);
+      } else {
+        grads[i] = ctx.b().scale(sum, 1.0 / static_cast<double>(options_.accumulate));
+        updates.emplace_back(name, ctx.b().zerosLike(acc));
+      }
+    }
+  }
+  if (accumulateOnly) {
+    // No collective, no update: the step adds to the accumulators and returns the micro-batch's loss.
+  } else if (options_.distributed.enabled) {
     std::vector<std::string> schedule;
     grads = averageOverRanks(ctx.b(), grads, options_.distributed, &schedule);
     if (full) collectiveSchedule_ = std::move(schedule);
   }
-  if (options_.clipNorm > 0) grads = clipByGlobalNorm(ctx, grads, options_.clipNorm);
-  std::vector<std::pair<std::string, Value*>> updates = optimizer_->update(ctx, params, grads);
+  if (!accumulateOnly) {
+    if (options_.clipNorm > 0) grads = clipByGlobalNorm(ctx, grads, options_.clipNorm);
+    for (auto& u : optimizer_->update(ctx, params, grads)) updates.push_back(std::move(u));
+  }
   SMELT_CHECK_OK(ctx.b().status());
   for (const auto& a : ctx.assigned()) updates.push_back(a);
 
@@ -214,7 +234,7 @@ Status TrainStep::compileBatch(int64_t batch) {
   for (const Value* in : graph.inputs()) {
     if (in->name() != "input" && in->name() != "target") c.scalars.emplace(in->name(), Tensor(in->type()));
   }
-  auto& stored = byBatch_[batch] = std::move(c);
+  auto& stored = (accumulateOnly ? accumulateByBatch_ : byBatch_)[batch] = std::move(c);
   // Positions as the executable's graph has them; map entries stay put, so the pointers hold.
   for (const Value* in : stored.exe->graph().inputs()) {
     auto it = stored.scalars.find(in->name());
@@ -233,13 +253,20 @@ Expected<double> TrainStep::run(const Tensor& input, const Tensor& target, Tenso
   } else if (!(target.type() == target_)) {
     return makeError("target: the step was compiled for {}, got {}", target_.toString(), target.type().toString());
   }
-  if (!byBatch_.count(batch)) SMELT_CHECK_OK(compileBatch(batch));
+  // With gradient accumulation every `accumulate`-th run updates; the others only accumulate.
+  const bool updating = options_.accumulate <= 1 || runs_ % options_.accumulate == options_.accumulate - 1;
+  auto& table = updating ? byBatch_ : accumulateByBatch_;
+  if (!table.count(batch)) SMELT_CHECK_OK(compileBatch(batch, !updating));
   for (const InputRange& range : inputRanges_) SMELT_CHECK_OK(checkInputRange(range, range.input == "input" ? input : target));
-  CompiledBatch& c = byBatch_.at(batch);
-  for (const auto& [name, value] : optimizer_->feeds(steps_ + 1, learningRate())) c.scalars.at(name).setDouble(0, value);
-  if (auto it = c.scalars.find("step"); it != c.scalars.end()) it->second.setInt(0, steps_ + 1);
+  CompiledBatch& c = table.at(batch);
+  for (const auto& [name, value] : optimizer_->feeds(steps_ + 1, learningRate())) {
+    if (auto it = c.scalars.find(name); it != c.scalars.end()) it->second.setDouble(0, value);
+  }
+  // Random ops draw new masks every run (micro-batches too).
+  if (auto it = c.scalars.find("step"); it != c.scalars.end()) it->second.setInt(0, runs_ + 1);
   SMELT_TRY(double loss, onCpu(*c.exe) ? runOnHost(c, input, target, output) : runOnDevice(c, input, target, output));
-  ++steps_;
+  ++runs_;
+  if (updating) ++steps_;
   return loss;
 }
 
@@ -270,10 +297,12 @@ Expected<double> TrainStep::runOnDevice(CompiledBatch& c, const Tensor& input, c
   const int64_t lost = model_->unsyncedSteps();
   model_->deviceStateLost();
   steps_ = std::max<int64_t>(0, steps_ - lost);
-  for (auto& [batch, compiled] : byBatch_) {
-    compiled.deviceInputs.clear();
-    compiled.deviceOutputs.clear();
-    if (compiled.exe->deviceId() == device) SMELT_CHECK_OK(compiled.exe->recoverDevice(loss.error()));
+  for (auto* table : {&byBatch_, &accumulateByBatch_}) {
+    for (auto& [batch, compiled] : *table) {
+      compiled.deviceInputs.clear();
+      compiled.deviceOutputs.clear();
+      if (compiled.exe->deviceId() == device) SMELT_CHECK_OK(compiled.exe->recoverDevice(loss.error()));
+    }
   }
   return loss.error().withContext(fmt::format(
       "training step {}: {} was lost; the model's state is back at its last copy on the host, {} step{} ago (step "

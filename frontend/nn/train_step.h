@@ -84,6 +84,10 @@ struct TrainStepOptions {
   /// parameters and optimizer state stay f32 masters; products, forward and backward, run in bf16; everything
   /// else in f32; Builder::setAutocast). f16 needs loss scaling, which is not built: an error.
   DType precision = DType::f32;
+  /// Gradient accumulation: the optimizer updates once every `accumulate` runs, from the mean of their
+  /// gradients (kept in the state as "accum.<parameter>"); the runs before run a step without the update, and a
+  /// data-parallel step communicates only in the updating one. A run's batch is then a micro-batch.
+  int64_t accumulate = 1;
   CompileOptions compile;
 };
 
@@ -126,8 +130,9 @@ class TrainStep {
   const CompiledBatch& full() const { return byBatch_.at(input_.rank() > 0 ? input_.shape[0] : 0); }
   /// Whether the target has one entry per example (else it is the same for every batch).
   bool targetBatched() const { return target_.rank() > 0 && input_.rank() > 0 && target_.shape[0] == input_.shape[0]; }
-  /// Builds and compiles the step for batches of `batch` examples.
-  Status compileBatch(int64_t batch);
+  /// Builds and compiles the step for batches of `batch` examples (with gradient accumulation, `accumulateOnly`:
+  /// the variant that adds the gradients to the accumulators and does not update).
+  Status compileBatch(int64_t batch, bool accumulateOnly = false);
   Expected<double> runOnHost(CompiledBatch& c, const Tensor& input, const Tensor& target, Tensor* output);
   Expected<double> runOnDevice(CompiledBatch& c, const Tensor& input, const Tensor& target, Tensor* output);
   /// One step on the device, without the recovery from a lost device runOnDevice adds.
@@ -142,7 +147,9 @@ class TrainStep {
   TensorType input_, target_;  // for the full batch
   std::vector<InputRange> inputRanges_;  // what the loss requires of the fed input and target
   std::map<int64_t, CompiledBatch> byBatch_;
-  int64_t steps_ = 0;
+  std::map<int64_t, CompiledBatch> accumulateByBatch_;  // gradient accumulation's steps without the update
+  int64_t steps_ = 0;  // optimizer updates
+  int64_t runs_ = 0;   // batches run (micro-batches with gradient accumulation)
 };
 
 /// The model's forward pass for evaluation as a graph of its own, its parameters holding the model's
