@@ -47,7 +47,10 @@ TEST_CASE("gradient accumulation: three micro-batches and one update equal one s
     CHECK((*acc)->steps() == update + 1);
   }
   double worst = 0;
-  for (const auto& [name, want] : whole.state) {
+  for (const auto& entry : whole.state) {
+    // Named, not bound: clang 14 cannot capture structured bindings (REQUIRE_MESSAGE).
+    const std::string& name = entry.first;
+    const Tensor& want = entry.second;
     REQUIRE_MESSAGE(micro.state.count(name), name);
     const Tensor& got = micro.state.at(name);
     double scale = 1e-3;
