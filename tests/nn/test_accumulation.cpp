@@ -1,5 +1,6 @@
 // Gradient accumulation (TrainStepOptions::accumulate): k micro-batches then one update train as one step on
 // their concatenation does (equal micro-batches: the mean of their mean gradients is the whole batch's).
+#include "frontend/nn/data_parallel.h"
 #include "frontend/nn/losses.h"
 #include "frontend/nn/optimizers.h"
 #include "frontend/nn/train_step.h"
@@ -8,22 +9,12 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <cstring>
 
 using namespace smelt;
 
 namespace {
 
 nn::ModulePtr mlp() { return nn::sequential({nn::linear(6, 16), nn::tanh(), nn::linear(16, 3)}); }
-
-Tensor rowsOf(const Tensor& t, int64_t begin, int64_t end) {
-  Shape shape = t.shape();
-  const size_t rowBytes = t.byteSize() / static_cast<size_t>(shape[0]);
-  shape[0] = end - begin;
-  Tensor out(TensorType{t.dtype(), shape});
-  std::memcpy(out.raw(), t.raw() + static_cast<size_t>(begin) * rowBytes, out.byteSize());
-  return out;
-}
 
 }  // namespace
 
@@ -42,7 +33,7 @@ TEST_CASE("gradient accumulation: three micro-batches and one update equal one s
     REQUIRE((*one)->run(x, y).ok());
     for (int64_t m = 0; m < 3; ++m) {
       CHECK((*acc)->steps() == update);  // no update until the third micro-batch
-      REQUIRE((*acc)->run(rowsOf(x, 8 * m, 8 * m + 8), rowsOf(y, 8 * m, 8 * m + 8)).ok());
+      REQUIRE((*acc)->run(nn::shardOf(x, static_cast<int>(m), 3), nn::shardOf(y, static_cast<int>(m), 3)).ok());  // rows 8m..8m+7
     }
     CHECK((*acc)->steps() == update + 1);
   }
