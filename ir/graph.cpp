@@ -194,6 +194,18 @@ void Graph::replaceAllUsesWith(Value* from, Value* to) {
   }
 }
 
+void Graph::replaceUsesIn(Node* user, Value* from, Value* to) {
+  if (from == to) return;
+  for (Value*& operand : user->operands_) {
+    if (operand != from) continue;
+    operand = to;
+    to->users_.push_back(user);
+    // One entry per use: drop one of `from`'s entries for this user.
+    auto entry = std::find(from->users_.begin(), from->users_.end(), user);
+    if (entry != from->users_.end()) from->users_.erase(entry);
+  }
+}
+
 size_t Graph::removeDeadNodes() {
   std::unordered_set<const Value*> live;
   for (const GraphOutput& out : outputs_) live.insert(out.value);

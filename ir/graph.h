@@ -163,6 +163,8 @@ class Graph {
 
   /// Points every use of `from` (node operands and outputs) at `to`. Types must match.
   void replaceAllUsesWith(Value* from, Value* to);
+  /// Points `user`'s operands that are `from` at `to` (every other use of `from` stays). Types must match.
+  void replaceUsesIn(Node* user, Value* from, Value* to);
   /// Removes nodes whose results are unused and not outputs; returns how many were removed.
   size_t removeDeadNodes();
 

@@ -35,6 +35,11 @@ class Pass {
   virtual std::string_view summary() const = 0;
   /// Transforms `graph` in place; returns true when it changed anything.
   virtual Expected<bool> run(Graph& graph, PassContext& context) = 0;
+  /// Sets one option from a pipeline ("fuse{memory-budget=64M}"); passes without options refuse all.
+  virtual Status setOption(std::string_view key, std::string_view value) {
+    (void)value;
+    return makeError("pass '{}' takes no option '{}'", name(), key);
+  }
 };
 
 }  // namespace smelt

@@ -25,6 +25,31 @@ std::string knownPassNames(const std::vector<PassInfo>& registry) {
   return names;
 }
 
+/// One pipeline entry: "name" or "name{key=value,key=value}".
+struct PassSpec {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> options;
+};
+
+Expected<PassSpec> parsePassSpec(std::string_view entry) {
+  size_t open = entry.find('{');
+  PassSpec spec{std::string(entry.substr(0, open)), {}};
+  if (open == std::string_view::npos) return spec;
+  if (entry.back() != '}') return makeError("pipeline entry '{}': options must end with '}}'", entry);
+  std::string_view options = entry.substr(open + 1, entry.size() - open - 2);
+  while (!options.empty()) {
+    size_t comma = options.find(',');
+    std::string_view item = options.substr(0, comma);
+    size_t eq = item.find('=');
+    if (eq == std::string_view::npos || eq == 0) {
+      return makeError("pipeline entry '{}': option '{}' is not key=value", entry, item);
+    }
+    spec.options.emplace_back(std::string(item.substr(0, eq)), std::string(item.substr(eq + 1)));
+    options = comma == std::string_view::npos ? std::string_view{} : options.substr(comma + 1);
+  }
+  return spec;
+}
+
 }  // namespace
 
 const std::vector<PassInfo>& registeredPasses() {
@@ -50,8 +75,18 @@ PassManagerOptions PassManagerOptions::fromEnvironment() {
 Expected<std::vector<std::string>> splitPipeline(std::string_view pipeline) {
   std::vector<std::string> names;
   size_t start = 0;
+  // A comma inside a pass's options ("fuse{a=1,b=2}") does not end the pass.
+  auto nextComma = [&](size_t from) {
+    int depth = 0;
+    for (size_t i = from; i < pipeline.size(); ++i) {
+      if (pipeline[i] == '{') ++depth;
+      if (pipeline[i] == '}') --depth;
+      if (pipeline[i] == ',' && depth == 0) return i;
+    }
+    return std::string_view::npos;
+  };
   while (true) {
-    size_t comma = pipeline.find(',', start);
+    size_t comma = nextComma(start);
     std::string_view piece = pipeline.substr(start, comma == std::string_view::npos ? comma : comma - start);
     while (!piece.empty() && piece.front() == ' ') piece.remove_prefix(1);
     while (!piece.empty() && piece.back() == ' ') piece.remove_suffix(1);
@@ -63,19 +98,42 @@ Expected<std::vector<std::string>> splitPipeline(std::string_view pipeline) {
   return names;
 }
 
+Expected<std::string> pipelineWithMemoryBudget(std::string_view pipeline, int64_t bytes) {
+  SMELT_TRY(std::vector<std::string> entries, splitPipeline(pipeline));
+  bool found = false;
+  std::string out;
+  for (std::string& entry : entries) {
+    if (entry.starts_with("fuse{")) {
+      return makeError("pipeline '{}': its fuse pass has options already; add memory-budget there", pipeline);
+    }
+    if (entry == "fuse") {
+      entry = fmt::format("fuse{{memory-budget={}}}", bytes);
+      found = true;
+    }
+    out += (out.empty() ? "" : ",") + entry;
+  }
+  if (!found) return makeError("pipeline '{}' has no fuse pass to fit a memory budget of {} bytes", pipeline, bytes);
+  return out;
+}
+
 Expected<PassManager> PassManager::fromPipeline(std::string_view pipeline, PassManagerOptions options,
                                                 const std::vector<PassInfo>& registry) {
   PassManager manager(std::move(options));
   // An empty pipeline is valid and does nothing (useful to round-trip a file through `smelt opt`).
   if (pipeline.empty()) return manager;
   SMELT_TRY(std::vector<std::string> names, splitPipeline(pipeline));
-  for (const std::string& name : names) {
+  for (const std::string& entry : names) {
+    SMELT_TRY(PassSpec spec, parsePassSpec(entry));
+    const std::string& name = spec.name;
     auto info = std::find_if(registry.begin(), registry.end(), [&](const PassInfo& i) { return i.name == name; });
     if (info == registry.end()) {
       return makeError("unknown pass '{}' (known passes: {})", name, knownPassNames(registry));
     }
     std::unique_ptr<Pass> pass = info->create ? info->create() : nullptr;
     if (!pass) return makeError("pass '{}' is not available", name);
+    for (const auto& [key, value] : spec.options) {
+      if (Status set = pass->setOption(key, value); !set) return set.error().withContext(fmt::format("pipeline entry '{}'", entry));
+    }
     manager.addPass(std::move(pass));
   }
   return manager;

@@ -99,7 +99,12 @@ class PassManager {
   std::vector<PassRun> runs_;
 };
 
-/// Splits "a,b,c" into names, trimming spaces; empty names are an error.
+/// Splits "a,b,c" into entries, trimming spaces; empty ones are an error. An entry may carry options
+/// in braces, commas included: "fuse{memory-budget=64M}".
 Expected<std::vector<std::string>> splitPipeline(std::string_view pipeline);
+
+/// `pipeline` with its fuse pass fusing under a memory budget ("fuse{memory-budget=BYTES}",
+/// rematerialize.h); an error when it has no fuse pass or one with options already.
+Expected<std::string> pipelineWithMemoryBudget(std::string_view pipeline, int64_t bytes);
 
 }  // namespace smelt
