@@ -7,9 +7,13 @@
 //                                               return r0 = %1
 //                                             }
 // Scalar constants are copied into the bodies that use them; other constants are operands.
-#include "passes/fusion_groups.h"
-#include "passes/passes.h"
+#include "passes/fuse.h"
 
+#include "ir/support/byte_count.h"
+#include "passes/passes.h"
+#include "passes/rematerialize.h"
+
+#include <optional>
 #include <queue>
 #include <unordered_set>
 
@@ -41,6 +45,14 @@ class Outliner {
     for (const GraphOutput& o : graph_.outputs()) out_.addOutput(o.name, map_.at(o.value));
     out_.removeDeadNodes();
     return std::move(out_);
+  }
+
+  /// Fills the maps of FusedGraph (valid after run()).
+  void describeOrigins(FusedGraph& fused) const {
+    for (const auto& [source, value] : map_) {
+      if (value->kind() == ValueKind::Result) fused.sourceOf[value] = source;
+    }
+    for (const auto& [source, node] : kernels_) fused.kernelOf[source] = node;
   }
 
  private:
@@ -100,6 +112,7 @@ class Outliner {
     for (const Value* o : node.operands()) operands.push_back(map_.at(o));
     SMELT_TRY(Node * copy, out_.addNode(node.opName(), std::move(operands), node.attrs(), node.sourceName()));
     for (size_t i = 0; i < node.results().size(); ++i) map_[node.result(i)] = copy->result(i);
+    kernels_[&node] = copy;
     return Status::success();
   }
 
@@ -145,6 +158,7 @@ class Outliner {
     AttrMap attrs{{"kind", std::string(kernelKindName(group.kind))}, {"body", GraphRef(std::move(body))}};
     SMELT_TRY(Node * fused, out_.addNode("fused", std::move(operands), std::move(attrs)));
     for (size_t i = 0; i < escaping.size(); ++i) map_[escaping[i]] = fused->result(i);
+    for (const Node* m : group.members) kernels_[m] = fused;
     return Status::success();
   }
 
@@ -153,6 +167,7 @@ class Outliner {
   Graph out_;
   std::unordered_map<const Value*, Value*> map_;
   std::unordered_set<const Value*> graphOutputs_;
+  std::unordered_map<const Node*, const Node*> kernels_;
 };
 
 int64_t countKernelNodes(const Graph& graph) {
@@ -166,9 +181,24 @@ class Fuse final : public Pass {
   std::string_view name() const override { return "fuse"; }
   std::string_view summary() const override {
     return "Groups elementwise chains, reductions with their producers and consumers, and matmul/conv "
-           "epilogues into fused kernels";
+           "epilogues into fused kernels; with memory-budget=BYTES, first recomputes forward values in the "
+           "backward pass until the planned peak fits (rematerialize.h)";
+  }
+  Status setOption(std::string_view key, std::string_view value) override {
+    if (key != "memory-budget") return Pass::setOption(key, value);
+    SMELT_TRY(int64_t bytes, parseByteCount(value));
+    budget_ = bytes;
+    return Status::success();
   }
   Expected<bool> run(Graph& graph, PassContext& context) override {
+    if (budget_) {
+      SMELT_TRY(RematReport report, fuseWithinBudget(graph, *budget_));
+      context.count("peak bytes before", report.peakBefore);
+      context.count("peak bytes", report.peakAfter);
+      context.count("recomputed nodes", report.recomputedNodes);
+      context.count("recomputed flops", report.recomputedFlops);
+      return true;
+    }
     // Dead ops would otherwise be grouped into kernel bodies, where nothing removes them.
     bool removed = graph.removeDeadNodes() > 0;
     FusionPlan plan = planFusion(graph);
@@ -181,9 +211,21 @@ class Fuse final : public Pass {
     context.count("fused kernels", static_cast<int64_t>(plan.groups.size()));
     return true;
   }
+
+ private:
+  std::optional<int64_t> budget_;
 };
 
 }  // namespace
+
+Expected<FusedGraph> fuseGraph(const Graph& graph, const FusionOptions& options) {
+  FusionPlan plan = planFusion(graph, options);
+  Outliner outliner(graph, plan);
+  SMELT_TRY(Graph fusedGraph, outliner.run());
+  FusedGraph fused{std::move(fusedGraph), {}, {}};
+  outliner.describeOrigins(fused);
+  return fused;
+}
 
 std::unique_ptr<Pass> createFuse() { return std::make_unique<Fuse>(); }
 

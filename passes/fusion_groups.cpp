@@ -205,7 +205,7 @@ std::optional<Group> mergedShape(const Group& a, const Group& b) {
 
 class Planner {
  public:
-  explicit Planner(const Graph& graph) : graph_(graph) {
+  Planner(const Graph& graph, const FusionOptions& options) : graph_(graph), options_(options) {
     for (size_t i = 0; i < graph.numNodes(); ++i) positions_[graph.nodes()[i].get()] = i;
     for (const GraphOutput& o : graph.outputs()) outputs_.insert(o.value);
   }
@@ -275,12 +275,26 @@ class Planner {
     if (!merged) return false;
     merged->members = groups_[a].members;
     merged->members.insert(merged->members.end(), groups_[b].members.begin(), groups_[b].members.end());
+    if (!keepsRecomputationLate(merged->members)) return false;
     if (!membersFit(*merged) || externalOperands(*merged) > kMaxKernelOperands || wouldCycle(a, b)) return false;
     for (const Node* m : groups_[b].members) groupOf_[m] = a;
     groups_[b].alive = false;
     groups_[b].members.clear();
     groups_[a] = std::move(*merged);
     return true;
+  }
+
+  /// No member is placed before the recomputation of a recomputed member (FusionOptions::recomputedAt).
+  bool keepsRecomputationLate(const std::vector<const Node*>& members) const {
+    if (options_.recomputedAt.empty()) return true;
+    size_t earliest = SIZE_MAX, latestStart = 0;
+    for (const Node* m : members) {
+      earliest = std::min(earliest, positionOf(m));
+      if (auto it = options_.recomputedAt.find(m); it != options_.recomputedAt.end()) {
+        latestStart = std::max(latestStart, it->second);
+      }
+    }
+    return earliest >= latestStart;
   }
 
   /// Every member computes at the full or reduced level of the merged domain and reads values of the
@@ -414,6 +428,7 @@ class Planner {
   size_t positionOf(const Node* node) const { return positions_.at(node); }
 
   const Graph& graph_;
+  const FusionOptions& options_;
   std::vector<Group> groups_;
   std::unordered_map<const Node*, size_t> groupOf_;
   std::unordered_map<const Node*, size_t> positions_;
@@ -422,7 +437,7 @@ class Planner {
 
 }  // namespace
 
-FusionPlan planFusion(const Graph& graph) { return Planner(graph).run(); }
+FusionPlan planFusion(const Graph& graph, const FusionOptions& options) { return Planner(graph, options).run(); }
 
 KernelSummary describeKernel(const Node& fused) {
   KernelSummary summary;

@@ -48,8 +48,17 @@ struct FusionPlan {
   std::unordered_map<const Node*, size_t> groupOf;
 };
 
+/// What else constrains grouping.
+struct FusionOptions {
+  /// Nodes a rematerialization placed late in the schedule (rematerialize.h), each with the position
+  /// of the first node of its recomputation: a group holding one never holds a node placed before
+  /// that, so the recomputation runs late (fused into its consumers) instead of joining the original
+  /// computation's kernel and keeping its result alive across the peak.
+  std::unordered_map<const Node*, size_t> recomputedAt;
+};
+
 /// Groups the nodes of `graph` by the rules above. Groups of one node are left out.
-FusionPlan planFusion(const Graph& graph);
+FusionPlan planFusion(const Graph& graph, const FusionOptions& options = {});
 
 /// What one kernel (a `fused` node's body, or a lone node) does, for listings and codegen.
 struct KernelSummary {
