@@ -20,11 +20,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <functional>
 #include <random>
 #include <string>
+#include <string_view>
+#include <vector>
 
 using namespace smelt;
 
@@ -94,6 +97,83 @@ std::string device = "cpu";
 /// The batch the training steps are created for (--compiled-batch); 0: the workload's own.
 int64_t compiledBatch = 0;
 
+/// Fractions of the unbudgeted arena to train under (--memory-budget F[,F...]); empty: none.
+std::vector<double> budgetFractions;
+
+/// Losses of `steps` training steps from the model's initial state.
+Expected<std::vector<double>> losses(nn::TrainStep& step, const Tensor& x, const Tensor& y, int steps) {
+  std::vector<double> out;
+  for (int i = 0; i < steps; ++i) {
+    SMELT_TRY(double loss, step.run(x, y));
+    out.push_back(loss);
+  }
+  return out;
+}
+
+/// Under each budget of budgetFractions: the step's planned peak and time beside the unbudgeted one's (the
+/// two timed alternately), and whether the loss trajectory over 5 steps from the same initial model
+/// matches. Prints `budget F`, `planned_bytes`, `budget_planned_bytes` (CompileReport::plannedBytes),
+/// `budget_compile_ms`, `median_ms`,
+/// `budget_median_ms`, `loss_max_rel_diff`.
+int budgetCurve(const char* name, const std::function<nn::ModulePtr()>& makeModule,
+                const std::function<nn::OptimizerPtr()>& makeOptimizer, const TensorType& input, int64_t classes,
+                double seconds) {
+  Tensor x = randomNormal(input, 1);
+  Tensor y = labels(input.shape[0], classes);
+  TensorType target{DType::i64, {input.shape[0]}};
+  auto create = [&](nn::Model& model, int64_t budget) {
+    nn::TrainStepOptions options{.device = device};
+    options.memoryBudget = budget;
+    return nn::TrainStep::create(model, nn::crossEntropy, makeOptimizer(), input, target, options);
+  };
+  nn::Model plainModel(makeModule(), 0);
+  auto plain = create(plainModel, 0);
+  if (!plain.ok()) return fail(plain.error());
+  int64_t arena = (*plain)->report().plannedBytes;
+  auto plainLosses = losses(**plain, x, y, 5);
+  if (!plainLosses.ok()) return fail(plainLosses.error());
+  for (double fraction : budgetFractions) {
+    nn::Model model(makeModule(), 0);
+    auto t0 = std::chrono::steady_clock::now();
+    auto budgeted = create(model, static_cast<int64_t>(fraction * static_cast<double>(arena)));
+    double compileMs = msSince(t0);
+    fmt::print("workload {}\nbudget {:.3f}\nplanned_bytes {}\n", name, fraction, arena);
+    if (!budgeted.ok()) {
+      fmt::print("budget_error {}\n", budgeted.error().message());
+      std::fflush(stdout);
+      continue;
+    }
+    auto budgetLosses = losses(**budgeted, x, y, 5);
+    if (!budgetLosses.ok()) return fail(budgetLosses.error());
+    double worst = 0;
+    for (size_t i = 0; i < budgetLosses->size(); ++i) {
+      worst = std::max(worst,
+                       std::abs((*budgetLosses)[i] - (*plainLosses)[i]) / std::max(1e-6, std::abs((*plainLosses)[i])));
+    }
+    // Paired: each round times one run of either.
+    std::vector<double> a, b;
+    auto start = std::chrono::steady_clock::now();
+    while (a.size() < 10 || msSince(start) < seconds * 1000) {
+      auto t = std::chrono::steady_clock::now();
+      (void)(*plain)->run(x, y);
+      a.push_back(msSince(t));
+      t = std::chrono::steady_clock::now();
+      (void)(*budgeted)->run(x, y);
+      b.push_back(msSince(t));
+    }
+    auto median = [](std::vector<double> v) {
+      std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+      return v[v.size() / 2];
+    };
+    fmt::print(
+        "budget_planned_bytes {}\nbudget_compile_ms {:.1f}\nmedian_ms {:.6f}\nbudget_median_ms {:.6f}\n"
+        "loss_max_rel_diff {:.3g}\n",
+        (*budgeted)->report().plannedBytes, compileMs, median(a), median(b), worst);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 /// Builds a model, compiles its training step and times it (each step returns its loss, so a step on
 /// a device is timed to its end).
 int trainStep(const char* name, nn::ModulePtr module, nn::OptimizerPtr optimizer, const TensorType& input,
@@ -143,12 +223,41 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--seconds")) seconds = std::atof(argv[i + 1]);
     if (!std::strcmp(argv[i], "--device")) device = argv[i + 1];
     if (!std::strcmp(argv[i], "--compiled-batch")) compiledBatch = std::atoll(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--memory-budget")) {
+      for (std::string_view rest = argv[i + 1]; !rest.empty();) {
+        size_t comma = rest.find(',');
+        budgetFractions.push_back(std::atof(std::string(rest.substr(0, comma)).c_str()));
+        rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+      }
+    }
   }
   auto wanted = [&](const char* name) { return only.empty() || only == name; };
   startRuntime();
+  if (!budgetFractions.empty()) {
+    // The memory-budget curve: fractions of each training step's unbudgeted arena.
+    if (wanted("mlp_train_step") &&
+        budgetCurve(
+            "mlp_train_step",
+            [] {
+              return nn::sequential(
+                  {nn::linear(784, 1024), nn::relu(), nn::linear(1024, 1024), nn::relu(), nn::linear(1024, 10)});
+            },
+            [] { return nn::adam({.lr = 1e-3}); }, TensorType{DType::f32, {256, 784}}, 10, seconds)) {
+      return 1;
+    }
+    if (wanted("resnet18_train_step") && budgetCurve(
+                                             "resnet18_train_step", [] { return nn::resnet18(1000); },
+                                             [] { return nn::sgd({.lr = 0.01, .momentum = 0.9}); },
+                                             TensorType{DType::f32, {16, 3, 64, 64}}, 1000, seconds)) {
+      return 1;
+    }
+    return 0;
+  }
   if (wanted("mlp_train_step")) {
-    auto mlp = nn::sequential({nn::linear(784, 1024), nn::relu(), nn::linear(1024, 1024), nn::relu(), nn::linear(1024, 10)});
-    if (int rc = trainStep("mlp_train_step", mlp, nn::adam({.lr = 1e-3}), TensorType{DType::f32, {256, 784}}, 10, seconds)) {
+    auto mlp =
+        nn::sequential({nn::linear(784, 1024), nn::relu(), nn::linear(1024, 1024), nn::relu(), nn::linear(1024, 10)});
+    if (int rc =
+            trainStep("mlp_train_step", mlp, nn::adam({.lr = 1e-3}), TensorType{DType::f32, {256, 784}}, 10, seconds)) {
       return rc;
     }
   }

@@ -3,6 +3,7 @@
 
 #include "autodiff/gradient_tape.h"
 #include "codegen/log.h"
+#include "passes/pass_manager.h"
 #include "runtime/exec/size_general_kernels.h"
 
 #include <fmt/format.h>
@@ -212,6 +213,10 @@ Status TrainStep::compileBatch(int64_t batch, bool accumulateOnly) {
   graph.addOutput("output", output);
   CompileOptions compile = options_.compile;
   if (!options_.device.empty()) compile.device = options_.device;
+  if (options_.memoryBudget > 0) {
+    SMELT_TRY(std::string budgeted, pipelineWithMemoryBudget(compile.pipeline, options_.memoryBudget));
+    compile.pipeline = std::move(budgeted);
+  }
   // A smaller batch runs where the full one does.
   if (!byBatch_.empty()) compile.device = deviceId();
   for (size_t i = 0; i < updates.size(); ++i) {

@@ -88,6 +88,12 @@ struct TrainStepOptions {
   /// gradients (kept in the state as "accum.<parameter>"); the runs before run a step without the update, and a
   /// data-parallel step communicates only in the updating one. A run's batch is then a micro-batch.
   int64_t accumulate = 1;
+  /// Bytes the compiled step's intermediate values may take at their planned peak (CompileReport::plannedBytes), 0
+  /// for no limit: forward values are recomputed in the backward pass until the peak fits (passes/rematerialize.h),
+  /// the cheapest per byte first. Compiling fails when no plan fits, listing the largest buffers at the peak and the
+  /// smallest budget found. Parameters, optimizer state, inputs and outputs are the caller's and not counted, nor is
+  /// the scratch of the largest vendor product (CompileReport::arenaBytes has it).
+  int64_t memoryBudget = 0;
   CompileOptions compile;
 };
 

@@ -321,6 +321,7 @@ Status CompiledGraph::Impl::prepare(const Graph& source, const std::string& symb
     }
   }
   report.arenaBytes = layout.bytes;
+  report.plannedBytes = plan.peakBytes;
   logger().debug("{} steps on {}: arena {} bytes (plan {}, products and scratch {}), {} outputs donated to parameters",
                  steps.size(), device->id(), layout.bytes, plan.peakBytes, scratchBytes, donatedTo.size());
   return Status::success();

@@ -98,7 +98,11 @@ struct CompileReport {
   /// Nodes run by their op's own CPU implementation (OpDef::host) instead of a kernel.
   int64_t host = 0;
   double seconds = 0;
+  /// The device memory the executable holds while it runs: the planned intermediates (plannedBytes), the
+  /// largest product's scratch, and (off the host) the constants.
   int64_t arenaBytes = 0;
+  /// The memory plan's peak over the intermediate values (passes/plan_memory.h): what a memory budget bounds.
+  int64_t plannedBytes = 0;
 };
 
 class CompiledGraph;

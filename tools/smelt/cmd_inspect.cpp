@@ -1,7 +1,10 @@
-// `smelt inspect FILE [--grad NAMES] [--passes P] [--json]`: what running a graph costs once the
-// optimizing pipeline (fusion included) has run: kernels, FLOPs, bytes moved and the planned arena
-// (plan_memory.h), with a per-kernel listing (kind, ops, sweeps over the reduced axes).
+// `smelt inspect FILE [--grad NAMES] [--passes P] [--memory-budget BYTES] [--json]`: what running a graph
+// costs once the optimizing pipeline (fusion included) has run: kernels, FLOPs, bytes moved and the
+// planned arena (plan_memory.h), with a per-kernel listing (kind, ops, sweeps over the reduced axes).
+// Under a memory budget the fuse pass recomputes forward values first (passes/rematerialize.h): the
+// listing then says what was recomputed and what it costs.
 #include "frontend/model_loader.h"
+#include "ir/support/byte_count.h"
 #include "passes/fusion_groups.h"
 #include "passes/pass_manager.h"
 #include "passes/plan_memory.h"
@@ -63,6 +66,7 @@ Action addInspectCommand(CLI::App& app) {
     std::vector<std::string> dims;
     std::string grad;
     std::string passes{kDefaultPipeline};
+    std::string memoryBudget;
     bool json = false;
   };
   auto options = std::make_shared<Options>();
@@ -73,6 +77,9 @@ Action addInspectCommand(CLI::App& app) {
                   "NAME[,NAME...]: cover forward + backward (gradient of the sum of all outputs)");
   cmd->add_option("--passes", options->passes,
                   fmt::format("Pipeline to run first (default: {}; 'none': the graph as written)", kDefaultPipeline));
+  cmd->add_option("--memory-budget", options->memoryBudget,
+                  "BYTES (or 512K, 64M, 2G): recompute forward values until the planned peak fits (the pipeline's "
+                  "fuse pass, rematerialize.h)");
   cmd->add_flag("--json", options->json, "Print one JSON object");
   return [options]() {
     SMELT_TRY_CLI(Graph graph, loadWithGradients(options->file, options->grad, options->dims));
@@ -80,7 +87,18 @@ Action addInspectCommand(CLI::App& app) {
     int64_t unfusedKernels = 0;
     for (const auto& node : graph.nodes()) unfusedKernels += node->opName() != "constant";
     if (options->passes == "none") options->passes.clear();
-    if (Status ran = runPipeline(graph, options->passes); !ran) return fail(ran.error().message());
+    int64_t budget = 0;
+    if (!options->memoryBudget.empty()) {
+      SMELT_TRY_CLI(budget, parseByteCount(options->memoryBudget));
+      SMELT_TRY_CLI(options->passes, pipelineWithMemoryBudget(options->passes, budget));
+    }
+    SMELT_TRY_CLI(PassManager pm, PassManager::fromPipeline(options->passes, PassManagerOptions::fromEnvironment()));
+    if (Expected<bool> ran = pm.run(graph); !ran) return fail(ran.error().message());
+    auto statistic = [&](const char* name) {
+      auto it = pm.context().statistics().find(std::string("fuse.") + name);
+      return it == pm.context().statistics().end() ? int64_t{0} : it->second;
+    };
+    int64_t recomputedNodes = statistic("recomputed nodes"), recomputedFlops = statistic("recomputed flops");
     std::vector<KernelCost> kernels;
     int64_t flops = 0, bytes = 0;
     for (const auto& node : graph.nodes()) {
@@ -91,6 +109,11 @@ Action addInspectCommand(CLI::App& app) {
     }
     MemoryPlan plan = planMemory(graph);
     double ratio = plan.lowerBoundBytes ? static_cast<double>(plan.peakBytes) / plan.lowerBoundBytes : 1.0;
+    // Time estimate of the recomputation: its share of the FLOPs left (the kernels are compute bound
+    // where it matters: products and convolutions).
+    double extraTime = flops > recomputedFlops && recomputedFlops > 0
+                           ? static_cast<double>(recomputedFlops) / static_cast<double>(flops - recomputedFlops)
+                           : 0.0;
 
     if (options->json) {
       nlohmann::json list = nlohmann::json::array();
@@ -118,6 +141,11 @@ Action addInspectCommand(CLI::App& app) {
                             {"peak_over_lower_bound", ratio},
                             {"buffers", plan.numBuffers},
                             {"in_place_reuses", plan.inPlaceReuses},
+                            {"memory_budget", budget},
+                            {"peak_bytes_without_recompute", budget ? statistic("peak bytes before") : plan.peakBytes},
+                            {"recomputed_nodes", recomputedNodes},
+                            {"recomputed_flops", recomputedFlops},
+                            {"extra_time_estimate", extraTime},
                             {"kernels_list", std::move(list)}};
       fmt::print("{}\n", out.dump(2));
       return 0;
@@ -129,6 +157,11 @@ Action addInspectCommand(CLI::App& app) {
     fmt::print("bytes moved: {} (each kernel reads its operands and writes its results once)\n", bytes);
     fmt::print("arena: peak {} bytes, lower bound {} bytes (x{:.3f}), {} buffers, {} in place\n", plan.peakBytes,
                plan.lowerBoundBytes, ratio, plan.numBuffers, plan.inPlaceReuses);
+    if (budget) {
+      fmt::print("memory budget {}: peak {} bytes without recomputation; {} nodes recomputed, {} flops (+{:.1f}% time, "
+                 "estimated from flops)\n",
+                 budget, statistic("peak bytes before"), recomputedNodes, recomputedFlops, 100 * extraTime);
+    }
     fmt::print("{:<14} {:<9} {:>6} {:<28} {:>14} {:>12}  {}\n", "kernel", "kind", "sweeps", "result", "flops", "bytes",
                "ops");
     for (const KernelCost& k : kernels) {
