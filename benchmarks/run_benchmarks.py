@@ -22,7 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-from harness import analysis, chart, data_parallel, device_runtime, report, runners, shared_core, soak, symbolic_batch, venvs  # noqa: E402
+from harness import analysis, chart, data_parallel, device_runtime, memory_budget, report, runners, shared_core, soak, symbolic_batch, venvs  # noqa: E402
 from harness.workloads import BY_NAME, WORKLOADS  # noqa: E402
 
 DEBIAN_PYTHON = "/usr/bin/python3"
@@ -51,12 +51,14 @@ def parse_args(argv):
                     help="skip the trust figures (the pool's cycle time over 10M cycles, a 2-minute soak)")
     ap.add_argument("--no-distributed", action="store_true",
                     help="skip the data-parallel figures (all-reduce bandwidth on 2 MPI ranks against MPI_Allreduce)")
+    ap.add_argument("--no-memory-budget", action="store_true",
+                    help="skip the memory-budget figures (training steps under fractions of their planned peak)")
     ap.add_argument("--smoke", action="store_true",
                     help="check that every workload compiles, then a --quick --no-peers run of ew_chain")
     a = ap.parse_args(argv)
     if a.smoke:
         a.quick = a.no_peers = a.no_build = a.no_install = a.no_device = a.no_shared_core = a.no_symbolic = a.no_soak = True
-        a.no_distributed = True
+        a.no_distributed = a.no_memory_budget = True
         a.only = a.only or "ew_chain"
     a.smelt = a.smelt or os.path.join(a.build_dir, "bin", "smelt")
     if not a.output_dir:
@@ -299,6 +301,12 @@ def run(a, cache):
         device = device or {"targets": [], "markdown": []}
         device["targets"] = device["targets"] + data_parallel.targets(dp)
         device["markdown"] = device["markdown"] + data_parallel.markdown(dp)
+    if not a.no_memory_budget:
+        say("training under a memory budget: the MLP and ResNet-18 steps at fractions of their planned peak")
+        mb = memory_budget.measure(os.path.dirname(a.smelt), a.quick, say)
+        device = device or {"targets": [], "markdown": []}
+        device["targets"] = device["targets"] + memory_budget.targets(mb)
+        device["markdown"] = device["markdown"] + memory_budget.markdown(mb)
     if not a.no_soak:
         say("trust: the pool's cycle time, and a soak")
         trust = soak.measure(os.path.dirname(a.smelt), a.quick)

@@ -73,7 +73,11 @@ struct Evaluation {
     auto it = position.find(kernel->second);
     return it == position.end() ? -1 : it->second;
   }
+  /// A lower peak of live bytes first; at the same peak (two points of the schedule at it), fewer bytes above
+  /// the budget over the schedule; then a smaller arena (placement).
   bool betterThan(const Evaluation& other) const {
+    int64_t mine = live[static_cast<size_t>(peakAt)], theirs = other.live[static_cast<size_t>(other.peakAt)];
+    if (mine != theirs) return mine < theirs;
     return excess != other.excess ? excess < other.excess : plan.peakBytes < other.plan.peakBytes;
   }
 };
@@ -297,6 +301,7 @@ class Rematerializer {
     chains.clear();
     int nextChain = 0;
     for (const auto& [node, chain] : chains_) {
+      if (!position.count(node)) continue;  // removed as dead by an earlier recomputation
       chains[nodeInCopy(node)] = chain;
       nextChain = std::max(nextChain, chain + 1);
     }
@@ -325,6 +330,9 @@ class Rematerializer {
     // What only the late readers read (a mask computed in the forward pass for the backward) is dead
     // now; left in, fusion would compute it inside a forward kernel for nothing.
     copy.removeDeadNodes();
+    std::unordered_set<const Node*> alive;
+    for (const auto& node : copy.nodes()) alive.insert(node.get());
+    std::erase_if(chains, [&](const auto& entry) { return !alive.count(entry.first); });
     return std::optional<Graph>(std::move(copy));
   }
 
