@@ -33,7 +33,7 @@ for required in onnx/conformance onnx/conformance_llvm onnx/conformance_opencl m
     models/pytorch_gradients_opencl models/memory_plan cli/smelt examples/train_digits examples/train_digits_opencl \
     package/find_package c_api/c c_api/c_opencl c_api/python_ctypes c_api/csharp onnx/export_onnxruntime \
     onnx/ops_onnxruntime onnx/composed_torch models/torch_layers distributed/mpi examples/train_digits_mpi \
-    examples/train_digits_bf16; do
+    examples/train_digits_bf16 examples/train_digits_f16; do
   grep -q ": $required\$" <<<"$registered" || { echo "test $required is not registered"; exit 1; }
 done
 (cd build && ctest --output-on-failure -j "$jobs")

@@ -106,7 +106,8 @@ int run(int argc, char** argv) {
                  "Where to train and evaluate: llvm (the CPU, default), opencl, cuda, hip, a device id (cuda:1), or auto "
                  "(measured placement)");
   app.add_option("--precision", precision,
-                 "f32, or bf16: mixed precision (f32 master weights, products and convolutions in bf16)")
+                 "f32, or bf16 / f16: mixed precision (f32 master weights, products and convolutions in bf16 or f16; f16 with "
+                 "dynamic loss scaling)")
       ->check(CLI::IsMember({"f32", "bf16", "f16"}));
   CLI11_PARSE(app, argc, argv);
   if (!mnistDir.empty()) dataDir = mnistDir;

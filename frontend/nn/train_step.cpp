@@ -3,6 +3,7 @@
 
 #include "autodiff/gradient_tape.h"
 #include "codegen/log.h"
+#include "frontend/nn/loss_scaling.h"
 #include "passes/pass_manager.h"
 #include "runtime/exec/size_general_kernels.h"
 
@@ -161,11 +162,14 @@ Status TrainStep::compileBatch(int64_t batch, bool accumulateOnly) {
   Value* y = graph.addInput("target", full || !targetBatched() ? target_ : withBatch(target_, batch));
   GradientTape tape(graph);
   GraphContext ctx(graph, model.state, /*training=*/true, model.seed);
-  if (options_.precision == DType::bf16) {
-    ctx.b().setAutocast(DType::bf16);
+  const bool lossScaling = options_.precision == DType::f16;
+  if (options_.precision == DType::bf16 || lossScaling) {
+    ctx.b().setAutocast(options_.precision);
   } else if (options_.precision != DType::f32) {
-    return makeError("train step: precision {} is not supported (f32, bf16; f16 needs loss scaling)",
-                     dtypeName(options_.precision));
+    return makeError("train step: precision {} is not supported (f32, bf16, f16)", dtypeName(options_.precision));
+  }
+  if (lossScaling && options_.accumulate > 1) {
+    return makeError("train step: f16 with gradient accumulation is not supported (bf16 needs no loss scaling)");
   }
   Value* output = model.net->forward(ctx, x);
   ctx.b().setAutocast(std::nullopt);  // the loss and the update in f32
@@ -174,10 +178,14 @@ Status TrainStep::compileBatch(int64_t batch, bool accumulateOnly) {
   if (!lossValue || lossValue->type().numel() != 1) {
     return makeError("train step: the loss must be one number, got {}", lossValue ? lossValue->type().toString() : "none");
   }
+  // The scaled loss is part of what the tape differentiates.
+  LossScale scaling;
+  if (lossScaling) scaling = startLossScaling(ctx, lossValue);
   tape.stopRecording();
   inputRanges_ = ctx.inputRanges();
   std::vector<Value*> params = ctx.trainable();
-  SMELT_TRY(std::vector<Value*> grads, tape.gradient(lossValue, params));
+  SMELT_TRY(std::vector<Value*> grads, tape.gradient(scaling.scaledLoss ? scaling.scaledLoss : lossValue, params));
+  if (lossScaling) grads = unscale(ctx, grads, scaling);
   std::vector<std::pair<std::string, Value*>> updates;
   if (options_.accumulate > 1) {
     // This micro-batch's gradients plus those accumulated since the last update: kept (accumulateOnly), or
@@ -201,12 +209,18 @@ Status TrainStep::compileBatch(int64_t batch, bool accumulateOnly) {
     grads = averageOverRanks(ctx.b(), grads, options_.distributed, &schedule);
     if (full) collectiveSchedule_ = std::move(schedule);
   }
+  Value* overflow = lossScaling ? foundNonFinite(ctx, grads) : nullptr;
   if (!accumulateOnly) {
     if (options_.clipNorm > 0) grads = clipByGlobalNorm(ctx, grads, options_.clipNorm);
     for (auto& u : optimizer_->update(ctx, params, grads)) updates.push_back(std::move(u));
   }
   SMELT_CHECK_OK(ctx.b().status());
   for (const auto& a : ctx.assigned()) updates.push_back(a);
+  if (overflow) {
+    // The update skipped on the device when a gradient overflowed: every state entry keeps its value.
+    for (auto& [name, value] : updates) value = ctx.b().where(overflow, graph.findParameter(name), value);
+    for (auto& u : updateLossScale(ctx, scaling, overflow)) updates.push_back(std::move(u));
+  }
 
   CompiledBatch c;
   graph.addOutput("loss", lossValue);

@@ -1,6 +1,7 @@
 // Mixed precision (Builder::setAutocast, TrainStepOptions::precision): products and convolutions compute in bf16,
 // forward and backward, from f32 master weights; everything else stays f32; the gradients match the f32 model's
-// within bf16's precision; f16 (which needs loss scaling) is refused.
+// within bf16's (f16's) precision; f16 steps scale the loss dynamically on the device: a step whose gradients
+// overflow leaves the state as it was and halves the scale, 2000 good steps double it.
 #include "autodiff/gradient_tape.h"
 #include "frontend/nn/losses.h"
 #include "frontend/nn/optimizers.h"
@@ -93,7 +94,7 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("mixed precision: a bf16 training step learns, and f16 is refused until loss scaling exists") {
+TEST_CASE("mixed precision: a bf16 training step learns") {
   nn::Model model(net(), 4);
   TensorType xType{DType::f32, {16, 2, 6, 6}}, yType{DType::i64, {16}};
   auto step =
@@ -111,8 +112,53 @@ TEST_CASE("mixed precision: a bf16 training step learns, and f16 is refused unti
   }
   CHECK_MESSAGE(last < first / 5, "loss ", first, " -> ", last);
   CHECK(model.state.at("0.weight").dtype() == DType::f32);
-  nn::Model other(net(), 4);
-  auto f16 = nn::TrainStep::create(other, nn::crossEntropy, nn::adam({}), xType, yType, {.precision = DType::f16});
-  REQUIRE_FALSE(f16.ok());
-  CHECK(f16.error().message().find("loss scaling") != std::string::npos);
+  CHECK_FALSE(model.state.count("loss_scale"));  // bf16 needs no scaling
+}
+
+TEST_CASE("mixed precision: f16 scales the loss on the device, skips a step that overflows, halves and grows the scale") {
+  nn::Model model(net(), 4);
+  TensorType xType{DType::f32, {16, 2, 6, 6}}, yType{DType::i64, {16}};
+  auto step =
+      nn::TrainStep::create(model, nn::crossEntropy, nn::adam({.lr = 0.01}), xType, yType, {.precision = DType::f16});
+  REQUIRE_MESSAGE(step.ok(), (step.ok() ? "" : step.error().message()));
+  Tensor x = testing::randomTensor(xType, testing::testSeed());
+  Tensor y(yType);
+  for (int64_t i = 0; i < 16; ++i) y.setInt(i, i % 3);
+  auto scalar = [&](const char* name) { return model.state.at(name).getDouble(0); };
+  auto first = (*step)->run(x, y);
+  REQUIRE(first.ok());
+  CHECK(std::isfinite(*first));
+  CHECK(scalar("loss_scale") == 65536.0);
+  CHECK(scalar("loss_scale.good_steps") == 1.0);
+  // An input past f16's range overflows the products: the update is skipped, whatever the state.
+  nn::StateDict before = model.state;
+  Tensor huge(xType);
+  for (int64_t i = 0; i < huge.numel(); ++i) huge.setDouble(i, i % 2 ? 1e30 : -1e30);
+  auto overflowed = (*step)->run(huge, y);
+  REQUIRE(overflowed.ok());
+  CHECK_FALSE(std::isfinite(*overflowed));
+  CHECK(scalar("loss_scale") == 32768.0);
+  CHECK(scalar("loss_scale.good_steps") == 0.0);
+  for (const auto& entry : before) {
+    if (entry.first.starts_with("loss_scale")) continue;
+    const Tensor& now = model.state.at(entry.first);
+    bool same = true;
+    for (int64_t i = 0; i < now.numel(); ++i) same = same && now.getDouble(i) == entry.second.getDouble(i);
+    CHECK_MESSAGE(same, entry.first, " changed in a skipped step");
+  }
+  // Good steps learn; the 2000th good step in a row doubles the scale.
+  double last = 0;
+  for (int s = 0; s < 60; ++s) {
+    auto loss = (*step)->run(x, y);
+    REQUIRE(loss.ok());
+    last = *loss;
+  }
+  CHECK_MESSAGE(last < *first / 5, "loss ", *first, " -> ", last);
+  CHECK(scalar("loss_scale") == 32768.0);
+  CHECK(scalar("loss_scale.good_steps") == 60.0);
+  model.state.at("loss_scale.good_steps").setDouble(0, 1999.0);
+  model.stateChanged();
+  REQUIRE((*step)->run(x, y).ok());
+  CHECK(scalar("loss_scale") == 65536.0);
+  CHECK(scalar("loss_scale.good_steps") == 0.0);
 }
