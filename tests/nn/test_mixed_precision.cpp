@@ -54,17 +54,18 @@ void build(Built& out, nn::StateDict& state, std::optional<DType> autocast) {
 
 }  // namespace
 
-TEST_CASE(
-    "mixed precision: products run in bf16 forward and backward, the rest in f32, gradients within bf16's "
-    "precision of f32's") {
+// bf16 keeps 8 significant bits (a relative rounding of 2^-9 per value), f16 11 (2^-12): after a product chain, a
+// few percent and a few tenths of a percent of the gradients' scale.
+static void checkAutocast(DType low, double tolerance) {
+  INFO("autocast to ", dtypeName(low));
   nn::StateDict state;
   Built f32, bf16;
   build(f32, state, std::nullopt);
-  build(bf16, state, DType::bf16);
+  build(bf16, state, low);
   int lowProducts = 0, f32Others = 0;
   for (const auto& n : bf16.graph.nodes()) {
     if (n->op().product) {
-      CHECK_MESSAGE(n->result(0)->dtype() == DType::bf16, bf16.graph.labelOf(*n));
+      CHECK_MESSAGE(n->result(0)->dtype() == low, bf16.graph.labelOf(*n));
       ++lowProducts;
     } else if (n->opName() != "cast" && !n->results().empty() && isFloat(n->result(0)->dtype())) {
       CHECK_MESSAGE(n->result(0)->dtype() == DType::f32, bf16.graph.labelOf(*n));
@@ -89,9 +90,15 @@ TEST_CASE(
       scale = std::max(scale, std::abs((*want)[i].getDouble(k)));
       err = std::max(err, std::abs((*got)[i].getDouble(k) - (*want)[i].getDouble(k)));
     }
-    // bf16 keeps 8 significant bits (a relative rounding of 2^-9 per value): a few percent after a product chain.
-    CHECK_MESSAGE(err <= 0.05 * scale, bf16.graph.outputs()[i].name, ": ", err, " of ", scale);
+    CHECK_MESSAGE(err <= tolerance * scale, bf16.graph.outputs()[i].name, ": ", err, " of ", scale);
   }
+}
+
+TEST_CASE(
+    "mixed precision: products run in bf16 (f16) forward and backward, the rest in f32, gradients within their "
+    "precision of f32's") {
+  checkAutocast(DType::bf16, 0.05);
+  checkAutocast(DType::f16, 0.01);
 }
 
 TEST_CASE("mixed precision: a bf16 training step learns") {
@@ -115,7 +122,8 @@ TEST_CASE("mixed precision: a bf16 training step learns") {
   CHECK_FALSE(model.state.count("loss_scale"));  // bf16 needs no scaling
 }
 
-TEST_CASE("mixed precision: f16 scales the loss on the device, skips a step that overflows, halves and grows the scale") {
+TEST_CASE(
+    "mixed precision: f16 scales the loss on the device, skips a step that overflows, halves and grows the scale") {
   nn::Model model(net(), 4);
   TensorType xType{DType::f32, {16, 2, 6, 6}}, yType{DType::i64, {16}};
   auto step =
