@@ -8,6 +8,7 @@
 #include "ir/ops/lower_helpers.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/register_ops.h"
+#include "ir/window2d.h"
 
 namespace smelt {
 
@@ -17,43 +18,26 @@ using namespace ops;
 constexpr const char* kAxisName[2] = {"height", "width"};
 
 
-/// Stride, padding and dilation of a 2-D window, per spatial axis (0 = height, 1 = width).
-struct Window {
-  int64_t stride[2];
-  int64_t padBegin[2];  // top, left
-  int64_t padEnd[2];    // bottom, right
-  int64_t dilation[2];
-};
+using Window = Window2d;
 
+/// Stride, padding and dilation from the attributes, checked (the kernel comes from the weight).
 Expected<Window> readWindow(const OpCall& call) {
   SMELT_CHECK_OK(expectIntsInRange(call, "stride", 2, 1));
   SMELT_CHECK_OK(expectIntsInRange(call, "padding", 4, 0));
   SMELT_CHECK_OK(expectIntsInRange(call, "dilation", 2, 1));
-  const auto& s = call.getInts("stride");
-  const auto& p = call.getInts("padding");
-  const auto& d = call.getInts("dilation");
-  return Window{{s[0], s[1]}, {p[0], p[1]}, {p[2], p[3]}, {d[0], d[1]}};
+  return *Window2d::fromAttrs(call.attrs(), 1, 1);
 }
 
-/// The conv2d output extent along `axis`: floor((in + pads - dilation*(kernel-1) - 1) / stride) + 1.
-/// Computed in 128 bits because dilation * kernel may reach 2^80 for absurd attributes.
-Expected<int64_t> convOutputSize(const OpCall& call, int axis, int64_t in, int64_t kernel, const Window& win) {
-  __int128 padded = static_cast<__int128>(in) + win.padBegin[axis] + win.padEnd[axis];
-  __int128 extent = static_cast<__int128>(win.dilation[axis]) * (kernel - 1) + 1;
-  if (extent > padded) {
+/// The conv2d output extent along `axis` (Window2d::outputSize), or an error naming the axis.
+Expected<int64_t> convOutputSize(const OpCall& call, int axis, int64_t in, int64_t kernel, Window win) {
+  win.kernel[axis] = kernel;
+  std::optional<int64_t> out = win.outputSize(axis, in);
+  if (!out) {
     return call.error("kernel {} {} with dilation {} does not fit the padded input {} {} (the output would be empty)",
-                      kAxisName[axis], kernel, win.dilation[axis], kAxisName[axis], static_cast<int64_t>(padded));
+                      kAxisName[axis], kernel, win.dilation[axis], kAxisName[axis],
+                      static_cast<int64_t>(win.padded(axis, in)));
   }
-  return static_cast<int64_t>((padded - extent) / win.stride[axis] + 1);
-}
-
-/// The range [lo, hi) of o in [0, count) for which o * stride + offset lies in [0, size): the output
-/// rows (or input rows, for the transpose) that one kernel tap touches, so inner loops need no test.
-std::pair<int64_t, int64_t> validRange(int64_t offset, int64_t stride, int64_t size, int64_t count) {
-  int64_t lo = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
-  int64_t last = size - 1 - offset;
-  int64_t hi = last < 0 ? 0 : std::min(count, last / stride + 1);
-  return {std::min(lo, hi), hi};
+  return *out;
 }
 
 /// Common operand checks: float dtype shared by all operands, input and weight ranks.
@@ -480,10 +464,16 @@ Value* convCovering(Builder& b, Value* in, Value* kernel, const Ints& stride, co
                     const Ints& padBegin, int64_t groups, const Ints& want) {
   if (!in || !kernel) return nullptr;
   Ints padEnd(2), got(2);
+  Window2d win;
   for (int a = 0; a < 2; ++a) {
-    int64_t size = in->shape()[2 + a], k = kernel->shape()[2 + a];
-    padEnd[a] = std::max<int64_t>(0, stride[a] * (want[a] - 1) + dilation[a] * (k - 1) + 1 - size - padBegin[a]);
-    got[a] = (size + padBegin[a] + padEnd[a] - dilation[a] * (k - 1) - 1) / stride[a] + 1;
+    int64_t size = in->shape()[2 + a];
+    win.kernel[a] = kernel->shape()[2 + a];
+    win.stride[a] = stride[a];
+    win.dilation[a] = dilation[a];
+    win.padBegin[a] = padBegin[a];
+    padEnd[a] = std::max<int64_t>(0, stride[a] * (want[a] - 1) + static_cast<int64_t>(win.span(a)) - size - padBegin[a]);
+    win.padEnd[a] = padEnd[a];
+    got[a] = win.outputSize(a, size).value_or(0);
   }
   Value* out = b.op("conv2d", {in, kernel},
                     {{"stride", stride},

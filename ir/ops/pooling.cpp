@@ -10,6 +10,7 @@
 #include "ir/ops/lower_helpers.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/register_ops.h"
+#include "ir/window2d.h"
 
 namespace smelt {
 
@@ -20,15 +21,7 @@ constexpr const char* kAxisName[2] = {"height", "width"};
 
 
 
-/// A pooling window per spatial axis (0 = height, 1 = width).
-struct PoolWindow {
-  int64_t kernel[2];
-  int64_t stride[2];
-  int64_t padBegin[2];  // top, left
-  int64_t padEnd[2];    // bottom, right
-  int64_t dilation[2];
-  bool ceilMode;
-};
+using PoolWindow = Window2d;
 
 /// Reads and checks kernel, stride (empty = kernel), padding, ceil_mode and, when declared, dilation.
 Expected<PoolWindow> readPoolWindow(const OpCall& call, bool hasDilation) {
@@ -43,33 +36,20 @@ Expected<PoolWindow> readPoolWindow(const OpCall& call, bool hasDilation) {
     SMELT_CHECK_OK(expectIntsInRange(call, "stride", 2, 1));
   }
   SMELT_CHECK_OK(expectIntsInRange(call, "padding", 4, 0));
-  const auto& p = call.getInts("padding");
-  int64_t d[2] = {1, 1};
-  if (hasDilation) {
-    SMELT_CHECK_OK(expectIntsInRange(call, "dilation", 2, 1));
-    d[0] = call.getInts("dilation")[0];
-    d[1] = call.getInts("dilation")[1];
-  }
+  if (hasDilation) SMELT_CHECK_OK(expectIntsInRange(call, "dilation", 2, 1));
   SMELT_CHECK_OK(expectFlag(call, "ceil_mode"));
-  return PoolWindow{{k[0], k[1]}, {s[0], s[1]}, {p[0], p[1]},
-                    {p[2], p[3]}, {d[0], d[1]}, call.getInt("ceil_mode") == 1};
+  return *Window2d::fromAttrs(call.attrs(), k[0], k[1], /*strideDefaultsToKernel=*/true);
 }
 
-/// The pooled extent along `axis`. With ceil_mode the division rounds up, but (PyTorch/ONNX) the last
-/// window must start inside the input or the top/left padding, never in the bottom/right padding.
+/// The pooled extent along `axis` (Window2d::outputSize, ceil mode included), or an error naming the axis.
 Expected<int64_t> poolOutputSize(const OpCall& call, int axis, int64_t in, const PoolWindow& win) {
-  __int128 padded = static_cast<__int128>(in) + win.padBegin[axis] + win.padEnd[axis];
-  __int128 extent = static_cast<__int128>(win.dilation[axis]) * (win.kernel[axis] - 1) + 1;
-  if (extent > padded) {
+  std::optional<int64_t> out = win.outputSize(axis, in);
+  if (!out) {
     return call.error("kernel {} {} with dilation {} does not fit the padded input {} {} (the output would be empty)",
                       kAxisName[axis], win.kernel[axis], win.dilation[axis], kAxisName[axis],
-                      static_cast<int64_t>(padded));
+                      static_cast<int64_t>(win.padded(axis, in)));
   }
-  int64_t span = static_cast<int64_t>(padded - extent);
-  int64_t s = win.stride[axis];
-  int64_t out = (win.ceilMode ? (span + s - 1) / s : span / s) + 1;
-  if (win.ceilMode && (out - 1) * s >= in + win.padBegin[axis]) --out;
-  return out;
+  return *out;
 }
 
 Expected<std::vector<TensorType>> inferPool(const OpCall& call, DTypeSet allowed, bool hasDilation) {
@@ -82,13 +62,6 @@ Expected<std::vector<TensorType>> inferPool(const OpCall& call, DTypeSet allowed
   return single(TensorType{call.operand(0).dtype, {x[0], x[1], oh, ow}});
 }
 
-/// The range [lo, hi) of o in [0, count) for which o * stride + offset lies in [0, size) (as in conv.cpp).
-std::pair<int64_t, int64_t> validRange(int64_t offset, int64_t stride, int64_t size, int64_t count) {
-  int64_t lo = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
-  int64_t last = size - 1 - offset;
-  int64_t hi = last < 0 ? 0 : std::min(count, last / stride + 1);
-  return {std::min(lo, hi), hi};
-}
 
 /// Max pooling of `planes` planes of [h, w] into [oh, ow], in the storage type V (double for floats,
 /// the integer type itself so integers compare exactly). Padding never wins: only input taps count,

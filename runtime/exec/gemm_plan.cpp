@@ -1,6 +1,8 @@
 // Which products a vendor library computes, and how (see gemm_plan.h).
 #include "runtime/exec/gemm_plan.h"
 
+#include "ir/window2d.h"
+
 #include <algorithm>
 #include <type_traits>
 #include <vector>
@@ -93,12 +95,10 @@ std::optional<GemmPlan> planGemm(const Node& node, bool (*available)(DType)) {
   const Kind kind = anchor.op().product->kind;
   if (kind == Kind::Conv || kind == Kind::ConvTranspose || kind == Kind::ConvWeightGrad) {
     if (a.size() != 4 || b.size() != 4 || out.size() != 4) return std::nullopt;
-    using Ints = std::vector<int64_t>;
-    const Ints &stride = attr<Ints>(anchor, "stride"), &padding = attr<Ints>(anchor, "padding"),
-               &dilation = attr<Ints>(anchor, "dilation");
-    if (stride.size() != 2 || padding.size() != 4 || dilation.size() != 2) return std::nullopt;
-    ConvGeometry g{a[0], a[1], a[2], a[3], out[1], out[2], out[3], b[2], b[3], stride[0], stride[1], padding[0],
-                   padding[1], dilation[0], dilation[1], attr<int64_t>(anchor, "groups")};
+    std::optional<Window2d> win = Window2d::fromAttrs(anchor.attrs(), b[2], b[3]);
+    if (!win) return std::nullopt;
+    ConvGeometry g{a[0], a[1], a[2], a[3], out[1], out[2], out[3], b[2], b[3], win->stride[0], win->stride[1],
+                   win->padBegin[0], win->padBegin[1], win->dilation[0], win->dilation[1], attr<int64_t>(anchor, "groups")};
     if (kind == Kind::ConvTranspose) g.kind = ConvGeometry::Transposed;
     if (kind == Kind::ConvWeightGrad) {
       // b is dy [n, o, oh, ow]; the result is the weight's shape [o, c/groups, kh, kw].

@@ -1,5 +1,7 @@
-// `smelt ops`: every registered op with the dtypes and backends it supports.
+// `smelt ops [--markdown]`: every registered op with the dtypes and backends it supports; --markdown
+// prints the index of docs/ops.md (scripts/ops_reference.py splices it there; ctest checks it is current).
 #include "ir/op_registry.h"
+#include "ir/printer.h"
 #include "runtime/exec/executable.h"
 #include "tools/smelt/commands.h"
 
@@ -7,10 +9,86 @@
 
 namespace smelt::cli {
 
+namespace {
+
+/// docs/ops.md's names for the usual dtype sets, else the list.
+std::string dtypeGroup(const DTypeSet& set) {
+  using namespace dtypes;
+  const std::pair<DTypeSet, const char*> groups[] = {
+      {kAll, "all"},        {kNumeric, "numeric"}, {kSignedNumeric, "signed"}, {kFloat, "float"},
+      {kInteger, "int"},    {kBool, "bool"},       {kIndex, "index"},
+  };
+  for (const auto& group : groups) {
+    if (group.first.toString() == set.toString()) return group.second;
+  }
+  return set.toString();
+}
+
+std::string_view fusionName(FusionKind kind) {
+  switch (kind) {
+    case FusionKind::Elementwise: return "elementwise";
+    case FusionKind::Broadcast: return "broadcast";
+    case FusionKind::Injective: return "injective";
+    case FusionKind::View: return "view";
+    case FusionKind::Reduction: return "reduction";
+    case FusionKind::Opaque: return "opaque";
+  }
+  return "?";
+}
+
+std::string_view productName(ProductFacet::Kind kind) {
+  switch (kind) {
+    case ProductFacet::Kind::Matmul: return "matmul";
+    case ProductFacet::Kind::Gemm: return "gemm";
+    case ProductFacet::Kind::Conv: return "conv";
+    case ProductFacet::Kind::ConvTranspose: return "conv_transpose";
+    case ProductFacet::Kind::ConvWeightGrad: return "conv_weight_grad";
+  }
+  return "?";
+}
+
+std::string escapeCell(std::string text) {
+  std::string out;
+  for (char c : text) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  return out;
+}
+
+/// One row of the index: what the registry entry declares.
+std::string markdownRow(const OpDef& op) {
+  std::vector<std::string> operands, attrs;
+  for (const OperandSpec& o : op.operands) {
+    const char* suffix = o.arity == Arity::Optional ? "?" : o.arity == Arity::Single ? "" : "...";
+    operands.push_back(o.name + suffix);
+  }
+  for (const AttrSpec& a : op.attrs) {
+    std::string text = fmt::format("{}: {}", a.name, attrKindName(a.kind));
+    if (a.defaultValue) text += " = " + printAttribute(*a.defaultValue);
+    attrs.push_back(text);
+  }
+  std::string role(fusionName(op.fusion));
+  if (op.product) role = fmt::format("product ({})", productName(op.product->kind));
+  if (op.collective) role = "collective";
+  std::string how = op.gradient ? "rule" : op.decompose ? "decomposition" : "none";
+  std::string attributes = escapeCell(fmt::format("{}", fmt::join(attrs, "; ")));
+  return fmt::format("| {} | {} | {} | {} | {} | {} | {} |", op.name, fmt::join(operands, ", "), attributes,
+                     dtypeGroup(op.dtypes), role, how, op.lower ? "kernel" : op.decompose ? "decomposed" : "reference");
+}
+
+}  // namespace
+
 Action addOpsCommand(CLI::App& app) {
+  auto markdown = std::make_shared<bool>(false);
   auto* cmd = app.add_subcommand("ops", "List the registered ops: name, dtypes, backends, differentiable");
-  return [cmd]() {
-    (void)cmd;
+  cmd->add_flag("--markdown", *markdown,
+                "Print docs/ops.md's index: operands, attributes with defaults, dtypes, fusion role, gradient and "
+                "lowering of every op, as its registry entry declares them");
+  return [markdown]() {
+    if (*markdown) {
+      fmt::print("| op | operands | attributes | dtypes | role | gradient | runs as |\n");
+      fmt::print("|---|---|---|---|---|---|---|\n");
+      for (const OpDef* op : OpRegistry::global().all()) fmt::print("{}\n", markdownRow(*op));
+      return 0;
+    }
     for (const OpDef* op : OpRegistry::global().all()) {
       // The interpreter runs every op with a reference; the compiled backends every op with a kernel
       // lowering, or whose decomposition they compile (elsewhere the node runs on the interpreter).
