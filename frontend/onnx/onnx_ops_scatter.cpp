@@ -1,5 +1,5 @@
-// ScatterElements (and opset 9's Scatter), ScatterND, GatherND and ReverseSequence, composed from `gather` and
-// `scatter_add` on a flattened view of the data: an element-wise index becomes a flat offset (elementOffsets), an N-D
+// ScatterElements (and opset 9's Scatter), ScatterND, GatherND and ReverseSequence, composed from `gather`,
+// `scatter_add` and `scatter_reduce` on a flattened view of the data: an element-wise index becomes a flat offset (elementOffsets), an N-D
 // index tuple a row of the data reshaped to [rows] + trailing dims. Being compositions they run on every backend and
 // are differentiable where gather and scatter_add are.
 #include "frontend/onnx/onnx_index_helpers.h"
@@ -8,24 +8,21 @@ namespace smelt::onnximport {
 
 namespace {
 
-// How a scatter combines an update with the data it lands on.
-enum class ScatterReduction { None, Add };
-
-Expected<ScatterReduction> scatterReduction(NodeContext& n) {
+// How a scatter combines an update with the data it lands on: replace ("none"), add, mul, max, min.
+Expected<std::string> scatterReduction(NodeContext& n) {
   std::string r = n.attrString("reduction", "none");
-  if (r == "none") return ScatterReduction::None;
-  if (r == "add") return ScatterReduction::Add;
-  // mul, max and min have no scatter op to compose from: scatter_add sums repeated indices.
-  return makeError(
-      "reduction '{}' is not supported (smelt composes scatters "
-      "from scatter_add: none and add)",
-      r);
+  if (r == "none" || r == "add" || r == "mul" || r == "max" || r == "min") return r;
+  return makeError("reduction '{}' is not one of none, add, mul, max, min", r);
 }
 
-// `data` (rows along axis 0) with `updates` scattered at `rows` (numpy take indices along axis 0): added (Add), or
-// replacing the rows they land on (None; ONNX leaves repeated indices undefined, and here they sum).
-Expected<Value*> scatterRows(NodeContext& n, Value* data, Value* rows, Value* updates, ScatterReduction how) {
-  if (how == ScatterReduction::Add) return n.emit("scatter_add", {data, rows, updates}, {{"axis", int64_t{0}}});
+// `data` (rows along axis 0) with `updates` scattered at `rows` (numpy take indices along axis 0): added
+// (scatter_add), multiplied in or compared (scatter_reduce), or replacing the rows they land on ("none"; ONNX leaves
+// repeated indices undefined, and here they sum).
+Expected<Value*> scatterRows(NodeContext& n, Value* data, Value* rows, Value* updates, const std::string& how) {
+  if (how == "add") return n.emit("scatter_add", {data, rows, updates}, {{"axis", int64_t{0}}});
+  if (how != "none") {
+    return n.emit("scatter_reduce", {data, rows, updates}, {{"axis", int64_t{0}}, {"reduction", how}});
+  }
   SMELT_TRY(Value * zeros, filled(n, data->dtype(), 0.0, data->shape()));
   SMELT_TRY(Value * scattered, n.emit("scatter_add", {zeros, rows, updates}, {{"axis", int64_t{0}}}));
   // Which rows some update lands on: a count per row, scattered like the updates.
@@ -50,7 +47,7 @@ Status scatterElements(NodeContext& n) {
     return makeError("updates {} must have the indices' shape {}", updates->type().toString(),
                      indices->type().toString());
   }
-  SMELT_TRY(ScatterReduction how, scatterReduction(n));
+  SMELT_TRY(std::string how, scatterReduction(n));
   SMELT_TRY(Value * offsets, elementOffsets(n, data, indices, axis));
   SMELT_TRY(Value * flat, n.emit("reshape", {data}, {{"shape", std::vector<int64_t>{data->type().numel()}}}));
   SMELT_TRY(Value * out, scatterRows(n, flat, offsets, updates, how));
@@ -135,7 +132,7 @@ Status scatterND(NodeContext& n) {
   SMELT_TRY(Value * data, n.input(0));
   SMELT_TRY(Value * indices, n.input(1));
   SMELT_TRY(Value * updates, n.input(2));
-  SMELT_TRY(ScatterReduction how, scatterReduction(n));
+  SMELT_TRY(std::string how, scatterReduction(n));
   SMELT_TRY(RowIndex r, rowIndex(n, data, indices, 0));
   Shape expected(r.rows->shape().begin(), r.rows->shape().end());
   for (size_t d = 1; d < r.table->shape().size(); ++d) expected.push_back(r.table->shape()[d]);

@@ -13,7 +13,9 @@
 #include "ir/ops/register_ops.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace smelt {
 
@@ -371,6 +373,61 @@ Expected<std::vector<Tensor>> referenceScatterAdd(const OpCall& call, std::span<
   return std::vector<Tensor>{std::move(out)};
 }
 
+// --- scatter_reduce -------------------------------------------------------------------------------
+
+// scatter_add's shapes, and a reduction that is one of mul, max, min.
+Expected<std::vector<TensorType>> inferScatterReduce(const OpCall& call) {
+  const std::string& how = call.getString("reduction");
+  if (how != "mul" && how != "max" && how != "min") {
+    return call.error("attribute 'reduction' must be mul, max or min (scatter_add adds), got '{}'", how);
+  }
+  return inferScatterAdd(call);
+}
+
+// x with each updates element combined into the element gather(x, indices, axis) reads, in updates' row-major
+// order, rounding to the dtype at each step (integers wrap for mul); max and min propagate NaN as the binary ops do.
+Expected<std::vector<Tensor>> referenceScatterReduce(const OpCall& call, std::span<const Tensor> in) {
+  const Tensor& x = in[0];
+  const Tensor& updates = in[2];
+  SMELT_TRY(int64_t axis, normalizeAxis(call.getInt("axis"), x.rank()));
+  const std::string& how = call.getString("reduction");
+  int64_t dim = x.shape()[axis];
+  int64_t outer = numElements(std::span(x.shape()).first(static_cast<size_t>(axis)));
+  int64_t inner = numElements(std::span(x.shape()).subspan(static_cast<size_t>(axis) + 1));
+  SMELT_TRY(std::vector<int64_t> rows, checkedIndices(call, in[1], axis, dim));
+  Tensor out = x;
+  int64_t count = static_cast<int64_t>(rows.size());
+  auto combineFloat = [&](double a, double b) {
+    if (how == "mul") return a * b;
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+    return how == "max" ? (b > a ? b : a) : (b < a ? b : a);
+  };
+  dispatchDType(x.dtype(), [&]<typename T>(TypeTag<T>) {
+    if constexpr (std::is_same_v<T, bool>) {
+      return;  // inference rejected bool
+    } else {
+      T* dst = out.data<T>();
+      const T* src = updates.data<T>();
+      for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t i = 0; i < count; ++i) {
+          T* to = dst + (o * dim + rows[i]) * inner;
+          const T* from = src + (o * count + i) * inner;
+          for (int64_t k = 0; k < inner; ++k) {
+            if constexpr (kIsFloatStorage<T>) {
+              to[k] = fromDouble<T>(combineFloat(toDouble(to[k]), toDouble(from[k])));
+            } else if (how == "mul") {
+              to[k] = static_cast<T>(static_cast<uint64_t>(to[k]) * static_cast<uint64_t>(from[k]));  // wraps
+            } else {
+              to[k] = how == "max" ? (from[k] > to[k] ? from[k] : to[k]) : (from[k] < to[k] ? from[k] : to[k]);
+            }
+          }
+        }
+      }
+    }
+  });
+  return std::vector<Tensor>{std::move(out)};
+}
+
 // --- kernel lowerings (ir/lowering.h): each result element reads operand elements at computed indices
 
 /// The kernel value of a scalar attribute converted to `dtype` as the references convert it.
@@ -503,6 +560,28 @@ Expected<std::vector<KValue>> lowerScatterAdd(LoweringContext& ctx) {
     at.insert(at.end(), i.begin(), i.end());
     at.insert(at.end(), out.begin() + axis + 1, out.end());
     return std::vector<KValue>{e.select(hit, e.add(sum[0], ctx.operand(2, at)), sum[0])};
+  });
+}
+
+// scatter_reduce, gathered as scatter_add is: x's element combined with every update whose wrapped index is this
+// element's position, in updates' row-major order.
+Expected<std::vector<KValue>> lowerScatterReduce(LoweringContext& ctx) {
+  KernelEmitter& e = ctx.emit();
+  const OpCall& call = ctx.call();
+  const Shape& x = call.operand(0).shape;
+  SMELT_TRY(int64_t axis, normalizeAxis(call.getInt("axis"), static_cast<int64_t>(x.size())));
+  const std::string& how = call.getString("reduction");
+  KBinary combine = how == "mul" ? KBinary::Mul : how == "max" ? KBinary::Max : KBinary::Min;
+  auto a = static_cast<size_t>(axis);
+  std::span<const KValue> out = ctx.index();
+  KValue position = out[a];
+  const Shape& indices = call.operand(1).shape;
+  return loopBox(e, indices, {ctx.operand(0, out)}, [&](std::span<const KValue> i, std::span<const KValue> acc) {
+    KValue hit = e.binary(KBinary::Eq, wrappedIndex(e, ctx.operand(1, i), x[a]), position);
+    std::vector<KValue> at(out.begin(), out.begin() + axis);
+    at.insert(at.end(), i.begin(), i.end());
+    at.insert(at.end(), out.begin() + axis + 1, out.end());
+    return std::vector<KValue>{e.select(hit, e.binary(combine, acc[0], ctx.operand(2, at)), acc[0])};
   });
 }
 
@@ -639,6 +718,26 @@ std::vector<Value*> scatterAddGradient(Builder& b, const GradientContext& c) {
   return {c.dy(), nullptr, b.op("gather", {c.dy(), c.x(1)}, {{"axis", c.getInt("axis")}})};
 }
 
+// scatter_reduce. max and min: dy goes to the values that won, x's element or the updates equal to the result,
+// split evenly among tied winners (torch.scatter_reduce's amax/amin). mul: the result over the operand, as
+// d(prod)/d(factor) is the product of the others (an operand of 0 gives a non-finite gradient, where
+// torch.scatter_reduce's prod handles a single zero exactly).
+std::vector<Value*> scatterReduceGradient(Builder& b, const GradientContext& c) {
+  AttrMap axis{{"axis", c.getInt("axis")}};
+  Value *x = c.x(0), *indices = c.x(1), *updates = c.x(2), *y = c.y(), *dy = c.dy();
+  auto gather = [&](Value* v) { return b.op("gather", {v, indices}, axis); };
+  if (c.getString("reduction") == "mul") {
+    Value* dyY = b.mul(dy, y);
+    return {b.div(dyY, x), nullptr, b.div(gather(dyY), updates)};
+  }
+  Value* wonX = b.cast(b.op("eq", {x, y}), x->dtype());
+  Value* wonU = b.cast(b.op("eq", {updates, gather(y)}), x->dtype());
+  Value* winners = b.op("scatter_add", {wonX, indices, wonU}, axis);
+  // At least one winner unless the result is NaN (nothing compares equal): dy / 1 then, times no winner.
+  Value* share = b.div(dy, b.op("max", {winners, b.scalarLike(1.0, winners)}));
+  return {b.mul(share, wonX), nullptr, b.mul(gather(share), wonU)};
+}
+
 }  // namespace
 
 void registerIndexingOps(OpRegistry& registry) {
@@ -742,6 +841,28 @@ void registerIndexingOps(OpRegistry& registry) {
 })",
       .gradient = scatterAddGradient,
       .lower = lowerScatterAdd,
+  });
+  registry.add(OpDef{
+      .name = "scatter_reduce",
+      .summary = "x with each updates element multiplied into (mul), or the larger (max) or smaller (min) of it and "
+                 "the element gather(x, indices, axis) reads, in updates' order (ONNX ScatterND/ScatterElements' "
+                 "reductions; add is scatter_add).",
+      .operands = {{"x"}, {"indices"}, {"updates"}},
+      .attrs = {{"reduction", AttrKind::String, std::nullopt}, {"axis", AttrKind::Int, Attribute{int64_t{0}}}},
+      .fusion = FusionKind::Opaque,
+      .dtypes = dtypes::kNumeric,
+      .infer = inferScatterReduce,
+      .reference = referenceScatterReduce,
+      .example = R"(graph @t(%x: $T[3,4], %u: $T[3,2,2], %v: $T[4]) {
+  %i = constant() {value = dense<i64[2,2]> [1, -1, 0, 1]} : i64[2,2]
+  %0 = scatter_reduce(%x, %i, %u) {reduction = "mul", axis = 1} : $T[3,4]
+  %1 = scatter_reduce(%x, %i, %u) {reduction = "max", axis = 1} : $T[3,4]
+  %j = constant() {value = dense<i32[]> [-2]} : i32[]
+  %2 = scatter_reduce(%x, %j, %v) {reduction = "min", axis = -2} : $T[3,4]
+  return mul = %0, max = %1, min = %2
+})",
+      .gradient = scatterReduceGradient,
+      .lower = lowerScatterReduce,
   });
 }
 
