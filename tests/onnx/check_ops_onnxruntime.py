@@ -2,7 +2,8 @@
 LSTM, GRU and RNN with both directions and per-sequence lengths (a reverse pass starting at each
 sequence's own last step), initial states, peepholes, clip, input_forget, linear_before_reset and
 non-default activations with their alpha and beta; and GroupNormalization (opset 18's per-group and
-opset 21's per-channel affine, newer than Debian's ONNX 1.12). The models are written with Debian's onnx package;
+opset 21's per-channel affine, newer than Debian's ONNX 1.12); and ScatterND and ScatterElements with the mul, max and
+min reductions over repeated indices (opset 18). The models are written with Debian's onnx package;
 onnxruntime (PyPI, in BUILD/onnx-export-venv, shared with onnx/export_onnxruntime) computes the
 expected outputs; `smelt run` must match them (f32, 1e-5 relative).
 Usage: check_ops_onnxruntime.py SMELT_BINARY BUILD_DIR"""
@@ -90,6 +91,32 @@ def group_norm_case(name, opset, affine_size):
 
 CASES += [group_norm_case("group_norm_opset18_per_group", 18, 3),
           group_norm_case("group_norm_opset21_per_channel", 21, 6)]
+
+
+def scatter_case(name, op, reduction):
+    """ScatterND / ScatterElements (opset 18) of random updates into X [4, 3, 5] with a reduction; indices repeat,
+    so the updates landing on one element combine in order."""
+    rng = np.random.default_rng(zlib.crc32(name.encode()) + int(os.environ.get("SMELT_TEST_SEED", "0")))
+    if op == "ScatterND":
+        indices = np.array([[1, 2], [3, 0], [1, 2], [0, 1]], dtype=np.int64)  # [4, 2]: rows of X[i, j, :]
+        updates = rng.standard_normal((4, 5)).astype(np.float32)
+        attrs = {"reduction": reduction}
+    else:
+        indices = rng.integers(-3, 3, size=(4, 2, 5)).astype(np.int64)  # along axis 1 (3), negatives wrap
+        updates = rng.standard_normal((4, 2, 5)).astype(np.float32)
+        attrs = {"reduction": reduction, "axis": 1}
+    node = helper.make_node(op, ["X", "indices", "updates"], ["Y"], **attrs)
+    inits = [helper.make_tensor("indices", TensorProto.INT64, indices.shape, indices.flatten()),
+             helper.make_tensor("updates", TensorProto.FLOAT, updates.shape, updates.flatten())]
+    graph = helper.make_graph([node], name, [helper.make_tensor_value_info("X", TensorProto.FLOAT, [4, 3, 5])],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    return name, model, rng.standard_normal((4, 3, 5)).astype(np.float32), ["Y"]
+
+
+CASES += [scatter_case(f"{op.lower()}_{reduction}", op, reduction)
+          for op in ("ScatterND", "ScatterElements") for reduction in ("mul", "max", "min")]
 
 RUN_ORT = """
 import sys, numpy as np, onnxruntime as ort
