@@ -62,6 +62,7 @@ const std::vector<PassInfo>& registeredPasses() {
       {"fuse", createFuse},
       {"plan-memory", createPlanMemory},
       {"split-reductions", createSplitReductions},
+      {"widen-products", createWidenProducts},
   };
   return passes;
 }

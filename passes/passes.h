@@ -16,5 +16,6 @@ std::unique_ptr<Pass> createDecompose();                     // "decompose": com
 std::unique_ptr<Pass> createSplitReductions();               // "split-reductions": two-stage reductions
 std::unique_ptr<Pass> createFuse();                          // "fuse": kernels (fusion_groups.h)
 std::unique_ptr<Pass> createPlanMemory();                    // "plan-memory": arena layout (plan_memory.h)
+std::unique_ptr<Pass> createWidenProducts();                 // "widen-products": bf16/f16 products in f32
 
 }  // namespace smelt

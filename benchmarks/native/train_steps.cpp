@@ -2,7 +2,8 @@
 // mlp_train_step (784-1024-1024-10, batch 256, Adam, cross-entropy), resnet18_train_step (torchvision's
 // ResNet-18, batch 16 of 3x64x64, SGD with momentum 0.9): one compiled training step per call; and
 // tiny_latency (relu(x W^T + b) at 64x64 through a compiled Predictor). Medians of many runs.
-//   smelt_train_steps [--only NAME] [--seconds S] [--device ID] [--compiled-batch N]
+//   smelt_train_steps [--only NAME] [--seconds S] [--device ID] [--compiled-batch N] [--precision f32|bf16|f16]
+//                     [--memory-budget F[,F...]]
 // (ID: cpu by default, cuda, opencl, ...; N: the training steps are created for batches of N, larger
 // than the workload's, and timed at the workload's batch: a partial batch's step, whose kernels are the
 // ones every size shares, to set beside the step compiled for that batch alone.)
@@ -96,6 +97,8 @@ double msSince(std::chrono::steady_clock::time_point t0) {
 std::string device = "cpu";
 /// The batch the training steps are created for (--compiled-batch); 0: the workload's own.
 int64_t compiledBatch = 0;
+/// What products and convolutions compute in (--precision f32|bf16|f16: TrainStepOptions::precision).
+DType precision = DType::f32;
 
 /// Fractions of the unbudgeted arena to train under (--memory-budget F[,F...]); empty: none.
 std::vector<double> budgetFractions;
@@ -190,8 +193,10 @@ int trainStep(const char* name, nn::ModulePtr module, nn::OptimizerPtr optimizer
     }
     created.shape[0] = compiledBatch;
   }
+  nn::TrainStepOptions options{.device = device};
+  options.precision = precision;
   auto step = nn::TrainStep::create(model, nn::crossEntropy, std::move(optimizer), created,
-                                    TensorType{DType::i64, {created.shape[0]}}, {.device = device});
+                                    TensorType{DType::i64, {created.shape[0]}}, options);
   if (!step.ok()) return fail(step.error());
   double compileMs = msSince(t0);
   Tensor x = randomNormal(input, 1);
@@ -223,6 +228,10 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--seconds")) seconds = std::atof(argv[i + 1]);
     if (!std::strcmp(argv[i], "--device")) device = argv[i + 1];
     if (!std::strcmp(argv[i], "--compiled-batch")) compiledBatch = std::atoll(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--precision")) {
+      std::string_view p = argv[i + 1];
+      precision = p == "bf16" ? DType::bf16 : p == "f16" ? DType::f16 : DType::f32;
+    }
     if (!std::strcmp(argv[i], "--memory-budget")) {
       for (std::string_view rest = argv[i + 1]; !rest.empty();) {
         size_t comma = rest.find(',');

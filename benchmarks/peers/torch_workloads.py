@@ -49,7 +49,12 @@ def mlp_train(compile_it, args):
     timing.report("mlp_train", timing.median_ms(step, args))
 
 
-def train_step(name, compile_it):
+def _autocast(fn, x, y, dtype):
+    with torch.autocast("cpu", dtype=getattr(torch, {"bf16": "bfloat16", "f16": "float16"}[dtype])):
+        return fn(x, y)
+
+
+def train_step(name, compile_it, autocast=None):
     """One training step of ../shared/peers/torch_peer.py's workloads (forward, loss, backward, the
     optimizer's update). Compiled: the model and loss through torch.compile (AOTAutograd compiles the
     backward too); the optimizer's step stays eager."""
@@ -64,6 +69,11 @@ def train_step(name, compile_it):
     loss_fn = lambda x, y: F.cross_entropy(model(x), y)
     if compile_it:
         loss_fn = torch.compile(loss_fn)
+    if autocast:
+        # Mixed precision as PyTorch users write it: the forward (and so its backward) under autocast; the
+        # parameters and the optimizer stay f32.
+        inner = loss_fn
+        loss_fn = lambda x, y: _autocast(inner, x, y, autocast)
 
     def step():
         opt.zero_grad(set_to_none=True)
@@ -91,7 +101,7 @@ def run_training_workload(name, args):
                 timing.report(name + ":compile", timing.first_call_ms(fn))
             timing.report(name, timing.median_ms(fn, args))
     else:
-        step = train_step(name, args.mode == "compile")
+        step = train_step(name, args.mode == "compile", args.autocast)
         if args.mode == "compile":
             timing.report(name + ":compile", timing.first_call_ms(step))
         timing.report(name, timing.median_ms(step, args))
@@ -102,6 +112,8 @@ def main():
     ap = timing.arguments(__doc__.splitlines()[0])
     ap.add_argument("--mode", choices=["eager", "compile"], default="eager")
     ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: torch's default)")
+    ap.add_argument("--autocast", choices=["bf16", "f16"], default=None,
+                    help="the training steps' forward under torch.autocast on the CPU in this dtype")
     args = ap.parse_args()
     if args.threads > 0:
         torch.set_num_threads(args.threads)

@@ -226,7 +226,10 @@ Status CompiledGraph::Impl::prepare(const Graph& source, const std::string& symb
   if (options.checkIndices) {
     SMELT_TRY(indexChecks, addIndexChecks(graph));
   }
-  SMELT_TRY(PassManager pm, PassManager::fromPipeline(options.pipeline, PassManagerOptions::fromEnvironment()));
+  std::string pipeline = options.pipeline;
+  // bf16/f16 products as f32 products where the device has no fast low-precision one (the CPU's BLAS is f32).
+  if (!pipeline.empty() && !backend->lowPrecisionProducts()) pipeline = "widen-products," + pipeline;
+  SMELT_TRY(PassManager pm, PassManager::fromPipeline(pipeline, PassManagerOptions::fromEnvironment()));
   SMELT_TRY(bool changed, pm.run(graph));
   (void)changed;
   hostMemory = backend->hostMemory();

@@ -67,6 +67,10 @@ class DeviceBackend {
   /// and end), so that waiting for a run waits for it alone and reports its own faults (CUDA, HIP).
   virtual bool ownStream() const { return false; }
 
+  /// Whether bf16 and f16 products run fast here as they are (cuBLAS, a generated GPU kernel); when not (the CPU,
+  /// whose BLAS is f32), the executable widens them to f32 products first (passes/widen_products.cpp).
+  virtual bool lowPrecisionProducts() const { return true; }
+
   /// Why `node` cannot run as a kernel here ("" when it can): no kernel lowering, no compiler in this
   /// build, a dtype the device lacks, an op or dtype SMELT_FAULTS marks unsupported. Such nodes run on
   /// the reference interpreter, their operands brought to the host and their results sent back.

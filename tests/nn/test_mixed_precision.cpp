@@ -7,9 +7,11 @@
 #include "frontend/nn/optimizers.h"
 #include "frontend/nn/train_step.h"
 #include "ir/interpreter.h"
+#include "runtime/exec/executable.h"
 #include "tests/support/random_tensors.h"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cmath>
 
@@ -169,4 +171,29 @@ TEST_CASE(
   REQUIRE((*step)->run(x, y).ok());
   CHECK(scalar("loss_scale") == 65536.0);
   CHECK(scalar("loss_scale.good_steps") == 0.0);
+}
+
+TEST_CASE("mixed precision: the CPU runs bf16 and f16 products as f32 products on its BLAS, rounded once") {
+  for (const char* dtype : {"bf16", "f16"}) {
+    CAPTURE(dtype);
+    std::string text = fmt::format(R"(graph @g(%a: {0}[16,32], %b: {0}[32,24]) {{
+  %0 = matmul(%a, %b) : {0}[16,24]
+  return y = %0
+}})",
+                                   dtype);
+    Graph graph = testing::parseOrFail(text);
+    CompileOptions options;
+    options.device = "cpu";
+    auto exe = Executable::compile(graph, options);
+    REQUIRE_MESSAGE(exe.ok(), (exe.ok() ? "" : exe.error().message()));
+    CHECK((*exe)->report().blas == 1);  // the widened product, on the BLAS
+    TensorMap feeds = testing::randomFeeds(graph, testing::testSeed());
+    auto want = interpret(graph, feeds);
+    REQUIRE(want.ok());
+    auto ran = (*exe)->run(feeds);
+    REQUIRE_MESSAGE(ran.ok(), (ran.ok() ? "" : ran.error().message()));
+    std::string diff =
+        testing::compareTensors((*ran)[0], (*want)[0], testing::backendTolerance(graph.outputs()[0].value->dtype()));
+    CHECK_MESSAGE(diff.empty(), diff);
+  }
 }
