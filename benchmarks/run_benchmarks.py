@@ -22,7 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-from harness import analysis, chart, data_parallel, device_runtime, memory_budget, report, runners, shared_core, soak, symbolic_batch, venvs  # noqa: E402
+from harness import analysis, chart, data_parallel, device_runtime, memory_budget, mixed_precision, report, runners, shared_core, soak, symbolic_batch, venvs  # noqa: E402
 from harness.workloads import BY_NAME, WORKLOADS  # noqa: E402
 
 DEBIAN_PYTHON = "/usr/bin/python3"
@@ -53,12 +53,14 @@ def parse_args(argv):
                     help="skip the data-parallel figures (all-reduce bandwidth on 2 MPI ranks against MPI_Allreduce)")
     ap.add_argument("--no-memory-budget", action="store_true",
                     help="skip the memory-budget figures (training steps under fractions of their planned peak)")
+    ap.add_argument("--no-mixed-precision", action="store_true",
+                    help="skip the mixed-precision figures (training steps in f32, bf16, f16 beside torch.autocast)")
     ap.add_argument("--smoke", action="store_true",
                     help="check that every workload compiles, then a --quick --no-peers run of ew_chain")
     a = ap.parse_args(argv)
     if a.smoke:
         a.quick = a.no_peers = a.no_build = a.no_install = a.no_device = a.no_shared_core = a.no_symbolic = a.no_soak = True
-        a.no_distributed = a.no_memory_budget = True
+        a.no_distributed = a.no_memory_budget = a.no_mixed_precision = True
         a.only = a.only or "ew_chain"
     a.smelt = a.smelt or os.path.join(a.build_dir, "bin", "smelt")
     if not a.output_dir:
@@ -307,6 +309,12 @@ def run(a, cache):
         device = device or {"targets": [], "markdown": []}
         device["targets"] = device["targets"] + memory_budget.targets(mb)
         device["markdown"] = device["markdown"] + memory_budget.markdown(mb)
+    if not a.no_mixed_precision:
+        say("mixed precision: the MLP and ResNet-18 steps in f32, bf16 and f16, and PyTorch's autocast")
+        mp = mixed_precision.measure(os.path.dirname(a.smelt), DEBIAN_PYTHON, budget, a.quick, say)
+        device = device or {"targets": [], "markdown": []}
+        device["targets"] = device["targets"] + mixed_precision.targets(mp)
+        device["markdown"] = device["markdown"] + mixed_precision.markdown(mp)
     if not a.no_soak:
         say("trust: the pool's cycle time, and a soak")
         trust = soak.measure(os.path.dirname(a.smelt), a.quick)

@@ -1,9 +1,9 @@
 """Mixed precision (issue 22): the MLP and ResNet-18 training steps in f32, bf16 and f16 in smelt
 (`smelt_train_steps --precision P`: products and convolutions in the low precision from f32 masters; f16 with
 dynamic loss scaling on the device) beside PyTorch eager in f32 and under torch.autocast (bf16, f16) on the same
-CPU (Debian's torch, 2 threads), each in its own process, rounds alternating. This CPU has no AVX-512 BF16 or FP16:
-neither smelt (generated kernels where oneDNN's low-precision GEMM needs those) nor PyTorch runs low-precision
-products at full speed here; the figures say how much each loses."""
+CPU (Debian's torch, all cores), each in its own process, rounds alternating. smelt's CPU executables widen
+low-precision products to f32 ones on its f32 BLAS (passes/widen_products.cpp); PyTorch's bf16 runs oneDNN's bf16
+kernels (this CPU has AVX-512 BF16)."""
 import os
 import statistics
 
@@ -53,10 +53,10 @@ def markdown(results):
     md = ["### Mixed precision on the CPU", "",
           "Each training step in f32 and with its products and convolutions in bf16 or f16 (f32 master weights; "
           "smelt's f16 with dynamic loss scaling on the device, PyTorch's forward under `torch.autocast`, its "
-          "f16 without a GradScaler), each in its own process (median ms; rounds alternate). This CPU has no "
-          "AVX-512 BF16/FP16, so neither framework has a fast low-precision GEMM here: smelt runs generated "
-          "kernels for the bf16/f16 products (oneDNN's low-precision GEMM needs those instructions), PyTorch its "
-          "own fallbacks.", "",
+          "f16 without a GradScaler), each in its own process (median ms; rounds alternate). smelt's CPU "
+          "executables compute bf16/f16 products as f32 products of the widened operands on the f32 BLAS, rounded "
+          "once (passes/widen_products.cpp: the casts are the extra time); PyTorch's bf16 autocast runs oneDNN's bf16 "
+          "kernels, which this CPU's AVX-512 BF16 makes fast; its CPU autocast refuses f16.", "",
           "| workload | smelt f32 | smelt bf16 | smelt f16 | torch f32 | torch bf16 autocast | torch f16 autocast | "
           "smelt bf16 / torch bf16 |", "|---|---|---|---|---|---|---|---|"]
     if "error" in results:
@@ -65,7 +65,8 @@ def markdown(results):
         cells = []
         for key in ("smelt f32", "smelt bf16", "smelt f16", "torch f32", "torch bf16", "torch f16"):
             v = _median(row, key)
-            cells.append("%.1f" % v if v else (row.get(key + " error", ["-"])[0][:60] or "-"))
+            error = row.get(key + " error", ["-"])[0]
+            cells.append("%.1f" % v if v else ("not supported" if "only support" in error else error[:60] or "-"))
         sb, tb = _median(row, "smelt bf16"), _median(row, "torch bf16")
         ratio = "%.2fx faster" % (tb / sb) if sb and tb and tb >= sb else ("%.2fx slower" % (sb / tb) if sb and tb else "-")
         md.append("| %s | %s | %s |" % (workload, " | ".join(cells), ratio))
