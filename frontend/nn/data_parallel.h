@@ -19,6 +19,10 @@ struct DistributedOptions {
   bool enabled = false;
   int64_t bucketBytes = int64_t{25} << 20;
   int64_t firstBucketBytes = int64_t{1} << 20;
+  /// Batch norms normalize with the statistics of the whole batch over every rank (PyTorch's SyncBatchNorm): each
+  /// rank's per-channel mean and mean square averaged by one all_reduce per layer (the ranks' batches must be
+  /// equal in size). Off: each rank's own batch, as DistributedDataParallel alone does.
+  bool syncBatchNorm = false;
 };
 
 /// `grads` (of the trainable parameters, in their order) averaged over the ranks: flattened into buckets, each

@@ -40,6 +40,10 @@ class GraphContext {
   Graph& graph() { return graph_; }
   Builder& b() { return builder_; }
   bool training() const { return training_; }
+  /// Whether batch norms normalize with statistics over every rank's batch (DistributedOptions::syncBatchNorm):
+  /// their per-rank moments are averaged with an all_reduce, as PyTorch's SyncBatchNorm does.
+  bool syncBatchNorm() const { return syncBatchNorm_; }
+  void setSyncBatchNorm(bool sync) { syncBatchNorm_ = sync; }
   StateDict& state() { return state_; }
 
   /// The parameter `prefix + name` of `shape` (f32), created in this graph on first use; its value is
@@ -84,6 +88,7 @@ class GraphContext {
   Builder builder_;
   StateDict& state_;
   bool training_;
+  bool syncBatchNorm_ = false;
   uint64_t seed_;
   uint64_t draws_ = 0;
   std::string prefix_;

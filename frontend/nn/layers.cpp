@@ -106,6 +106,7 @@ class BatchNorm final : public Module {
     Value* mean = ctx.parameter("running_mean", {c_}, zeros(), /*trainable=*/false);
     Value* var = ctx.parameter("running_var", {c_}, ones(), /*trainable=*/false);
     if (!ctx.training()) return ctx.b().op("batch_norm", {x, scale, bias, mean, var}, {{"epsilon", eps_}});
+    if (ctx.syncBatchNorm()) return synchronized(ctx, x, scale, bias, mean, var);
     // The op's momentum weighs the old running value (ONNX's convention); PyTorch's weighs the new one.
     std::vector<Value*> r = ctx.b().ops("batch_norm_train", {x, scale, bias, mean, var},
                                         {{"epsilon", eps_}, {"momentum", 1.0 - momentum_}});
@@ -117,6 +118,42 @@ class BatchNorm final : public Module {
   std::string describe() const override { return fmt::format("BatchNorm({})", c_); }
 
  private:
+  /// Training-mode batch norm over every rank's batch: each rank's per-channel mean and mean square, averaged
+  /// over the ranks by one all_reduce (equal batches), give the whole batch's mean and biased variance; the
+  /// gradient flows back through the all_reduce to every rank's activations. The running statistics update as
+  /// batch_norm_train's do.
+  Value* synchronized(GraphContext& ctx, Value* x, Value* scale, Value* bias, Value* runningMean, Value* runningVar) {
+    Builder& b = ctx.b();
+    const int64_t rank = x->type().rank();
+    std::vector<int64_t> axes;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (d != 1) axes.push_back(d);
+    }
+    AttrMap reduce{{"axes", axes}, {"keepdims", int64_t{1}}};
+    Value* localMean = b.op("reduce_mean", {x}, reduce);             // [1, C, 1, ...]
+    Value* localSquare = b.op("reduce_mean", {b.square(x)}, reduce);  // E[x^2] over this rank's batch
+    Value* moments = b.op("all_reduce", {b.op("concat", {localMean, localSquare}, {{"axis", int64_t{0}}})},
+                          {{"op", std::string("mean")}});
+    auto row = [&](int64_t i) {
+      return b.op("slice", {moments}, {{"starts", std::vector<int64_t>{i}}, {"ends", std::vector<int64_t>{i + 1}},
+                                       {"axes", std::vector<int64_t>{0}}});
+    };
+    Value* mean = row(0);
+    // E[x^2] - E[x]^2 can round below 0 for a constant channel.
+    Value* variance = b.op("max", {b.sub(row(1), b.square(mean)), b.scalarLike(0.0, mean)});
+    Shape perChannel(static_cast<size_t>(rank), 1);
+    perChannel[1] = c_;
+    Value* normalized = b.mul(b.sub(x, mean), b.op("rsqrt", {b.add(variance, b.scalarLike(eps_, variance))}));
+    Value* y = b.add(b.mul(normalized, b.reshape(scale, perChannel)), b.reshape(bias, perChannel));
+    auto running = [&](Value* old, Value* batch) {
+      Value* kept = b.scale(old, 1.0 - momentum_);
+      return b.add(kept, b.scale(b.reshape(batch, {c_}), momentum_));
+    };
+    ctx.assign(ctx.prefix() + "running_mean", running(runningMean, mean));
+    ctx.assign(ctx.prefix() + "running_var", running(runningVar, variance));
+    return y;
+  }
+
   int64_t c_;
   double eps_, momentum_;
 };

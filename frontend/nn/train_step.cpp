@@ -162,6 +162,7 @@ Status TrainStep::compileBatch(int64_t batch, bool accumulateOnly) {
   Value* y = graph.addInput("target", full || !targetBatched() ? target_ : withBatch(target_, batch));
   GradientTape tape(graph);
   GraphContext ctx(graph, model.state, /*training=*/true, model.seed);
+  ctx.setSyncBatchNorm(options_.distributed.enabled && options_.distributed.syncBatchNorm);
   const bool lossScaling = options_.precision == DType::f16;
   if (options_.precision == DType::bf16 || lossScaling) {
     ctx.b().setAutocast(options_.precision);

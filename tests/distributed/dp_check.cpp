@@ -1,7 +1,8 @@
 // smelt_dp_check MODE, run by mpirun on N ranks (tests/distributed/run_dp_checks.sh):
-//   equal     data-parallel steps of an MLP and a CNN (Adam, three batches of 24 examples, each rank its shard)
-//             give the parameters and optimizer state one process computes on the whole batches (f32, 1e-5
-//             relative), and the same on every rank bit for bit;
+//   equal     data-parallel steps of an MLP, a CNN and a CNN with batch norms synchronized over the ranks (Adam,
+//             three batches of 24 examples, each rank its shard) give the parameters, optimizer state and running
+//             statistics one process computes on the whole batches (f32, 1e-5 relative), and the same on every
+//             rank bit for bit;
 //   mismatch  rank 1 builds a wider model: creating the step fails on every rank naming the first collective
 //             that differs;
 //   stuck     rank 1 stops answering before the first collective: rank 0 fails within the timeout
@@ -57,6 +58,8 @@ Expected<nn::StateDict> train(const Case& c, bool distributed, int rank, int siz
   options.distributed.enabled = distributed;
   options.distributed.firstBucketBytes = 512;  // several buckets even for these small models
   options.distributed.bucketBytes = 4096;
+  // Batch norms over the whole batch, as the one process has them (the other cases have none).
+  options.distributed.syncBatchNorm = true;
   SMELT_TRY(auto step,
             nn::TrainStep::create(model, nn::crossEntropy, nn::adam({.lr = 0.01}), TensorType{DType::f32, xs},
                                   TensorType{DType::i64, {end - begin}}, options));
@@ -134,9 +137,22 @@ int main(int argc, char** argv) {
            },
            {2, 8, 8},
            5};
+  Case batchNormCnn{"cnn with synchronized batch norm",
+                    [] {
+                      // No bias before a batch norm (as ResNets have it): its gradient is zero up to rounding,
+                      // which Adam's normalized step would turn into arbitrary updates.
+                      return nn::sequential({nn::conv2d(2, 6, 3, {.padding = 1, .bias = false}), nn::batchNorm(6),
+                                             nn::relu(),
+                                             nn::conv2d(6, 8, 3, {.stride = 2, .padding = 1, .bias = false}),
+                                             nn::batchNorm(8),
+                                             nn::tanh(), nn::flatten(), nn::linear(8 * 4 * 4, 5)});
+                    },
+                    {2, 8, 8},
+                    5};
   if (mode == "equal") {
     bool ok = equalCase(mlp, group);
     ok = equalCase(cnn, group) && ok;
+    ok = equalCase(batchNormCnn, group) && ok;
     std::fflush(stdout);
     return ok ? 0 : 1;
   }
