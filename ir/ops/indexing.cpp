@@ -338,7 +338,11 @@ Expected<std::vector<TensorType>> inferScatterAdd(const OpCall& call) {
   return single(x);
 }
 
-Expected<std::vector<Tensor>> referenceScatterAdd(const OpCall& call, std::span<const Tensor> in) {
+// x with each updates element combined (`how`: add, mul, max, min) into the element gather(x, indices, axis)
+// reads, in updates' row-major order, so repeated indices combine in order (numpy add.at), rounding to the dtype at
+// each step; integers wrap for add and mul; max and min propagate NaN as the binary ops do. The references of
+// scatter_add and scatter_reduce.
+Expected<std::vector<Tensor>> scatterReference(const OpCall& call, std::span<const Tensor> in, const std::string& how) {
   const Tensor& x = in[0];
   const Tensor& updates = in[2];
   SMELT_TRY(int64_t axis, normalizeAxis(call.getInt("axis"), x.rank()));
@@ -348,22 +352,34 @@ Expected<std::vector<Tensor>> referenceScatterAdd(const OpCall& call, std::span<
   SMELT_TRY(std::vector<int64_t> rows, checkedIndices(call, in[1], axis, dim));
   Tensor out = x;
   int64_t count = static_cast<int64_t>(rows.size());
+  auto combineFloat = [&](double a, double b) {
+    if (how == "add") return a + b;
+    if (how == "mul") return a * b;
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+    return how == "max" ? (b > a ? b : a) : (b < a ? b : a);
+  };
   dispatchDType(x.dtype(), [&]<typename T>(TypeTag<T>) {
     if constexpr (std::is_same_v<T, bool>) {
       return;  // inference rejected bool
     } else {
+      // Generic, so that it is only instantiated for the integer types (the branch below).
+      auto combineInt = [&](auto a, auto b) -> decltype(a) {
+        auto ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
+        if (how == "add") return static_cast<decltype(a)>(ua + ub);  // wraps
+        if (how == "mul") return static_cast<decltype(a)>(ua * ub);  // wraps
+        return how == "max" ? (b > a ? b : a) : (b < a ? b : a);
+      };
       T* dst = out.data<T>();
       const T* src = updates.data<T>();
-      // In updates' row-major order, so repeated indices accumulate in order (numpy add.at).
       for (int64_t o = 0; o < outer; ++o) {
         for (int64_t i = 0; i < count; ++i) {
           T* to = dst + (o * dim + rows[i]) * inner;
           const T* from = src + (o * count + i) * inner;
           for (int64_t k = 0; k < inner; ++k) {
             if constexpr (kIsFloatStorage<T>) {
-              to[k] = fromDouble<T>(toDouble(to[k]) + toDouble(from[k]));  // rounded to T at every add
+              to[k] = fromDouble<T>(combineFloat(toDouble(to[k]), toDouble(from[k])));  // rounded to T at each step
             } else {
-              to[k] = static_cast<T>(static_cast<uint64_t>(to[k]) + static_cast<uint64_t>(from[k]));  // wraps
+              to[k] = combineInt(to[k], from[k]);
             }
           }
         }
@@ -371,6 +387,10 @@ Expected<std::vector<Tensor>> referenceScatterAdd(const OpCall& call, std::span<
     }
   });
   return std::vector<Tensor>{std::move(out)};
+}
+
+Expected<std::vector<Tensor>> referenceScatterAdd(const OpCall& call, std::span<const Tensor> in) {
+  return scatterReference(call, in, "add");
 }
 
 // --- scatter_reduce -------------------------------------------------------------------------------
@@ -384,48 +404,8 @@ Expected<std::vector<TensorType>> inferScatterReduce(const OpCall& call) {
   return inferScatterAdd(call);
 }
 
-// x with each updates element combined into the element gather(x, indices, axis) reads, in updates' row-major
-// order, rounding to the dtype at each step (integers wrap for mul); max and min propagate NaN as the binary ops do.
 Expected<std::vector<Tensor>> referenceScatterReduce(const OpCall& call, std::span<const Tensor> in) {
-  const Tensor& x = in[0];
-  const Tensor& updates = in[2];
-  SMELT_TRY(int64_t axis, normalizeAxis(call.getInt("axis"), x.rank()));
-  const std::string& how = call.getString("reduction");
-  int64_t dim = x.shape()[axis];
-  int64_t outer = numElements(std::span(x.shape()).first(static_cast<size_t>(axis)));
-  int64_t inner = numElements(std::span(x.shape()).subspan(static_cast<size_t>(axis) + 1));
-  SMELT_TRY(std::vector<int64_t> rows, checkedIndices(call, in[1], axis, dim));
-  Tensor out = x;
-  int64_t count = static_cast<int64_t>(rows.size());
-  auto combineFloat = [&](double a, double b) {
-    if (how == "mul") return a * b;
-    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
-    return how == "max" ? (b > a ? b : a) : (b < a ? b : a);
-  };
-  dispatchDType(x.dtype(), [&]<typename T>(TypeTag<T>) {
-    if constexpr (std::is_same_v<T, bool>) {
-      return;  // inference rejected bool
-    } else {
-      T* dst = out.data<T>();
-      const T* src = updates.data<T>();
-      for (int64_t o = 0; o < outer; ++o) {
-        for (int64_t i = 0; i < count; ++i) {
-          T* to = dst + (o * dim + rows[i]) * inner;
-          const T* from = src + (o * count + i) * inner;
-          for (int64_t k = 0; k < inner; ++k) {
-            if constexpr (kIsFloatStorage<T>) {
-              to[k] = fromDouble<T>(combineFloat(toDouble(to[k]), toDouble(from[k])));
-            } else if (how == "mul") {
-              to[k] = static_cast<T>(static_cast<uint64_t>(to[k]) * static_cast<uint64_t>(from[k]));  // wraps
-            } else {
-              to[k] = how == "max" ? (from[k] > to[k] ? from[k] : to[k]) : (from[k] < to[k] ? from[k] : to[k]);
-            }
-          }
-        }
-      }
-    }
-  });
-  return std::vector<Tensor>{std::move(out)};
+  return scatterReference(call, in, call.getString("reduction"));
 }
 
 // --- kernel lowerings (ir/lowering.h): each result element reads operand elements at computed indices
@@ -541,37 +521,15 @@ Expected<std::vector<KValue>> lowerGather(LoweringContext& ctx) {
   return std::vector<KValue>{ctx.operand(0, at)};
 }
 
-// scatter_add, gathered: x's element plus, in updates' row-major order (the reference's order of
-// adds, rounding to the dtype at each as it does; integers wrap), every update whose wrapped index
-// is this element's position along the axis. Out-of-range indices (rejected by the reference) match
-// nothing. Quadratic: each result element loops over every index; a real scatter is later work.
-Expected<std::vector<KValue>> lowerScatterAdd(LoweringContext& ctx) {
+// scatter_add and scatter_reduce, gathered: x's element combined (`combine`: add, mul, max, min) with every update
+// whose wrapped index is this element's position along the axis, in updates' row-major order (the reference's
+// order, rounding to the dtype at each step as it does; integers wrap). Out-of-range indices (rejected by the
+// reference) match nothing. Quadratic: each result element loops over every index; a real scatter is later work.
+Expected<std::vector<KValue>> lowerScatterWith(LoweringContext& ctx, KBinary combine) {
   KernelEmitter& e = ctx.emit();
   const OpCall& call = ctx.call();
   const Shape& x = call.operand(0).shape;
   SMELT_TRY(int64_t axis, normalizeAxis(call.getInt("axis"), static_cast<int64_t>(x.size())));
-  auto a = static_cast<size_t>(axis);
-  std::span<const KValue> out = ctx.index();
-  KValue position = out[a];
-  const Shape& indices = call.operand(1).shape;
-  return loopBox(e, indices, {ctx.operand(0, out)}, [&](std::span<const KValue> i, std::span<const KValue> sum) {
-    KValue hit = e.binary(KBinary::Eq, wrappedIndex(e, ctx.operand(1, i), x[a]), position);
-    std::vector<KValue> at(out.begin(), out.begin() + axis);
-    at.insert(at.end(), i.begin(), i.end());
-    at.insert(at.end(), out.begin() + axis + 1, out.end());
-    return std::vector<KValue>{e.select(hit, e.add(sum[0], ctx.operand(2, at)), sum[0])};
-  });
-}
-
-// scatter_reduce, gathered as scatter_add is: x's element combined with every update whose wrapped index is this
-// element's position, in updates' row-major order.
-Expected<std::vector<KValue>> lowerScatterReduce(LoweringContext& ctx) {
-  KernelEmitter& e = ctx.emit();
-  const OpCall& call = ctx.call();
-  const Shape& x = call.operand(0).shape;
-  SMELT_TRY(int64_t axis, normalizeAxis(call.getInt("axis"), static_cast<int64_t>(x.size())));
-  const std::string& how = call.getString("reduction");
-  KBinary combine = how == "mul" ? KBinary::Mul : how == "max" ? KBinary::Max : KBinary::Min;
   auto a = static_cast<size_t>(axis);
   std::span<const KValue> out = ctx.index();
   KValue position = out[a];
@@ -583,6 +541,13 @@ Expected<std::vector<KValue>> lowerScatterReduce(LoweringContext& ctx) {
     at.insert(at.end(), out.begin() + axis + 1, out.end());
     return std::vector<KValue>{e.select(hit, e.binary(combine, acc[0], ctx.operand(2, at)), acc[0])};
   });
+}
+
+Expected<std::vector<KValue>> lowerScatterAdd(LoweringContext& ctx) { return lowerScatterWith(ctx, KBinary::Add); }
+
+Expected<std::vector<KValue>> lowerScatterReduce(LoweringContext& ctx) {
+  const std::string& how = ctx.call().getString("reduction");
+  return lowerScatterWith(ctx, how == "mul" ? KBinary::Mul : how == "max" ? KBinary::Max : KBinary::Min);
 }
 
 // --- gradients ------------------------------------------------------------------------------------
