@@ -284,43 +284,39 @@ def run(a, cache):
         place = device_runtime.placement(a.smelt, a.quick)
         device = {"targets": device_runtime.targets(pool), "markdown": device_runtime.markdown(pool, place),
                   "pool": pool, "placement": place}
+    def section(device, targets, markdown):
+        """`device` with one more section's targets and markdown."""
+        device = device or {"targets": [], "markdown": []}
+        device["targets"] = device["targets"] + targets
+        device["markdown"] = device["markdown"] + markdown
+        return device
+
+    build_dir = os.path.dirname(a.smelt)
     if not a.no_shared_core:
         say("a shared machine: the workloads again with one core busy")
         shared = shared_core.measure(a, peers, budget, cache, say)
-        device = device or {"targets": [], "markdown": []}
-        device["targets"] = device["targets"] + shared_core.targets(shared)
-        device["markdown"] = device["markdown"] + shared_core.markdown(shared)
+        device = section(device, shared_core.targets(shared), shared_core.markdown(shared))
     if not a.no_symbolic:
         say("shape-polymorphic graphs: the workloads with a symbolic batch, and kernels across batch sizes")
         sym = symbolic_batch.measure(a, budget, cache, 1 if a.quick else 3, say)
         steps = symbolic_batch.measure_steps(a, budget, cache, 1 if a.quick else 3, say)
-        device = device or {"targets": [], "markdown": []}
-        device["targets"] = device["targets"] + symbolic_batch.targets(sym, steps)
-        device["markdown"] = device["markdown"] + symbolic_batch.markdown(sym, steps)
+        device = section(device, symbolic_batch.targets(sym, steps), symbolic_batch.markdown(sym, steps))
     if not a.no_distributed:
         say("data-parallel training: all-reduce bandwidth on 2 MPI ranks")
-        dp = data_parallel.measure(os.path.dirname(a.smelt), a.quick, say)
-        device = device or {"targets": [], "markdown": []}
-        device["targets"] = device["targets"] + data_parallel.targets(dp)
-        device["markdown"] = device["markdown"] + data_parallel.markdown(dp)
+        dp = data_parallel.measure(build_dir, a.quick, say)
+        device = section(device, data_parallel.targets(dp), data_parallel.markdown(dp))
     if not a.no_memory_budget:
         say("training under a memory budget: the MLP and ResNet-18 steps at fractions of their planned peak")
-        mb = memory_budget.measure(os.path.dirname(a.smelt), a.quick, say)
-        device = device or {"targets": [], "markdown": []}
-        device["targets"] = device["targets"] + memory_budget.targets(mb)
-        device["markdown"] = device["markdown"] + memory_budget.markdown(mb)
+        mb = memory_budget.measure(build_dir, a.quick, say)
+        device = section(device, memory_budget.targets(mb), memory_budget.markdown(mb))
     if not a.no_mixed_precision:
         say("mixed precision: the MLP and ResNet-18 steps in f32, bf16 and f16, and PyTorch's autocast")
-        mp = mixed_precision.measure(os.path.dirname(a.smelt), DEBIAN_PYTHON, budget, a.quick, say)
-        device = device or {"targets": [], "markdown": []}
-        device["targets"] = device["targets"] + mixed_precision.targets(mp)
-        device["markdown"] = device["markdown"] + mixed_precision.markdown(mp)
+        mp = mixed_precision.measure(build_dir, DEBIAN_PYTHON, budget, a.quick, say)
+        device = section(device, mixed_precision.targets(mp), mixed_precision.markdown(mp))
     if not a.no_soak:
         say("trust: the pool's cycle time, and a soak")
-        trust = soak.measure(os.path.dirname(a.smelt), a.quick)
-        device = device or {"targets": [], "markdown": []}
-        device["targets"] = device["targets"] + soak.targets(trust)
-        device["markdown"] = device["markdown"] + soak.markdown(trust)
+        trust = soak.measure(build_dir, a.quick)
+        device = section(device, soak.targets(trust), soak.markdown(trust))
     print(report.console(rows, stream, peers))
     for label, measured, met in (device or {}).get("targets", []):
         print("  %-50s %-14s %s" % (label, measured, "met" if met else "NOT MET"))
