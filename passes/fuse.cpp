@@ -85,6 +85,19 @@ class Outliner {
         ++pending[u];
       }
     }
+    // A constant goes where its first reader goes, not where it was built: the optimizer's constants come
+    // at the end of a training graph, and a weight gradient's kernel (its update in the epilogue) waiting
+    // for one ran after the whole backward pass, keeping every activation it reads alive to the end.
+    for (size_t i = 0; i < graph_.numNodes(); ++i) {
+      const Node* node = graph_.nodes()[i].get();
+      if (node->opName() != "constant") continue;
+      size_t c = unitOf(node, positions);
+      for (const Value* r : node->results()) {
+        for (const Node* user : r->users()) {
+          firstPosition[c] = std::min(firstPosition[c], firstPosition[unitOf(user, positions)]);
+        }
+      }
+    }
     using Entry = std::pair<size_t, size_t>;  // (first position, unit)
     std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
     size_t total = 0;
