@@ -331,6 +331,34 @@ class Cli(unittest.TestCase):
             self.assertEqual(text.returncode, 0, text.stderr)
             self.assertIn("lower bound", text.stdout)
 
+    def test_inspect_memory_budget_recomputes_until_the_peak_fits(self):
+        # A 4-layer MLP's forward + backward (the golden case of the fuse pass under a budget).
+        golden = os.path.join(SRC, "tests", "passes", "fuse", "remat_mlp_budget.ir")
+        passes = ["--passes", "canonicalize,cse,dce,fuse"]
+        plain = json.loads(smelt("inspect", golden, *passes, "--json").stdout)
+        self.assertEqual((plain["memory_budget"], plain["recomputed_nodes"], plain["recomputed_flops"]), (0, 0, 0))
+        r = smelt("inspect", golden, *passes, "--memory-budget", "60K", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        info = json.loads(r.stdout)
+        self.assertEqual(info["memory_budget"], 60 * 1024)
+        self.assertLessEqual(info["peak_bytes"], 60 * 1024)
+        self.assertEqual(info["peak_bytes_without_recompute"], plain["peak_bytes"])
+        self.assertGreater(info["recomputed_nodes"], 0)
+        self.assertGreater(info["extra_time_estimate"], 0)
+        self.assertIn("fuse{memory-budget=61440}", info["pipeline"])
+        text = smelt("inspect", golden, *passes, "--memory-budget", "60K")
+        self.assertIn("nodes recomputed", text.stdout)
+        # No plan fits: the buffers at the peak and the smallest budget found; a bad count names itself.
+        tight = smelt("inspect", golden, *passes, "--memory-budget", "4K")
+        self.assertNotEqual(tight.returncode, 0)
+        self.assertIn("no plan found fits; the smallest found needs", tight.stderr)
+        self.assertIn("grad of", tight.stderr)
+        bad = smelt("inspect", golden, "--memory-budget", "lots")
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertIn("'lots' is not a byte count", bad.stderr)
+        nofuse = smelt("inspect", golden, "--passes", "cse", "--memory-budget", "60K")
+        self.assertIn("has no fuse pass", nofuse.stderr)
+
     def test_devices(self):
         # The CPU always; every other kind either lists devices or says why it has none.
         r = subprocess.run([SMELT, "devices", "--json"], capture_output=True, text=True)
