@@ -383,7 +383,12 @@ class Exporter {
     } else if (name == "max_pool2d_backward") {
       SMELT_CHECK_OK(maxPoolBackward(n, in, out));
     } else if (name == "scatter_add") {
-      SMELT_CHECK_OK(scatterAdd(n, in, out));
+      SMELT_CHECK_OK(scatter(n, in, out, "add"));
+    } else if (name == "scatter_reduce") {
+      const std::string& how = std::get<std::string>(n.attrs().at("reduction"));
+      // ScatterND's max and min reductions came with opset 18; mul with 16.
+      if (how != "mul") return makeError("scatter_reduce {} has no ONNX form in opset {} (ScatterND's {} is opset 18)", how, kOpset, how);
+      SMELT_CHECK_OK(scatter(n, in, out, how));
     } else if (name == "max_pool2d" || name == "avg_pool2d") {
       if (n.results().size() != 1) return makeError("a pool with indices has no one-node ONNX form here");
       const auto& kernel = intsAttr(n, "kernel");
@@ -455,16 +460,18 @@ class Exporter {
     return Status::success();
   }
 
-  /// scatter_add (numpy add.at along `axis`, any index shape): the axis moved first and the index dims of the
-  /// updates flattened in front, a ScatterND with reduction add of one-coordinate tuples, moved back.
-  Status scatterAdd(const Node& n, const std::vector<std::string>& in, const std::vector<std::string>& out) {
+  /// scatter_add and scatter_reduce (numpy add.at along `axis`, any index shape; or mul): the axis moved first and
+  /// the index dims of the updates flattened in front, a ScatterND with that reduction of one-coordinate tuples,
+  /// moved back.
+  Status scatter(const Node& n, const std::vector<std::string>& in, const std::vector<std::string>& out,
+                 const std::string& reduction) {
     const Shape& xs = n.operand(0)->shape();
     const Shape& is = n.operand(1)->shape();
     auto rank = static_cast<int64_t>(xs.size()), q = static_cast<int64_t>(is.size());
     int64_t axis = intAttr(n, "axis");
     if (axis < 0) axis += rank;
     if (!isStatic(is) || isSymbolic(xs[static_cast<size_t>(axis)])) {
-      return makeError("scatter_add with symbolic indices or a symbolic scattered axis");
+      return makeError("{} with symbolic indices or a symbolic scattered axis", n.opName());
     }
     int64_t count = 1;
     for (int64_t d : is) count *= d;
@@ -496,8 +503,7 @@ class Exporter {
     std::string extent = constant(Tensor::scalar(DType::i64, static_cast<double>(xs[static_cast<size_t>(axis)])));
     std::string zero = constant(Tensor::scalar(DType::i64, 0.0));
     idx = op("Where", {op("Less", {idx, zero}), op("Add", {idx, extent}), idx});  // negative indices wrap
-    std::string summed =
-        op("ScatterND", {data, idx, upd}, [](onnx::NodeProto* sc) { attr(sc, "reduction", std::string("add")); });
+    std::string summed = op("ScatterND", {data, idx, upd}, [&](onnx::NodeProto* sc) { attr(sc, "reduction", reduction); });
     if (axis == 0) {
       node("Identity", {summed}, out);
     } else {

@@ -4,6 +4,8 @@ its outputs must equal smelt's (`smelt run` / `smelt grad` on the CPU, f32 withi
   - tests/onnx/export_cnn.ir: conv, relu, pools, softmax, gelu, layer norm, variance, rsqrt, with a
     symbolic batch run at two sizes;
   - tests/onnx/export_mlp.ir with --grad: the training graph (the gradients as outputs);
+  - tests/onnx/export_scatter.ir: scatter_reduce (mul) and scatter_add as ScatterND, and scatter_reduce max refused
+    (ScatterND's max is opset 18);
   - tests/onnx/export_conv_train.ir with --grad: a CNN's training graph (convolution weight gradients
     of a strided, dilated, grouped convolution, ConvTranspose input gradients, an overlapping max pool's
     through its indices, an average pool's, a gather's with repeated and negative indices);
@@ -86,6 +88,23 @@ def inside(binary, source, work):
     assert names == ["y", "w1.grad", "b1.grad", "w2.grad", "table.grad"], names
     for name, value in zip(names[1:], session.run(None, {"x": x})[1:]):
         worst = max(worst, compare("conv training graph " + name, value, np.load(os.path.join(out, name + ".npy"))))
+
+    scatter = os.path.join(source, "tests", "onnx", "export_scatter.ir")
+    smelt(binary, "export", scatter, "-o", os.path.join(work, "scatter.onnx"))
+    session = ort.InferenceSession(os.path.join(work, "scatter.onnx"), providers=["CPUExecutionProvider"])
+    feeds = {"x": rng.standard_normal((3, 4)).astype(np.float32), "u": rng.standard_normal((3, 2, 2)).astype(np.float32)}
+    for name, value in feeds.items():
+        np.save(os.path.join(work, name + ".npy"), value)
+    out = os.path.join(work, "scatter")
+    smelt(binary, "run", scatter, "--input", "x=" + os.path.join(work, "x.npy"), "--input",
+          "u=" + os.path.join(work, "u.npy"), "--output-dir", out)
+    for name, value in zip(["y", "z"], session.run(None, feeds)):
+        worst = max(worst, compare("scatter " + name, value, np.load(os.path.join(out, name + ".npy"))))
+    with open(os.path.join(work, "scatter_max.ir"), "w") as f:
+        f.write(open(scatter).read().replace('reduction = "mul"', 'reduction = "max"'))
+    refused = subprocess.run([binary, "export", os.path.join(work, "scatter_max.ir"), "-o",
+                              os.path.join(work, "max.onnx")], capture_output=True, text=True)
+    assert refused.returncode != 0 and "opset 18" in refused.stderr, refused.stderr
 
     tiny = os.path.join(source, "examples", "models", "tiny_cnn.onnx")
     smelt(binary, "export", tiny, "-o", os.path.join(work, "tiny_again.onnx"))
