@@ -703,6 +703,41 @@ std::vector<Value*> scatterReduceGradient(Builder& b, const GradientContext& c) 
   return {b.mul(share, wonX), nullptr, b.mul(gather(share), wonU)};
 }
 
+// concat on the CPU as the copies it is: for each index of the axes before `axis`, each operand's contiguous
+// block in turn. The kernel picks each output element's operand through a chain of selects, one per operand,
+// which a gradient bucket of 60 operands turned into 135 ms of ResNet-18's data-parallel step.
+HostKernel hostConcat(const OpCall& call) {
+  const TensorType& out = call.results()[0];
+  if (!out.isStatic()) return {};
+  Expected<int64_t> normalized = normalizeAxis(call.getInt("axis"), out.rank());
+  if (!normalized.ok()) return {};
+  const int64_t axis = *normalized;
+  int64_t outer = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= out.shape[static_cast<size_t>(d)];
+  int64_t inner = 1;
+  for (int64_t d = axis + 1; d < out.rank(); ++d) inner *= out.shape[static_cast<size_t>(d)];
+  const size_t elementBytes = dtypeSize(out.dtype);
+  std::vector<size_t> blockBytes;  // each operand's bytes per index of the outer axes
+  for (const TensorType& t : call.operands()) {
+    blockBytes.push_back(static_cast<size_t>(t.shape[static_cast<size_t>(axis)] * inner) * elementBytes);
+  }
+  size_t rowBytes = 0;
+  for (size_t b : blockBytes) rowBytes += b;
+  if (out.numel() == 0) return [](char* const*, const ParallelFor&) {};
+  return [=](char* const* buffers, const ParallelFor& parallel) {
+    char* result = buffers[blockBytes.size()];
+    parallel(outer, [&](int64_t begin, int64_t end) {
+      for (int64_t o = begin; o < end; ++o) {
+        char* to = result + static_cast<size_t>(o) * rowBytes;
+        for (size_t i = 0; i < blockBytes.size(); ++i) {
+          std::memcpy(to, buffers[i] + static_cast<size_t>(o) * blockBytes[i], blockBytes[i]);
+          to += blockBytes[i];
+        }
+      }
+    });
+  };
+}
+
 }  // namespace
 
 void registerIndexingOps(OpRegistry& registry) {
@@ -723,6 +758,7 @@ void registerIndexingOps(OpRegistry& registry) {
 })",
       .gradient = concatGradient,
       .lower = lowerConcat,
+      .host = hostConcat,
   });
   registry.add(OpDef{
       .name = "slice",

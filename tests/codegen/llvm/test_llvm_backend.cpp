@@ -167,6 +167,48 @@ TEST_CASE("llvm: max_pool2d's gradient runs as its op's host scatter, matching t
   }
 }
 
+TEST_CASE("llvm: concat runs as its op's host copies, bit for bit the kernel's, on every axis and with empty operands") {
+  // Flat gradient buckets (axis 0 of 1-D operands), an inner axis, the last axis with a zero-width operand, and
+  // every dtype width (i64, f32, f16, bool).
+  const char* graphs[] = {
+      R"(graph @g(%a: $T[7], %b: $T[1], %c: $T[300], %d: $T[0]) {
+  %0 = concat(%a, %b, %c, %d) {axis = 0} : $T[308]
+  return r = %0
+})",
+      R"(graph @g(%a: $T[2,3,4], %b: $T[2,1,4], %c: $T[2,5,4]) {
+  %0 = concat(%a, %b, %c) {axis = 1} : $T[2,9,4]
+  return r = %0
+})",
+      R"(graph @g(%a: $T[3,2,5], %b: $T[3,2,0], %c: $T[3,2,1]) {
+  %0 = concat(%a, %b, %c) {axis = -1} : $T[3,2,6]
+  return r = %0
+})"};
+  for (const char* text : graphs) {
+    for (const char* dtype : {"f32", "i64", "f16", "bool"}) {
+      CAPTURE(text);
+      CAPTURE(dtype);
+      Graph graph = testing::parseOrFail(testing::substituteDType(text, dtype));
+      TensorMap feeds = testing::randomFeeds(graph, testing::testSeed());
+      auto exe = Executable::compile(graph);
+      REQUIRE_MESSAGE(exe.ok(), (exe.ok() ? "" : exe.error().message()));
+      CHECK((*exe)->report().host == 1);
+      auto actual = (*exe)->run(feeds);
+      REQUIRE(actual.ok());
+      auto expected = interpret(graph, feeds);
+      REQUIRE(expected.ok());
+      CHECK((*actual)[0].bitwiseEqual((*expected)[0]));
+      CompileOptions kernelOnly;
+      kernelOnly.host = false;
+      auto viaKernel = Executable::compile(graph, kernelOnly);
+      REQUIRE(viaKernel.ok());
+      CHECK((*viaKernel)->report().host == 0);
+      auto kernelResult = (*viaKernel)->run(feeds);
+      REQUIRE(kernelResult.ok());
+      CHECK((*kernelResult)[0].bitwiseEqual((*actual)[0]));
+    }
+  }
+}
+
 TEST_CASE("llvm: row reductions keep NaN, inf and -inf as the reference does, at every position of a vectorized row") {
   // max/min reductions render as maxnum plus a NaN flag and sums are reassociated into vector lanes:
   // a NaN in the vector body, the remainder or the first element must still make the row NaN, and an
