@@ -1,7 +1,10 @@
 // The process-wide collective group (ir/collective.h).
 #include "ir/collective.h"
 
+#include <cstring>
+#include <map>
 #include <mutex>
+#include <span>
 
 namespace smelt {
 
@@ -12,41 +15,42 @@ std::shared_ptr<CollectiveGroup>& installed() {
 }
 }  // namespace
 
-Expected<int64_t> CollectiveGroup::startAllReduceSum(Tensor tensor) {
-  SMELT_CHECK_OK(allReduceSum(tensor));
+Expected<int64_t> CollectiveGroup::startAllReduceSum(void* data, int64_t count, DType dtype) {
+  const TensorType type{dtype, {count}};
+  auto bytes = std::span(static_cast<const std::byte*>(data), type.byteSize());
+  SMELT_TRY(Tensor sum, Tensor::fromBytes(type, bytes));
+  SMELT_CHECK_OK(allReduceSum(sum));
+  std::memcpy(data, sum.raw(), sum.byteSize());
   int64_t handle = nextHandle_++;
-  finished_.emplace(handle, std::move(tensor));
+  finished_.insert(handle);
   return handle;
 }
 
-Expected<Tensor> CollectiveGroup::finishAllReduce(int64_t handle) {
-  auto it = finished_.find(handle);
-  if (it == finished_.end()) return makeError("all-reduce #{} was not started or already finished", handle);
-  Tensor t = std::move(it->second);
-  finished_.erase(it);
-  return t;
+Status CollectiveGroup::finishAllReduce(int64_t handle) {
+  if (!finished_.erase(handle)) return makeError("all-reduce #{} was not started or already finished", handle);
+  return Status::success();
 }
 
 namespace {
 std::mutex startedMutex;
-std::map<int64_t, int64_t>& started() {
-  static std::map<int64_t, int64_t> byTag;
+std::map<int64_t, StartedAllReduce>& started() {
+  static std::map<int64_t, StartedAllReduce> byTag;
   return byTag;
 }
 }  // namespace
 
-void recordStartedAllReduce(int64_t tag, int64_t handle) {
+void recordStartedAllReduce(int64_t tag, StartedAllReduce s) {
   std::lock_guard lock(startedMutex);
-  started()[tag] = handle;
+  started()[tag] = std::move(s);
 }
 
-Expected<int64_t> takeStartedAllReduce(int64_t tag) {
+Expected<StartedAllReduce> takeStartedAllReduce(int64_t tag) {
   std::lock_guard lock(startedMutex);
   auto it = started().find(tag);
   if (it == started().end()) return makeError("all_reduce_wait {{tag = {}}}: no all_reduce_start of that tag ran", tag);
-  int64_t handle = it->second;
+  StartedAllReduce s = std::move(it->second);
   started().erase(it);
-  return handle;
+  return s;
 }
 
 void setCollectiveGroup(std::shared_ptr<CollectiveGroup> group) { installed() = std::move(group); }

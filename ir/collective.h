@@ -1,14 +1,14 @@
 // The process's collective group: the ranks of a data-parallel job (runtime/distributed joins an MPI world and
-// installs one here). Collective ops (`all_reduce`, ir/ops/collective.cpp) call it from their reference
-// implementation, which every executable runs for them on the host, so the interpreter and every backend agree.
+// installs one here). Collective ops (`all_reduce`, ir/ops/collective.cpp) call it on the host from every
+// executable and the interpreter, so they all agree.
 // Without a group installed a process is a world of one: a collective is the identity (a mean divides by 1).
 #pragma once
 
 #include "ir/support/expected.h"
 #include "ir/tensor.h"
 
-#include <map>
 #include <memory>
+#include <set>
 
 namespace smelt {
 
@@ -23,22 +23,31 @@ class CollectiveGroup {
   virtual Status allReduceSum(Tensor& tensor) = 0;
   /// Replaces `tensor` on every rank by rank `root`'s.
   virtual Status broadcast(Tensor& tensor, int root) = 0;
-  /// Starts the sum of `tensor` over the ranks and returns at once with a handle for finishAllReduce, so the
-  /// caller computes while it runs (all_reduce_start). Collectives run in the order they start, on every rank.
-  /// The default runs it before returning.
-  virtual Expected<int64_t> startAllReduceSum(Tensor tensor);
-  /// Waits for a started sum and returns it (all_reduce_wait).
-  virtual Expected<Tensor> finishAllReduce(int64_t handle);
+  /// Starts the in-place sum over the ranks of the `count` elements of `dtype` at `data` and returns at once with a
+  /// handle for finishAllReduce, so the caller computes while it runs (all_reduce_start). The memory is the
+  /// caller's (an executable's own buffer: no copy): it must stay valid, neither read nor written, until
+  /// finishAllReduce(handle) returns. Collectives run in the order they start, on every rank. The default runs the
+  /// sum before returning.
+  virtual Expected<int64_t> startAllReduceSum(void* data, int64_t count, DType dtype);
+  /// Waits for a started sum (all_reduce_wait): its memory then holds the sum.
+  virtual Status finishAllReduce(int64_t handle);
 
  private:
-  std::map<int64_t, Tensor> finished_;
+  std::set<int64_t> finished_;
   int64_t nextHandle_ = 0;
 };
 
+/// The all-reduce all_reduce_start started for its `tag`: the group's handle, and the tensor it sums in place
+/// when the memory is not an executable's (the reference interpreter's copy).
+struct StartedAllReduce {
+  int64_t handle = 0;
+  std::shared_ptr<Tensor> held;
+};
+
 /// The all-reduces started by all_reduce_start and not yet waited for, by the ops' `tag`.
-void recordStartedAllReduce(int64_t tag, int64_t handle);
-/// The handle recorded for `tag`, removed; an error when none was started.
-Expected<int64_t> takeStartedAllReduce(int64_t tag);
+void recordStartedAllReduce(int64_t tag, StartedAllReduce started);
+/// The all-reduce recorded for `tag`, removed; an error when none was started.
+Expected<StartedAllReduce> takeStartedAllReduce(int64_t tag);
 
 /// Installs the group collective ops use (null: a world of one). Not thread-safe against running collectives.
 void setCollectiveGroup(std::shared_ptr<CollectiveGroup> group);

@@ -172,8 +172,12 @@ struct OpDef {
   /// Null: the kernel everywhere.
   HostFn host;
   /// A collective across the ranks of a data-parallel job (ir/collective.h): never a kernel, never folded or
-  /// merged; every executable runs its reference implementation on the host, in schedule order.
+  /// merged; every executable runs it on the host, in schedule order (`collectiveOnHost` over a CPU executable's
+  /// buffers, else `reference` on copies).
   bool collective = false;
+  /// A collective over an executable's own host buffers (operands', then results'), without the copies
+  /// `reference` works on: the CPU executable runs it (runtime/exec). Null: `reference`.
+  std::function<Status(const OpCall& call, char* const* buffers)> collectiveOnHost;
   /// Rough arithmetic operations of one application (`smelt inspect`, cost models); the OpCall has
   /// operand and result types. Null: defaultFlops() by fusion kind.
   std::function<int64_t(const OpCall&)> flops;

@@ -94,7 +94,9 @@ const BufferAssignment* MemoryPlan::find(const Value* value) const {
 // only through elementwise ops of its own shape (not through a view, a reduction or the matmul/conv of
 // an epilogue, which read other indices).
 bool readsOnlyAtWrittenIndex(const Node& node, const Value* operand) {
-  if (node.op().fusion == FusionKind::Elementwise) return true;
+  // A collective's result element is a function of its operand's element at that index on every rank (a
+  // started all-reduce sums in place in its result: over its dying operand, that saves a copy of the bucket).
+  if (node.op().fusion == FusionKind::Elementwise || node.op().collective) return true;
   if (node.opName() != "fused") return false;
   const std::string& kind = std::get<std::string>(node.attrs().at("kind"));
   const GraphRef& body = std::get<GraphRef>(node.attrs().at("body"));

@@ -79,6 +79,15 @@ HostKernel planHostStep(const Graph& graph, const Node& node, Shares shares) {
   return node.op().host(call);
 }
 
+/// Whether a collective may run over the executable's buffers in place: an all_reduce_start sums in its result
+/// buffer while the step goes on, so only its all_reduce_wait may read that buffer (anything else reading it
+/// would see a sum in the making, where the op promises its operand).
+bool collectiveInPlace(const Node& node) {
+  if (node.opName() != "all_reduce_start") return true;
+  const std::vector<Node*>& users = node.result()->users();
+  return users.size() == 1 && users[0]->opName() == "all_reduce_wait";
+}
+
 constexpr int64_t kNoOffset = -1;  // a product's own buffer, placed in the scratch region later
 
 }  // namespace
@@ -99,6 +108,7 @@ CompiledGraph::Impl::~Impl() {
     }
     labels.push_back(std::move(label));
     std::string kind = s.kind == Step::Kind::kHost          ? "host"
+                       : s.kind == Step::Kind::kCollective  ? "collective"
                        : s.kind == Step::Kind::kInterpreted ? "interpreted"
                        : s.kind == Step::Kind::kProduct     ? (s.launch ? "BLAS+epilogue" : "BLAS")
                                                             : "kernel";
@@ -265,6 +275,11 @@ Status CompiledGraph::Impl::prepare(const Graph& source, const std::string& symb
         return overlaps(step.buffers[r], node->result(r - node->numOperands())->type().byteSize(), step.buffers[o],
                         node->operand(o)->type().byteSize());
       });
+    }
+    if (hostMemory && node->op().collectiveOnHost && collectiveInPlace(*node)) {
+      step.kind = Step::Kind::kCollective;
+      steps.push_back(std::move(step));
+      continue;
     }
     const std::string why = step.host ? "" : backend->whyNotKernel(*node);
     if (step.host) {

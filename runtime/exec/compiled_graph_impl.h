@@ -42,7 +42,9 @@ struct DeviceConvolution {
 
 /// One node's work in a compiled graph.
 struct Step {
-  enum class Kind { kKernel, kProduct, kHost, kInterpreted };
+  /// kCollective: a collective over the executable's host buffers (OpDef::collectiveOnHost), without the copies
+  /// the interpreter makes.
+  enum class Kind { kKernel, kProduct, kHost, kCollective, kInterpreted };
   Kind kind = Kind::kInterpreted;
   const Node* node = nullptr;
   std::string label;

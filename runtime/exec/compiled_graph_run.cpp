@@ -99,6 +99,15 @@ Status CompiledGraph::Impl::runStep(Step& step) {
       });
       return Status::success();
     }
+    case Step::Kind::kCollective: {
+      for (size_t b = 0; b < step.args.size(); ++b) step.pointers[b] = pointerOf(step.args[b]);
+      const Node& node = *step.node;
+      std::vector<TensorType> operandTypes, resultTypes;
+      for (const Value* v : node.operands()) operandTypes.push_back(v->type());
+      for (const Value* v : node.results()) resultTypes.push_back(v->type());
+      OpCall call(node.op(), step.label, operandTypes, node.attrs(), resultTypes);
+      return node.op().collectiveOnHost(call, step.pointers.data());
+    }
     case Step::Kind::kInterpreted: return interpretStep(step);
   }
   return Status::success();
@@ -135,7 +144,7 @@ Status CompiledGraph::Impl::execute() {
     // SMELT_CHECK_KERNELS=1: the node's operands are copied before it runs (an in-place result may
     // overwrite one), and its results are checked against the reference interpreter.
     std::vector<Tensor> before;
-    const bool check = checkKernels && step.kind != Step::Kind::kInterpreted;
+    const bool check = checkKernels && step.kind != Step::Kind::kInterpreted && step.kind != Step::Kind::kCollective;
     if (check) {
       SMELT_TRY(before, download(step, false));
     }
@@ -166,7 +175,7 @@ Expected<bool> CompiledGraph::Impl::replay() {
   // Not the first run: its one-time work (a library's handle and workspace) must not be recorded.
   if (executions++ == 0) return false;
   for (const Step& s : steps) {
-    if (s.kind == Step::Kind::kHost || s.kind == Step::Kind::kInterpreted) {
+    if (s.kind == Step::Kind::kHost || s.kind == Step::Kind::kCollective || s.kind == Step::Kind::kInterpreted) {
       replayOff = true;  // host work cannot be recorded on a device stream
       return false;
     }
