@@ -305,6 +305,9 @@ def run(a, cache):
         say("data-parallel training: all-reduce bandwidth on 2 MPI ranks")
         dp = data_parallel.measure(build_dir, a.quick, say)
         device = section(device, data_parallel.targets(dp), data_parallel.markdown(dp))
+        say("data-parallel training: overlap and scaling, ranks on hosts behind a slowed link")
+        overlap = data_parallel.measure_overlap(build_dir, a.quick, say)
+        device = section(device, data_parallel.overlap_targets(overlap), data_parallel.overlap_markdown(overlap))
     if not a.no_memory_budget:
         say("training under a memory budget: the MLP and ResNet-18 steps at fractions of their planned peak")
         mb = memory_budget.measure(build_dir, a.quick, say)

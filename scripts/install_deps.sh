@@ -17,6 +17,7 @@ packages=(
   mono-mcs                                 # the C API's C# (P/Invoke) program of docs/c_api.md, run by ctest
   python3-venv                             # virtualenvs: onnxruntime for the ONNX export test, the benchmarks' peers
   libopenmpi-dev openmpi-bin               # data-parallel training across processes and hosts (runtime/distributed)
+  iproute2                                 # ip and tc: test hosts in network namespaces (scripts/netns_hosts.sh)
 )
 missing=()
 for p in "${packages[@]}"; do
