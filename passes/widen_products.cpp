@@ -7,8 +7,12 @@
 //                                             %3 = cast(%b) {to = "f32"} : f32[6,8]
 //                                             %4 = matmul(%2, %3) : f32[4,8]
 //                                             %5 = cast(%4) {to = "bf16"} : bf16[4,8]
+// Option keep-gemm=DTYPES ("bf16", "bf16+f16"): matmul and gemm in those dtypes stay (a BLAS computes them: oneDNN's
+// bf16 GEMM on a CPU that has it); convolutions are widened whatever their dtype.
 #include "ir/builder.h"
 #include "passes/passes.h"
+
+#include <algorithm>
 
 namespace smelt {
 
@@ -23,10 +27,24 @@ class WidenProducts final : public Pass {
     return "Computes bf16/f16 products (matmul, gemm, convolutions) in f32 over widened operands, the result "
            "rounded back: for devices without a fast low-precision product";
   }
+  Status setOption(std::string_view key, std::string_view value) override {
+    if (key != "keep-gemm") return Pass::setOption(key, value);
+    kept_.clear();
+    for (std::string_view rest = value; !rest.empty();) {
+      size_t plus = rest.find('+');
+      std::string_view name = rest.substr(0, plus);
+      Expected<DType> dtype = parseDType(name);
+      if (!dtype.ok() || !isLowPrecision(*dtype)) return makeError("keep-gemm: '{}' is not bf16 or f16", name);
+      kept_.push_back(*dtype);
+      rest = plus == std::string_view::npos ? std::string_view{} : rest.substr(plus + 1);
+    }
+    return Status::success();
+  }
   Expected<bool> run(Graph& graph, PassContext& context) override {
     std::vector<Node*> products;
     for (const auto& node : graph.nodes()) {
-      if (node->op().product && node->results().size() == 1 && isLowPrecision(node->result()->dtype())) {
+      if (node->op().product && node->results().size() == 1 && isLowPrecision(node->result()->dtype()) &&
+          !kept(*node)) {
         products.push_back(node.get());
       }
     }
@@ -46,6 +64,13 @@ class WidenProducts final : public Pass {
     context.count("products widened", static_cast<int64_t>(products.size()));
     return !products.empty();
   }
+
+ private:
+  bool kept(const Node& node) const {
+    if (node.opName() != "matmul" && node.opName() != "gemm") return false;
+    return std::find(kept_.begin(), kept_.end(), node.result()->dtype()) != kept_.end();
+  }
+  std::vector<DType> kept_;
 };
 
 }  // namespace

@@ -5,9 +5,13 @@
 //   features, reached 477. (OPENBLAS_CORETYPE=SkylakeX fixes OpenBLAS too, but only when set before
 //   the process starts: setting it in-process before dlopen does not reach OpenBLAS's detection.)
 // - f64: OpenBLAS's cblas_dgemm (oneDNN has no dgemm).
+// - bf16: oneDNN's dnnl_gemm_bf16bf16f32 (bf16 operands, f32 accumulation and result, rounded to bf16 here), where
+//   a probe product at load finds it exact: oneDNN exports it beside dnnl_sgemm (its own tests declare it; the
+//   public header does not), and it runs AVX-512 BF16's dot products where the CPU has them.
 // A dtype with no library is not available and its products stay on generated kernels.
 #include "runtime/cpu/blas.h"
 
+#include "ir/half.h"
 #include "runtime/cpu/thread_pool.h"
 
 #include <atomic>
@@ -17,6 +21,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace smelt::blas {
 
@@ -33,6 +38,9 @@ using CblasDgemm = void (*)(int, int, int, int, int, int, double, const double*,
 // row-major, dnnl_dim_t = int64_t.
 using DnnlSgemm = int (*)(char, char, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t,
                           float, float*, int64_t);
+// dnnl_gemm_bf16bf16f32: the same with bf16 A and B (uint16_t storage), f32 C.
+using DnnlGemmBf16 = int (*)(char, char, int64_t, int64_t, int64_t, float, const uint16_t*, int64_t, const uint16_t*,
+                             int64_t, float, float*, int64_t);
 using SetThreads = void (*)(int);
 // cblas_somatcopy(order, trans, rows, cols, alpha, a, lda, b, ldb): OpenBLAS's out-of-place copy.
 using Somatcopy = void (*)(int, int, int, int, float, const float*, int, float*, int);
@@ -42,6 +50,7 @@ constexpr int64_t kSmallProduct = 64 * 64 * 64;
 
 struct Library {
   DnnlSgemm dnnlSgemm = nullptr;
+  DnnlGemmBf16 dnnlGemmBf16 = nullptr;  // null unless the probe product was exact
   CblasSgemm sgemm = nullptr;
   CblasDgemm dgemm = nullptr;
   SetThreads openblasThreads = nullptr;
@@ -68,6 +77,20 @@ void* openFirst(std::initializer_list<const char*> names) {
 // getenv is a data race (ThreadSanitizer found it when the first product came from a worker thread).
 [[maybe_unused]] const bool kSpinCountSet = setenv("GOMP_SPINCOUNT", "10000", /*overwrite=*/0) == 0;
 
+// [1 2; 3 4] [5 6; 7 8] = [19 22; 43 50], every value exact in bf16: a library that fails or differs (a build
+// without the bf16 GEMM answers "unimplemented") is not used.
+DnnlGemmBf16 probedBf16(DnnlGemmBf16 gemm) {
+  if (!gemm) return nullptr;
+  uint16_t a[4], b[4];
+  for (int i = 0; i < 4; ++i) {
+    a[i] = BFloat16(static_cast<float>(i + 1)).bits;
+    b[i] = BFloat16(static_cast<float>(i + 5)).bits;
+  }
+  float c[4] = {};
+  if (gemm('N', 'N', 2, 2, 2, 1.0f, a, 2, b, 2, 0.0f, c, 2) != 0) return nullptr;
+  return c[0] == 19 && c[1] == 22 && c[2] == 43 && c[3] == 50 ? gemm : nullptr;
+}
+
 const Library& library() {
   static Library lib;
   static std::once_flag once;
@@ -84,7 +107,8 @@ const Library& library() {
       if (auto parallel = reinterpret_cast<ThreadPool::OpenMpParallel>(dlsym(dnnl, "GOMP_parallel"))) {
         ThreadPool::runOnOpenMp(parallel);
       }
-      if (lib.dnnlSgemm) parts = "oneDNN (f32)";
+      lib.dnnlGemmBf16 = probedBf16(reinterpret_cast<DnnlGemmBf16>(dlsym(dnnl, "dnnl_gemm_bf16bf16f32")));
+      if (lib.dnnlSgemm) parts = lib.dnnlGemmBf16 ? "oneDNN (f32, bf16)" : "oneDNN (f32)";
     }
     if (void* openblas = openFirst({"libopenblas.so.0", "libopenblas.so"})) {
       lib.sgemm = reinterpret_cast<CblasSgemm>(dlsym(openblas, "cblas_sgemm"));
@@ -109,6 +133,7 @@ bool available(DType dtype) {
   const Library& lib = library();
   if (dtype == DType::f32) return lib.dnnlSgemm || lib.sgemm;
   if (dtype == DType::f64) return lib.dgemm != nullptr;
+  if (dtype == DType::bf16) return lib.dnnlGemmBf16 != nullptr;
   return false;
 }
 
@@ -133,6 +158,18 @@ void transpose(const float* a, int64_t rows, int64_t cols, float* t, int64_t ldt
 void gemm(DType dtype, bool transA, bool transB, int64_t m, int64_t n, int64_t k, double alpha, const void* a,
           int64_t lda, const void* b, int64_t ldb, void* c, int64_t ldc) {
   const Library& lib = library();
+  if (dtype == DType::bf16) {
+    // oneDNN's f32 result in a per-thread buffer, then rounded (to nearest even) into C.
+    thread_local std::vector<float> wide;
+    wide.resize(static_cast<size_t>(m * n));
+    lib.dnnlGemmBf16(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, static_cast<float>(alpha),
+                     static_cast<const uint16_t*>(a), lda, static_cast<const uint16_t*>(b), ldb, 0.0f, wide.data(), n);
+    auto* out = static_cast<uint16_t*>(c);
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) out[i * ldc + j] = BFloat16::fromFloat(wide[static_cast<size_t>(i * n + j)]);
+    }
+    return;
+  }
   if (dtype == DType::f32 && lib.dnnlSgemm) {
     // A small product runs on the calling thread alone: waking OpenMP's sleeping threads costs more
     // than it saves (a 64x64x64 product: 4 us alone, 5-12 us with the second thread woken).

@@ -1,4 +1,4 @@
-// The CPU's BLAS (oneDNN for f32, OpenBLAS for f64 and f32 without oneDNN; loaded at run time): row-major
+// The CPU's BLAS (oneDNN for f32 and bf16, OpenBLAS for f64 and f32 without oneDNN; loaded at run time): row-major
 // GEMM, C = alpha * op(A) op(B) (beta 0). Where no library serves a dtype, available(dtype) is false
 // and gemm is never called for it.
 //   if (blas::available(DType::f32)) blas::gemm(DType::f32, false, true, M, N, K, 1.0, a, K, b, K, c, N);
@@ -14,7 +14,8 @@ bool available(DType dtype);
 /// Whether f32 products run on oneDNN.
 bool onednn();
 
-/// Row-major C[M,N] = alpha * op(A) * op(B); op transposes when `transA` / `transB`. f32 or f64 only.
+/// Row-major C[M,N] = alpha * op(A) * op(B); op transposes when `transA` / `transB`. f32, f64, or bf16 (accumulated
+/// in f32, C rounded once).
 void gemm(DType dtype, bool transA, bool transB, int64_t m, int64_t n, int64_t k, double alpha, const void* a,
           int64_t lda, const void* b, int64_t ldb, void* c, int64_t ldc);
 

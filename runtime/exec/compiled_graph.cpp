@@ -237,8 +237,13 @@ Status CompiledGraph::Impl::prepare(const Graph& source, const std::string& symb
     SMELT_TRY(indexChecks, addIndexChecks(graph));
   }
   std::string pipeline = options.pipeline;
-  // bf16/f16 products as f32 products where the device has no fast low-precision one (the CPU's BLAS is f32).
-  if (!pipeline.empty() && !backend->lowPrecisionProducts()) pipeline = "widen-products," + pipeline;
+  // bf16/f16 products as f32 products where the device has no fast low-precision one (the CPU's BLAS is f32, with
+  // oneDNN's bf16 GEMM where the CPU has it).
+  if (const LowPrecisionProducts low = backend->lowPrecisionProducts(); !pipeline.empty() && !low.all) {
+    pipeline = (low.gemmDTypes.empty() ? std::string("widen-products")
+                                       : fmt::format("widen-products{{keep-gemm={}}}", low.gemmDTypes)) +
+               "," + pipeline;
+  }
   SMELT_TRY(PassManager pm, PassManager::fromPipeline(pipeline, PassManagerOptions::fromEnvironment()));
   SMELT_TRY(bool changed, pm.run(graph));
   (void)changed;

@@ -54,6 +54,14 @@ struct ProductBuffers {
 };
 
 /// See the file comment. One per compiled graph; not shared between threads.
+/// The bf16/f16 products a device computes as they are (DeviceBackend::lowPrecisionProducts).
+struct LowPrecisionProducts {
+  /// Every product, convolutions included.
+  bool all = true;
+  /// Otherwise matmul and gemm in these dtypes ("bf16", "bf16+f16"; "": none).
+  std::string gemmDTypes;
+};
+
 class DeviceBackend {
  public:
   explicit DeviceBackend(std::shared_ptr<Device> device) : device_(std::move(device)) {}
@@ -67,9 +75,10 @@ class DeviceBackend {
   /// and end), so that waiting for a run waits for it alone and reports its own faults (CUDA, HIP).
   virtual bool ownStream() const { return false; }
 
-  /// Whether bf16 and f16 products run fast here as they are (cuBLAS, a generated GPU kernel); when not (the CPU,
-  /// whose BLAS is f32), the executable widens them to f32 products first (passes/widen_products.cpp).
-  virtual bool lowPrecisionProducts() const { return true; }
+  /// Which bf16 and f16 products run fast here as they are: all of them (cuBLAS, a generated GPU kernel), or only
+  /// matmul and gemm in some dtypes (the CPU: oneDNN's bf16 GEMM); the executable widens the others to f32
+  /// products first (passes/widen_products.cpp).
+  virtual LowPrecisionProducts lowPrecisionProducts() const { return {}; }
 
   /// Why `node` cannot run as a kernel here ("" when it can): no kernel lowering, no compiler in this
   /// build, a dtype the device lacks, an op or dtype SMELT_FAULTS marks unsupported. Such nodes run on
