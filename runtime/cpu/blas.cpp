@@ -5,9 +5,9 @@
 //   features, reached 477. (OPENBLAS_CORETYPE=SkylakeX fixes OpenBLAS too, but only when set before
 //   the process starts: setting it in-process before dlopen does not reach OpenBLAS's detection.)
 // - f64: OpenBLAS's cblas_dgemm (oneDNN has no dgemm).
-// - bf16: oneDNN's dnnl_gemm_bf16bf16f32 (bf16 operands, f32 accumulation and result, rounded to bf16 here), where
-//   a probe product at load finds it exact: oneDNN exports it beside dnnl_sgemm (its own tests declare it; the
-//   public header does not), and it runs AVX-512 BF16's dot products where the CPU has them.
+// - bf16: oneDNN's dnnl_gemm_bf16bf16f32 (bf16 operands, f32 accumulation and result, rounded to bf16 here) on CPUs
+//   with bf16 dot products (AVX-512 BF16, AMX), where a probe product at load finds it exact: oneDNN exports it
+//   beside dnnl_sgemm (its own tests declare it; the public header does not).
 // A dtype with no library is not available and its products stay on generated kernels.
 #include "runtime/cpu/blas.h"
 
@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -77,10 +78,22 @@ void* openFirst(std::initializer_list<const char*> names) {
 // getenv is a data race (ThreadSanitizer found it when the first product came from a worker thread).
 [[maybe_unused]] const bool kSpinCountSet = setenv("GOMP_SPINCOUNT", "10000", /*overwrite=*/0) == 0;
 
+// Whether the CPU has bf16 dot products (AVX-512 BF16 or AMX): without them oneDNN emulates bf16 on AVX-512 or
+// refuses, and the f32 GEMM over widened operands is the faster way.
+bool cpuHasBf16() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("flags", 0) == 0) {
+      return line.find(" avx512_bf16") != std::string::npos || line.find(" amx_bf16") != std::string::npos;
+    }
+  }
+  return false;
+}
+
 // [1 2; 3 4] [5 6; 7 8] = [19 22; 43 50], every value exact in bf16: a library that fails or differs (a build
 // without the bf16 GEMM answers "unimplemented") is not used.
 DnnlGemmBf16 probedBf16(DnnlGemmBf16 gemm) {
-  if (!gemm) return nullptr;
+  if (!gemm || !cpuHasBf16()) return nullptr;
   uint16_t a[4], b[4];
   for (int i = 0; i < 4; ++i) {
     a[i] = BFloat16(static_cast<float>(i + 1)).bits;
