@@ -7,9 +7,10 @@
 //                                             %3 = cast(%b) {to = "f32"} : f32[6,8]
 //                                             %4 = matmul(%2, %3) : f32[4,8]
 //                                             %5 = cast(%4) {to = "bf16"} : bf16[4,8]
-// Option keep-gemm=DTYPES ("bf16", "bf16+f16"): matmul and gemm in those dtypes stay (a BLAS computes them: oneDNN's
-// bf16 GEMM on a CPU that has it); convolutions are widened whatever their dtype.
+// Options keep-dtypes=DTYPES ("bf16", "bf16+f16") and keep-ops=OPS ("matmul+gemm"): those ops' products in those
+// dtypes stay (a BLAS computes them: oneDNN's bf16 GEMM on a CPU that has it).
 #include "ir/builder.h"
+#include "ir/op_registry.h"
 #include "passes/passes.h"
 
 #include <algorithm>
@@ -28,15 +29,27 @@ class WidenProducts final : public Pass {
            "rounded back: for devices without a fast low-precision product";
   }
   Status setOption(std::string_view key, std::string_view value) override {
-    if (key != "keep-gemm") return Pass::setOption(key, value);
-    kept_.clear();
+    if (key != "keep-dtypes" && key != "keep-ops") return Pass::setOption(key, value);
+    std::vector<std::string_view> names;
     for (std::string_view rest = value; !rest.empty();) {
       size_t plus = rest.find('+');
-      std::string_view name = rest.substr(0, plus);
-      Expected<DType> dtype = parseDType(name);
-      if (!dtype.ok() || !isLowPrecision(*dtype)) return makeError("keep-gemm: '{}' is not bf16 or f16", name);
-      kept_.push_back(*dtype);
+      names.push_back(rest.substr(0, plus));
       rest = plus == std::string_view::npos ? std::string_view{} : rest.substr(plus + 1);
+    }
+    if (key == "keep-ops") {
+      keptOps_.clear();
+      for (std::string_view name : names) {
+        const OpDef* op = OpRegistry::global().find(name);
+        if (!op || !op->product) return makeError("keep-ops: '{}' is not a product op", name);
+        keptOps_.emplace_back(name);
+      }
+      return Status::success();
+    }
+    keptDTypes_.clear();
+    for (std::string_view name : names) {
+      Expected<DType> dtype = parseDType(name);
+      if (!dtype.ok() || !isLowPrecision(*dtype)) return makeError("keep-dtypes: '{}' is not bf16 or f16", name);
+      keptDTypes_.push_back(*dtype);
     }
     return Status::success();
   }
@@ -67,10 +80,11 @@ class WidenProducts final : public Pass {
 
  private:
   bool kept(const Node& node) const {
-    if (node.opName() != "matmul" && node.opName() != "gemm") return false;
-    return std::find(kept_.begin(), kept_.end(), node.result()->dtype()) != kept_.end();
+    return std::find(keptOps_.begin(), keptOps_.end(), node.opName()) != keptOps_.end() &&
+           std::find(keptDTypes_.begin(), keptDTypes_.end(), node.result()->dtype()) != keptDTypes_.end();
   }
-  std::vector<DType> kept_;
+  std::vector<std::string> keptOps_;
+  std::vector<DType> keptDTypes_;
 };
 
 }  // namespace

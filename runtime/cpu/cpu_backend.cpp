@@ -94,17 +94,22 @@ std::string CpuBackend::whyNotKernel(const Node& node) const {
 #endif
 }
 
-// bf16 matmul and gemm on oneDNN's bf16 GEMM where it is there; every other bf16/f16 product widened to f32.
+// bf16 products on oneDNN's bf16 GEMM where it is there (the transposed convolution's column sums aside); every
+// other bf16/f16 product widened to f32.
 LowPrecisionProducts CpuBackend::lowPrecisionProducts() const {
-  return {.all = false, .gemmDTypes = blas::available(DType::bf16) ? "bf16" : ""};
+  if (!blas::available(DType::bf16)) return {.all = false};
+  return {.all = false, .dtypes = "bf16", .ops = "matmul+gemm+conv2d+conv2d_weight_grad"};
 }
 
 std::optional<GemmPlan> CpuBackend::planProduct(const Node& node, const CompileOptions&) const {
   std::optional<GemmPlan> plan = planGemm(node, &blas::available);
   if (!plan) return plan;
-  // The convolutions' layouts run in f32 and f64 only (widen-products leaves none in bf16: see
-  // lowPrecisionProducts).
-  if (plan->conv && plan->dtype != DType::f32 && plan->dtype != DType::f64) return std::nullopt;
+  // A transposed convolution sums its columns (col2im) in its dtype: f32 and f64 only (widen-products leaves none in
+  // bf16: see lowPrecisionProducts).
+  if (plan->conv && plan->conv->kind == ConvGeometry::Transposed && plan->dtype != DType::f32 &&
+      plan->dtype != DType::f64) {
+    return std::nullopt;
+  }
   // OpenBLAS keeps its own threads; as many as smelt's pool (SMELT_NUM_THREADS), never more.
   static const bool threadsSet = [] {
     blas::setThreads(ThreadPool::global().threads());

@@ -289,12 +289,16 @@ void runGemm(const GemmPlan& p, char* const* operands, char* product, char* colu
     if (p.dtype == DType::f32) return runConvTransposeAs<float>(p, operands, product, columns);
     return runConvTransposeAs<double>(p, operands, product, columns);
   }
+  // bf16 (oneDNN's bf16 GEMM) moves its layouts as 16-bit words (0 is +0.0); the transposed convolution, whose
+  // col2im adds, stays f32 or f64 (CpuBackend::planProduct).
   if (p.conv && p.conv->kind == ConvGeometry::WeightGrad) {
     if (p.dtype == DType::f32) return runWeightGradAs<float>(p, operands, product, columns);
+    if (p.dtype == DType::bf16) return runWeightGradAs<uint16_t>(p, operands, product, columns);
     return runWeightGradAs<double>(p, operands, product, columns);
   }
   if (p.conv) {
     if (p.dtype == DType::f32) return runConvAs<float>(p, operands, product, columns);
+    if (p.dtype == DType::bf16) return runConvAs<uint16_t>(p, operands, product, columns);
     return runConvAs<double>(p, operands, product, columns);
   }
   size_t bytes = dtypeSize(p.dtype);

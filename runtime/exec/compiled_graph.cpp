@@ -240,8 +240,8 @@ Status CompiledGraph::Impl::prepare(const Graph& source, const std::string& symb
   // bf16/f16 products as f32 products where the device has no fast low-precision one (the CPU's BLAS is f32, with
   // oneDNN's bf16 GEMM where the CPU has it).
   if (const LowPrecisionProducts low = backend->lowPrecisionProducts(); !pipeline.empty() && !low.all) {
-    pipeline = (low.gemmDTypes.empty() ? std::string("widen-products")
-                                       : fmt::format("widen-products{{keep-gemm={}}}", low.gemmDTypes)) +
+    pipeline = (low.dtypes.empty() ? std::string("widen-products")
+                                   : fmt::format("widen-products{{keep-dtypes={},keep-ops={}}}", low.dtypes, low.ops)) +
                "," + pipeline;
   }
   SMELT_TRY(PassManager pm, PassManager::fromPipeline(pipeline, PassManagerOptions::fromEnvironment()));

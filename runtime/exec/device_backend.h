@@ -58,8 +58,9 @@ struct ProductBuffers {
 struct LowPrecisionProducts {
   /// Every product, convolutions included.
   bool all = true;
-  /// Otherwise matmul and gemm in these dtypes ("bf16", "bf16+f16"; "": none).
-  std::string gemmDTypes;
+  /// Otherwise the products of these ops ("matmul+gemm") in these dtypes ("bf16", "bf16+f16"; "": none).
+  std::string dtypes;
+  std::string ops;
 };
 
 class DeviceBackend {
@@ -76,8 +77,8 @@ class DeviceBackend {
   virtual bool ownStream() const { return false; }
 
   /// Which bf16 and f16 products run fast here as they are: all of them (cuBLAS, a generated GPU kernel), or only
-  /// matmul and gemm in some dtypes (the CPU: oneDNN's bf16 GEMM); the executable widens the others to f32
-  /// products first (passes/widen_products.cpp).
+  /// some ops in some dtypes (the CPU: oneDNN's bf16 GEMM); the executable widens the others to f32 products first
+  /// (passes/widen_products.cpp).
   virtual LowPrecisionProducts lowPrecisionProducts() const { return {}; }
 
   /// Why `node` cannot run as a kernel here ("" when it can): no kernel lowering, no compiler in this

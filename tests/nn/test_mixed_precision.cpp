@@ -231,3 +231,27 @@ TEST_CASE("mixed precision: bf16 products on the CPU's BLAS match the reference,
     CHECK_MESSAGE(diff.empty(), diff);
   }
 }
+
+TEST_CASE("mixed precision: bf16 convolutions on the CPU match the reference, forward and weight gradient") {
+  // Stride, padding and groups, a batch of 3 (the channels-major layout) and of 1 (the direct layout of a 1x1
+  // kernel); the transposed convolution is widened to f32 (its column sums stay f32).
+  Graph graph = testing::parseOrFail(R"(graph @g(%x: bf16[3,4,9,7], %w: bf16[6,2,3,3], %dy: bf16[3,6,5,4], %x1: bf16[1,8,5,5], %w1: bf16[4,8,1,1]) {
+  %0 = conv2d(%x, %w) {stride = [2, 2], padding = [1, 1, 1, 1], groups = 2} : bf16[3,6,5,4]
+  %1 = conv2d_weight_grad(%x, %dy) {stride = [2, 2], padding = [1, 1, 1, 1], groups = 2, kernel = [3, 3]} : bf16[6,2,3,3]
+  %2 = conv2d(%x1, %w1) : bf16[1,4,5,5]
+  %3 = conv_transpose2d(%dy, %w) {stride = [2, 2], padding = [1, 1, 1, 1], groups = 2} : bf16[3,4,9,7]
+  return y = %0, dw = %1, y1 = %2, dx = %3
+})");
+  auto exe = Executable::compile(graph);
+  REQUIRE_MESSAGE(exe.ok(), (exe.ok() ? "" : exe.error().message()));
+  TensorMap feeds = testing::randomFeeds(graph, testing::testSeed());
+  auto want = interpret(graph, feeds);
+  REQUIRE_MESSAGE(want.ok(), (want.ok() ? "" : want.error().message()));
+  auto ran = (*exe)->run(feeds);
+  REQUIRE_MESSAGE(ran.ok(), (ran.ok() ? "" : ran.error().message()));
+  for (size_t i = 0; i < want->size(); ++i) {
+    CAPTURE(graph.outputs()[i].name);
+    std::string diff = testing::compareTensors((*ran)[i], (*want)[i], testing::backendTolerance(DType::bf16));
+    CHECK_MESSAGE(diff.empty(), diff);
+  }
+}

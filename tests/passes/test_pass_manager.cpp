@@ -163,3 +163,14 @@ TEST_CASE("verification after each pass catches a pass that breaks the graph, an
   REQUIRE(!failed.ok());
   CHECK(failed.error().message() == "pass 'failing': cannot do this");
 }
+
+TEST_CASE("pass manager: widen-products keeps the products a pipeline names, and refuses what is none") {
+  CHECK(PassManager::fromPipeline("widen-products{keep-dtypes=bf16+f16,keep-ops=matmul+conv2d_weight_grad}").ok());
+  auto op = PassManager::fromPipeline("widen-products{keep-ops=matmul+relu}");
+  REQUIRE_FALSE(op.ok());
+  CHECK(op.error().message().find("keep-ops: 'relu' is not a product op") != std::string::npos);
+  auto dtype = PassManager::fromPipeline("widen-products{keep-dtypes=f32}");
+  REQUIRE_FALSE(dtype.ok());
+  CHECK(dtype.error().message().find("keep-dtypes: 'f32' is not bf16 or f16") != std::string::npos);
+  CHECK_FALSE(PassManager::fromPipeline("widen-products{keep=bf16}").ok());
+}
