@@ -81,11 +81,11 @@ HostKernel planHostStep(const Graph& graph, const Node& node, Shares shares) {
 
 /// Whether a collective may run over the executable's buffers in place: an all_reduce_start sums in its result
 /// buffer while the step goes on, so only its all_reduce_wait may read that buffer (anything else reading it
-/// would see a sum in the making, where the op promises its operand).
-bool collectiveInPlace(const Node& node) {
+/// would see a sum in the making, where the op promises its operand; a graph output too).
+bool collectiveInPlace(const Node& node, const std::unordered_map<const Value*, int64_t>& outputs) {
   if (node.opName() != "all_reduce_start") return true;
   const std::vector<Node*>& users = node.result()->users();
-  return users.size() == 1 && users[0]->opName() == "all_reduce_wait";
+  return users.size() == 1 && users[0]->opName() == "all_reduce_wait" && !outputs.count(node.result());
 }
 
 constexpr int64_t kNoOffset = -1;  // a product's own buffer, placed in the scratch region later
@@ -281,7 +281,7 @@ Status CompiledGraph::Impl::prepare(const Graph& source, const std::string& symb
                         node->operand(o)->type().byteSize());
       });
     }
-    if (hostMemory && node->op().collectiveOnHost && collectiveInPlace(*node)) {
+    if (hostMemory && node->op().collectiveOnHost && collectiveInPlace(*node, outputIndex)) {
       step.kind = Step::Kind::kCollective;
       steps.push_back(std::move(step));
       continue;
