@@ -13,6 +13,7 @@
 // compute_ms only). The hidden fraction is (compute + comm - step) / comm: 1 when the step takes no longer
 // than its computation, 0 when the communication adds all its time. --bucket-mb sets DistributedOptions::bucketBytes
 // (25 MB by default, as DDP's).
+#include "benchmarks/native/training_data.h"
 #include "frontend/nn/losses.h"
 #include "frontend/nn/models.h"
 #include "frontend/nn/train_step.h"
@@ -25,7 +26,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -36,19 +36,8 @@ namespace {
 /// DistributedOptions::bucketBytes (--bucket-mb); 0: the default.
 int64_t bucketBytes = 0;
 
-Tensor randomNormal(const TensorType& type, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> n(0.0f, 1.0f);
-  Tensor t(type);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = n(rng);
-  return t;
-}
-
-Tensor labels(int64_t count, int64_t classes) {
-  Tensor y(TensorType{DType::i64, {count}});
-  for (int64_t i = 0; i < count; ++i) y.data<int64_t>()[i] = (i * 37) % classes;
-  return y;
-}
+using bench::labels;
+using bench::randomNormal;
 
 int fail(const Error& e) {
   fmt::print(stderr, "smelt_dp_overlap: {}\n", e.message());

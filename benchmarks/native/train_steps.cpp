@@ -11,6 +11,7 @@
 // included) and `peak_mb X`: the process's peak resident memory above its resident memory just before
 // the model was built, the runtime already started (run one workload per process to compare it with
 // another framework's).
+#include "benchmarks/native/training_data.h"
 #include "frontend/nn/losses.h"
 #include "frontend/nn/models.h"
 #include "frontend/nn/train_step.h"
@@ -25,7 +26,6 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
-#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,19 +34,8 @@ using namespace smelt;
 
 namespace {
 
-Tensor randomNormal(const TensorType& type, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> n(0.0f, 1.0f);
-  Tensor t(type);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = n(rng);
-  return t;
-}
-
-Tensor labels(int64_t count, int64_t classes) {
-  Tensor y(TensorType{DType::i64, {count}});
-  for (int64_t i = 0; i < count; ++i) y.data<int64_t>()[i] = (i * 37) % classes;
-  return y;
-}
+using bench::labels;
+using bench::randomNormal;
 
 double medianMs(const std::function<void()>& fn, double seconds, int minRuns) {
   for (int i = 0; i < 3; ++i) fn();  // warm-up
