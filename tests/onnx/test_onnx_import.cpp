@@ -502,7 +502,7 @@ TEST_CASE("onnx import: names with control characters are escaped in error messa
   CHECK(e.find('\r') == std::string::npos);
 }
 
-TEST_CASE("onnx import: a Concat of 5,000 inputs imports, compiles and runs in seconds as a tree of kernels") {
+TEST_CASE("onnx import: a Concat of 5,000 inputs imports, compiles and runs in seconds as a tree of concats") {
   constexpr int kInputs = 5000;
   onnx::ModelProto m = newModel();
   auto& g = *m.mutable_graph();
