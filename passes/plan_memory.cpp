@@ -97,6 +97,9 @@ bool readsOnlyAtWrittenIndex(const Node& node, const Value* operand) {
   // A collective's result element is a function of its operand's element at that index on every rank (a
   // started all-reduce sums in place in its result: over its dying operand, that saves a copy of the bucket).
   if (node.op().fusion == FusionKind::Elementwise || node.op().collective) return true;
+  // A reshape reads element i (row-major) for its element i: over its dying operand it is the same bytes, and the
+  // executable skips it (a gradient flattened into its bucket, a layer's output into the next's rows).
+  if (node.opName() == "reshape") return true;
   if (node.opName() != "fused") return false;
   const std::string& kind = std::get<std::string>(node.attrs().at("kind"));
   const GraphRef& body = std::get<GraphRef>(node.attrs().at("body"));

@@ -57,8 +57,8 @@ struct MemoryPlan {
 MemoryPlan planMemory(const Graph& graph);
 
 /// True when `node` reads `operand` only at the index it writes each result element to (elementwise
-/// ops, collectives; fused loop and epilogue kernels reading it only through elementwise ops of its shape),
-/// so a result may be written over it in place.
+/// ops, collectives, reshape in row-major order; fused loop and epilogue kernels reading it only through
+/// elementwise ops of its shape), so a result may be written over it in place.
 bool readsOnlyAtWrittenIndex(const Node& node, const Value* operand);
 
 /// Checks `plan` against `graph` from scratch: every non-constant result with bytes has a 64-aligned

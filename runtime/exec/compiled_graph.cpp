@@ -281,8 +281,14 @@ Status CompiledGraph::Impl::prepare(const Graph& source, const std::string& symb
                         node->operand(o)->type().byteSize());
       });
     }
+    // A reshape planned over its operand's bytes has nothing to do.
+    if (node->opName() == "reshape" && step.buffers[0] == step.buffers[1] && step.buffers[0].kind == Binding::kArena) {
+      logger().debug("{}: in place, nothing to run", step.label);
+      continue;
+    }
     if (hostMemory && node->op().collectiveOnHost && collectiveInPlace(*node, outputIndex)) {
       step.kind = Step::Kind::kCollective;
+      logger().debug("{}: a collective over the executable's buffers", step.label);
       steps.push_back(std::move(step));
       continue;
     }
