@@ -7,6 +7,8 @@
 //   return y = %2                plan-memory.peak bytes = 1024
 #include "passes/plan_memory.h"
 
+#include "ir/contiguous_views.h"
+
 #include "passes/passes.h"
 
 #include <fmt/format.h>
@@ -117,7 +119,89 @@ bool readsOnlyAtWrittenIndex(const Node& node, const Value* operand) {
   return true;
 }
 
-MemoryPlan planMemory(const Graph& graph) {
+namespace {
+
+/// A group laid inside another (a view): its parent group and the byte offset there.
+struct ChildOf {
+  int64_t parent = -1;
+  int64_t offset = 0;
+};
+
+/// Lays the operands of contiguous concats inside their result and the results of contiguous slices inside their
+/// operand, where the groups allow it (see views in plan_memory.h): sets childOf, extends the parents' lifetimes,
+/// marks the buffers. Returns whether any view was made.
+bool findViews(const Graph& graph, MemoryPlan& plan, const std::unordered_map<const Value*, size_t>& index,
+               std::vector<Group>& groups, const std::vector<size_t>& groupOf, std::vector<ChildOf>& childOf) {
+  std::vector<char> isParent(groups.size(), 0);
+  std::vector<size_t> members(groups.size(), 0);
+  for (size_t g : groupOf) ++members[g];
+  auto unattached = [&](size_t g) { return childOf[g].parent < 0 && !isParent[g]; };
+  bool any = false;
+  for (int64_t i = 0; i < static_cast<int64_t>(graph.numNodes()); ++i) {
+    const Node& node = *graph.nodes()[static_cast<size_t>(i)];
+    if (concatIsContiguous(node)) {
+      auto result = index.find(node.result());
+      if (result == index.end()) continue;
+      const size_t parent = groupOf[result->second];
+      if (childOf[parent].parent >= 0) continue;
+      // Each operand's group (its producer's buffer, and what was written in place before it) dies here and
+      // takes its place in the result: the producers write straight into the concat's bytes.
+      std::vector<std::pair<size_t, int64_t>> kids;
+      std::vector<size_t> buffers;
+      int64_t prefix = 0;
+      bool ok = true;
+      for (const Value* operand : node.operands()) {
+        const auto bytes = static_cast<int64_t>(operand->type().byteSize());
+        if (bytes == 0) continue;
+        auto it = index.find(operand);
+        if (it == index.end() || prefix % kArenaAlignment) {
+          ok = false;
+          break;
+        }
+        const size_t g = groupOf[it->second];
+        bool repeated = std::any_of(kids.begin(), kids.end(), [&](const auto& k) { return k.first == g; });
+        if (!unattached(g) || g == parent || repeated || groups[g].end != i) {
+          ok = false;
+          break;
+        }
+        kids.emplace_back(g, prefix);
+        buffers.push_back(it->second);
+        prefix += bytes;
+      }
+      if (!ok || kids.empty()) continue;
+      for (size_t k = 0; k < kids.size(); ++k) {
+        childOf[kids[k].first] = {static_cast<int64_t>(parent), kids[k].second};
+        groups[parent].begin = std::min(groups[parent].begin, groups[kids[k].first].begin);
+        plan.buffers[buffers[k]].viewOf = node.result();
+        plan.buffers[buffers[k]].viewOffset = kids[k].second;
+        ++plan.views;
+      }
+      isParent[parent] = 1;
+      any = true;
+    } else if (std::optional<int64_t> start = contiguousSliceStart(node)) {
+      auto operand = index.find(node.operand(0));
+      auto result = index.find(node.result());
+      if (operand == index.end() || result == index.end()) continue;
+      const size_t parent = groupOf[operand->second], g = groupOf[result->second];
+      const int64_t offset = *start * static_cast<int64_t>(dtypeSize(node.result()->dtype()));
+      // The slice's bytes are read in place, and never written: a result written over them in place (a group
+      // of more than the slice's result) would change what the operand's other readers see.
+      if (!unattached(g) || members[g] != 1 || childOf[parent].parent >= 0 || offset % kArenaAlignment) continue;
+      childOf[g] = {static_cast<int64_t>(parent), offset};
+      groups[parent].end = std::max(groups[parent].end, groups[g].end);
+      isParent[parent] = 1;
+      plan.buffers[result->second].viewOf = node.operand(0);
+      plan.buffers[result->second].viewOffset = offset;
+      ++plan.views;
+      any = true;
+    }
+  }
+  return any;
+}
+
+}  // namespace
+
+MemoryPlan planMemoryWith(const Graph& graph, bool views) {
   MemoryPlan plan;
   const int64_t numNodes = static_cast<int64_t>(graph.numNodes());
   std::unordered_map<const Node*, int64_t> position;
@@ -169,7 +253,14 @@ MemoryPlan planMemory(const Graph& graph) {
     groupOf[b] = groups.size();
     groups.push_back({.size = alignUp(buffer.size), .begin = buffer.begin, .end = buffer.end});
   }
-  plan.numBuffers = static_cast<int64_t>(groups.size());
+  std::vector<ChildOf> childOf(groups.size());
+  if (views) findViews(graph, plan, plan.index_, groups, groupOf, childOf);
+  // A view takes no bytes of its own: placed with its parent.
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (childOf[g].parent >= 0) groups[g].size = 0;
+  }
+  plan.numBuffers = static_cast<int64_t>(
+      std::count_if(childOf.begin(), childOf.end(), [](const ChildOf& c) { return c.parent < 0; }));
 
   // Lower bound: the most aligned bytes live at one step.
   std::vector<int64_t> delta(numNodes + 2, 0);
@@ -228,8 +319,39 @@ MemoryPlan planMemory(const Graph& graph) {
     }
   }
   plan.peakBytes = std::max<int64_t>(plan.peakBytes, 0);
-  for (size_t b = 0; b < plan.buffers.size(); ++b) plan.buffers[b].offset = best.empty() ? 0 : best[groupOf[b]];
+  if (best.empty()) best.assign(groups.size(), 0);
+  // Views at their parent's offset (a parent is never a view itself).
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (childOf[g].parent >= 0) best[g] = best[static_cast<size_t>(childOf[g].parent)] + childOf[g].offset;
+  }
+  for (size_t b = 0; b < plan.buffers.size(); ++b) plan.buffers[b].offset = best[groupOf[b]];
   return plan;
+}
+
+MemoryPlan planMemory(const Graph& graph) {
+  MemoryPlan plain = planMemoryWith(graph, false);
+  // Views save the copies of concats and slices; they lengthen their parents' lives, so they are taken only
+  // when the peak does not grow. (Graphs without a contiguous concat or slice plan once.)
+  const bool candidates = std::any_of(graph.nodes().begin(), graph.nodes().end(), [](const auto& n) {
+    return concatIsContiguous(*n) || (n->opName() == "slice" && contiguousSliceStart(*n));
+  });
+  if (!candidates) return plain;
+  MemoryPlan viewed = planMemoryWith(graph, true);
+  return viewed.views > 0 && viewed.peakBytes <= plain.peakBytes ? std::move(viewed) : std::move(plain);
+}
+
+bool runsAsView(const Node& node, const MemoryPlan& plan) {
+  if (node.opName() == "slice") {
+    const BufferAssignment* result = plan.find(node.result());
+    return result && result->viewOf == node.operand(0);
+  }
+  if (node.opName() != "concat" || !plan.find(node.result())) return false;
+  for (const Value* operand : node.operands()) {
+    if (operand->type().byteSize() == 0) continue;
+    const BufferAssignment* b = plan.find(operand);
+    if (!b || b->viewOf != node.result()) return false;
+  }
+  return true;
 }
 
 Status checkMemoryPlan(const Graph& graph, const MemoryPlan& plan) {
@@ -266,6 +388,37 @@ Status checkMemoryPlan(const Graph& graph, const MemoryPlan& plan) {
     entries.push_back({buffer, lifetime.first, lifetime.second});
   }
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
+  // Views: each in-place chain's first buffer, and the chain a view's chain lies inside.
+  auto root = [&](const BufferAssignment* b) {
+    while (b->inPlaceOf) b = plan.find(b->inPlaceOf);
+    return b;
+  };
+  std::unordered_map<const BufferAssignment*, const BufferAssignment*> insideOf;
+  for (const BufferAssignment& b : plan.buffers) {
+    if (!b.viewOf) continue;
+    const BufferAssignment* parent = plan.find(b.viewOf);
+    if (!parent) return makeError("{}: a view of a value with no buffer", graph.labelOf(*b.value->producer()));
+    if (b.offset != parent->offset + b.viewOffset || b.viewOffset < 0 || b.viewOffset + b.size > parent->size) {
+      return makeError("{}: view [{}, +{}) is not at +{} inside its parent's [{}, +{})",
+                       graph.labelOf(*b.value->producer()), b.offset, b.size, b.viewOffset, parent->offset,
+                       parent->size);
+    }
+    insideOf[root(&b)] = root(parent);
+  }
+  auto up = [&](const BufferAssignment* r) -> const BufferAssignment* {
+    auto it = insideOf.find(r);
+    return it == insideOf.end() ? nullptr : it->second;
+  };
+  // Whether x's chain lies inside y's (directly or through other views).
+  auto inside = [&](const BufferAssignment* x, const BufferAssignment* y) {
+    for (const BufferAssignment* r = up(root(x)); r; r = up(r)) {
+      if (r == root(y)) return true;
+    }
+    return false;
+  };
+  auto viewRelated = [&](const BufferAssignment* x, const BufferAssignment* y) {
+    return !insideOf.empty() && (inside(x, y) || inside(y, x));
+  };
   // Sweep in schedule order: only entries starting before `a` ends can overlap it in time.
   for (size_t i = 0; i < entries.size(); ++i) {
     const Entry& a = entries[i];
@@ -273,6 +426,8 @@ Status checkMemoryPlan(const Graph& graph, const MemoryPlan& plan) {
       const Entry& b = entries[j];
       int64_t aOff = a.buffer->offset, bOff = b.buffer->offset;
       if (aOff >= bOff + alignUp(b.buffer->size) || bOff >= aOff + alignUp(a.buffer->size)) continue;
+      // Allowed: one lies inside the other's bytes as a view (or inside what was written in place over it).
+      if (viewRelated(a.buffer, b.buffer)) continue;
       // Allowed: b written in place over a, which dies at b's elementwise producer.
       const Node* producer = b.buffer->value->producer();
       bool inPlace = b.buffer->inPlaceOf == a.buffer->value && a.end == b.begin &&

@@ -28,6 +28,11 @@ struct BufferAssignment {
   int64_t end = 0;
   /// Set when this result is written in place over an operand that dies at its producer.
   const Value* inPlaceOf = nullptr;
+  /// Set when this buffer lies inside another's bytes, at viewOffset: an operand of a contiguous concat inside its
+  /// result (the producer writes straight into the concat's place), a contiguous slice's result inside its
+  /// operand. The concat or slice then has nothing to run.
+  const Value* viewOf = nullptr;
+  int64_t viewOffset = 0;
 };
 
 /// The arena layout of a graph: one assignment per node result in the arena. Graph inputs, parameters,
@@ -43,18 +48,28 @@ struct MemoryPlan {
   /// Distinct arena buffers (results written in place share their operand's).
   int64_t numBuffers = 0;
   int64_t inPlaceReuses = 0;
+  /// Concat operands and slice results laid inside another buffer (BufferAssignment::viewOf).
+  int64_t views = 0;
 
   /// The assignment of `value`, or null when it is not in the arena.
   const BufferAssignment* find(const Value* value) const;
 
  private:
-  friend MemoryPlan planMemory(const Graph& graph);
+  friend MemoryPlan planMemoryWith(const Graph& graph, bool views);
   std::unordered_map<const Value*, size_t> index_;
 };
 
-/// Plans the arena for `graph` in its node order: liveness, in-place reuse for elementwise nodes, and
-/// offsets by the best of a few greedy orders (largest first, then longest-lived first, ...).
+/// Plans the arena for `graph` in its node order: liveness, in-place reuse for elementwise nodes, views (contiguous
+/// concats and slices over their operands' bytes, where that does not raise the peak), and offsets by the best of
+/// a few greedy orders (largest first, then longest-lived first, ...).
 MemoryPlan planMemory(const Graph& graph);
+/// The plan with views (see BufferAssignment::viewOf) or without, whatever the peaks: planMemory takes the views
+/// when they do not raise it.
+MemoryPlan planMemoryWith(const Graph& graph, bool views);
+
+/// Whether `node` (a concat or a slice) has nothing to run under `plan`: its operands and result are views of one
+/// another's bytes.
+bool runsAsView(const Node& node, const MemoryPlan& plan);
 
 /// True when `node` reads `operand` only at the index it writes each result element to (elementwise
 /// ops, collectives, reshape in row-major order; fused loop and epilogue kernels reading it only through

@@ -7,6 +7,7 @@
 //   %3 = scatter_add(%x, %idx, %u) {axis = 1} : f32[3,4]      x: f32[3,4], idx: i64[2,2], u: f32[3,2,2]
 // Gradients are built from these same ops: slices of dy, pads of zeros, and scatter_add for gather.
 #include "ir/builder.h"
+#include "ir/contiguous_views.h"
 #include "ir/ops/elementwise.h"
 #include "ir/ops/lower_helpers.h"
 #include "ir/ops/op_helpers.h"
@@ -739,6 +740,48 @@ HostKernel hostConcat(const OpCall& call) {
 }
 
 }  // namespace
+
+std::optional<int64_t> contiguousSliceStart(const Node& node) {
+  if (node.opName() != "slice" || !node.operand(0)->type().isStatic() || node.result()->type().numel() <= 0) {
+    return std::nullopt;
+  }
+  std::vector<TensorType> operandTypes{node.operand(0)->type()};
+  OpCall call(node.op(), "", operandTypes, node.attrs());
+  Expected<std::vector<SliceDim>> dims = sliceDims(call);
+  if (!dims.ok()) return std::nullopt;
+  const Shape& shape = node.operand(0)->type().shape;
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  auto dim = [&](int64_t d) -> const SliceDim& { return (*dims)[static_cast<size_t>(d)]; };
+  auto extent = [&](int64_t d) { return shape[static_cast<size_t>(d)]; };
+  // The last axis that keeps less than its whole extent: the run is contiguous when every axis after it is whole
+  // (in order), every axis before it keeps one index, and it is cut with a step of 1.
+  int64_t cut = -1;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (dim(d).length != extent(d)) cut = d;
+  }
+  int64_t start = 0, stride = 1;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    const SliceDim& s = dim(d);
+    const bool ordered = s.step == 1 || s.length <= 1;
+    if (d > cut && !ordered) return std::nullopt;
+    if (d == cut && !ordered) return std::nullopt;
+    if (d < cut && s.length != 1) return std::nullopt;
+    start += s.start * stride;
+    stride *= extent(d);
+  }
+  return start;
+}
+
+bool concatIsContiguous(const Node& node) {
+  if (node.opName() != "concat" || !node.result()->type().isStatic()) return false;
+  const TensorType& out = node.result()->type();
+  Expected<int64_t> axis = normalizeAxis(std::get<int64_t>(node.attrs().at("axis")), out.rank());
+  if (!axis.ok()) return false;
+  for (int64_t d = 0; d < *axis; ++d) {
+    if (out.shape[static_cast<size_t>(d)] != 1) return false;
+  }
+  return true;
+}
 
 void registerIndexingOps(OpRegistry& registry) {
   using Ints = std::vector<int64_t>;

@@ -281,9 +281,11 @@ Status CompiledGraph::Impl::prepare(const Graph& source, const std::string& symb
                         node->operand(o)->type().byteSize());
       });
     }
-    // A reshape planned over its operand's bytes has nothing to do.
-    if (node->opName() == "reshape" && step.buffers[0] == step.buffers[1] && step.buffers[0].kind == Binding::kArena) {
-      logger().debug("{}: in place, nothing to run", step.label);
+    // A reshape planned over its operand's bytes, a concat whose operands were written in its place, a slice read
+    // where it lies in its operand: nothing to run.
+    if ((node->opName() == "reshape" && step.buffers[0] == step.buffers[1] && step.buffers[0].kind == Binding::kArena) ||
+        runsAsView(*node, plan)) {
+      logger().debug("{}: a view of its operands' bytes, nothing to run", step.label);
       continue;
     }
     if (hostMemory && node->op().collectiveOnHost && collectiveInPlace(*node, outputIndex)) {

@@ -142,3 +142,77 @@ TEST_CASE("plan-memory: an MLP forward and forward+backward within 1.1x of the l
 TEST_CASE("plan-memory: a CNN forward and forward+backward within 1.1x of the lower bound") {
   checkForwardAndBackward(kCnn, {"x", "c1", "c1b", "s", "bb", "c2", "fc", "fcb"}, "cnn");
 }
+
+TEST_CASE("plan-memory: a contiguous concat's operands are written in its place, a contiguous slice read in its operand") {
+  // 64 + 32 floats (256 and 128 bytes: each start 64-byte aligned) joined, then cut back at 64.
+  Graph graph = testing::parseOrFail(R"(graph @v(%x: f32[64], %y: f32[32]) {
+  %a = exp(%x) : f32[64]
+  %b = exp(%y) : f32[32]
+  %c = concat(%a, %b) {axis = 0} : f32[96]
+  %d = exp(%c) : f32[96]
+  %s = slice(%d) {starts = [64], ends = [96]} : f32[32]
+  %t = slice(%d) {starts = [0], ends = [64]} : f32[64]
+  %u = add(%s, %s) : f32[32]
+  %w = reduce_sum(%t) : f32[]
+  return u = %u, w = %w, d0 = %d
+})");
+  MemoryPlan plan = planMemory(graph);
+  Status valid = checkMemoryPlan(graph, plan);
+  CHECK_MESSAGE(valid.ok(), (valid.ok() ? "" : valid.error().message()));
+  const Node* concat = nullptr;
+  std::vector<const Node*> slices;
+  for (const auto& n : graph.nodes()) {
+    if (n->opName() == "concat") concat = n.get();
+    if (n->opName() == "slice") slices.push_back(n.get());
+  }
+  REQUIRE(concat);
+  CHECK(runsAsView(*concat, plan));
+  const BufferAssignment* c = plan.find(concat->result());
+  const BufferAssignment* b = plan.find(concat->operand(1));
+  REQUIRE((c && b));
+  CHECK(b->viewOf == concat->result());
+  CHECK(b->offset == c->offset + 256);
+  // %d is a graph output (the caller's tensor): its slices read it there and are not views of the arena.
+  for (const Node* s : slices) CHECK_FALSE(runsAsView(*s, plan));
+  CHECK(plan.views == 2);
+}
+
+TEST_CASE("plan-memory: views only where the bytes line up and nothing writes over them") {
+  // Operands of 10 floats (40 bytes: the second would start unaligned); a slice with a step; a slice whose result
+  // the next op overwrites in place (its bytes would change what the other slice reads).
+  Graph graph = testing::parseOrFail(R"(graph @v(%x: f32[10], %y: f32[16], %z: f32[64]) {
+  %a = exp(%x) : f32[10]
+  %b = exp(%y) : f32[16]
+  %c = concat(%a, %b) {axis = 0} : f32[26]
+  %e = exp(%z) : f32[64]
+  %s = slice(%e) {starts = [0], ends = [64], steps = [2]} : f32[32]
+  %t = slice(%e) {starts = [0], ends = [32]} : f32[32]
+  %n = neg(%t) : f32[32]
+  %m = mul(%s, %n) : f32[32]
+  return c = %c, m = %m
+})");
+  MemoryPlan plan = planMemoryWith(graph, true);
+  CHECK(plan.views == 0);
+  CHECK(checkMemoryPlan(graph, plan).ok());
+}
+
+TEST_CASE("plan-memory: a view that would raise the peak is not taken") {
+  // The concat's first operand comes long before the second: laid in the concat's place it would keep all of it
+  // alive from there, over the big temporaries between.
+  Graph graph = testing::parseOrFail(R"(graph @v(%x: f32[16], %y: f32[4096], %z: f32[16]) {
+  %a = exp(%x) : f32[16]
+  %big = exp(%y) : f32[4096]
+  %s = reduce_sum(%big) : f32[]
+  %b = mul(%z, %s) : f32[16]
+  %c = concat(%a, %b) {axis = 0} : f32[32]
+  %d = exp(%c) : f32[32]
+  return d = %d
+})");
+  MemoryPlan viewed = planMemoryWith(graph, true), plain = planMemoryWith(graph, false);
+  REQUIRE(viewed.views > 0);
+  CHECK(checkMemoryPlan(graph, viewed).ok());
+  CHECK(viewed.peakBytes > plain.peakBytes);
+  MemoryPlan chosen = planMemory(graph);
+  CHECK(chosen.views == 0);
+  CHECK(chosen.peakBytes == plain.peakBytes);
+}
