@@ -2,18 +2,22 @@
 //   equal     data-parallel steps of an MLP, a CNN and a CNN with batch norms synchronized over the ranks (Adam,
 //             three batches of 24 examples, each rank its shard) give the parameters, optimizer state and running
 //             statistics one process computes on the whole batches (f32, 1e-5 relative), and the same on every
-//             rank bit for bit;
+//             rank bit for bit; and one SGD step of an f64 MLP and an f64 CNN with a synchronized batch norm, built
+//             as graphs (the model API's parameters are f32): gradients and updated parameters equal one
+//             process's on the whole batch (1e-12 relative);
 //   mismatch  rank 1 builds a wider model: creating the step fails on every rank naming the first collective
 //             that differs;
 //   stuck     rank 1 stops answering before the first collective: rank 0 fails within the timeout
 //             ($SMELT_COLLECTIVE_TIMEOUT) naming rank 1.
 // Each rank prints one line per check ("rank R: ok ..." or "rank R: FAIL ...") and exits 0 when its checks pass.
+#include "autodiff/gradient_tape.h"
 #include "frontend/nn/data_parallel.h"
 #include "frontend/nn/layers.h"
 #include "frontend/nn/losses.h"
 #include "frontend/nn/optimizers.h"
 #include "frontend/nn/train_step.h"
 #include "runtime/distributed/mpi_group.h"
+#include "runtime/exec/executable.h"
 
 #include <fmt/format.h>
 
@@ -112,6 +116,114 @@ bool equalCase(const Case& c, CollectiveGroup& group) {
   return ok;
 }
 
+// The f64 cases: graphs built with the Builder, parameters as inputs, a mean squared error against targets.
+struct F64Case {
+  std::string name;
+  Shape example, target;
+  std::vector<std::pair<std::string, Shape>> params;
+  // The model's output from x and the parameters (in `params` order); `synced`: batch statistics over the ranks.
+  std::function<Value*(Builder&, Value* x, const std::vector<Value*>& p, bool synced)> forward;
+};
+
+// Batch norm without affine running statistics: over the ranks' batches (their per-channel mean and mean
+// square averaged by one all_reduce, as BatchNorm::synchronized) or this process's.
+Value* batchNorm(Builder& b, Value* x, Value* scale, Value* bias, bool synced) {
+  AttrMap reduce{{"axes", std::vector<int64_t>{0, 2, 3}}, {"keepdims", int64_t{1}}};
+  Value* mean = b.op("reduce_mean", {x}, reduce);
+  Value* square = b.op("reduce_mean", {b.square(x)}, reduce);
+  if (synced) {
+    Value* moments = b.op("all_reduce", {b.op("concat", {mean, square}, {{"axis", int64_t{0}}})},
+                          {{"op", std::string("mean")}});
+    auto row = [&](int64_t i) {
+      return b.op("slice", {moments}, {{"starts", std::vector<int64_t>{i}}, {"ends", std::vector<int64_t>{i + 1}},
+                                       {"axes", std::vector<int64_t>{0}}});
+    };
+    mean = row(0);
+    square = row(1);
+  }
+  Value* variance = b.sub(square, b.square(mean));
+  const int64_t c = x->type().shape[1];
+  Value* normalized = b.mul(b.sub(x, mean), b.op("rsqrt", {b.add(variance, b.scalarLike(1e-5, variance))}));
+  return b.add(b.mul(normalized, b.reshape(scale, {1, c, 1, 1})), b.reshape(bias, {1, c, 1, 1}));
+}
+
+// One SGD step's graph on `rows` examples: outputs the (averaged, when distributed) gradients and the parameters
+// updated with them.
+Expected<Graph> sgdStep(const F64Case& c, int64_t rows, bool distributed) {
+  Graph g;
+  Shape xs{rows}, ys{rows};
+  xs.insert(xs.end(), c.example.begin(), c.example.end());
+  ys.insert(ys.end(), c.target.begin(), c.target.end());
+  Value* x = g.addInput("x", {DType::f64, xs});
+  Value* y = g.addInput("y", {DType::f64, ys});
+  std::vector<Value*> params;
+  for (const auto& [name, shape] : c.params) params.push_back(g.addInput(name, {DType::f64, shape}));
+  GradientTape tape(g);
+  for (Value* p : params) tape.watch(p);
+  Builder b(g);
+  Value* diff = b.sub(c.forward(b, x, params, distributed), y);
+  Value* loss = b.op("reduce_mean", {b.square(diff)});
+  SMELT_TRY(std::vector<Value*> grads, tape.gradient(loss, params));
+  tape.stopRecording();
+  if (distributed) {
+    nn::DistributedOptions options;
+    options.firstBucketBytes = 256;  // several buckets
+    options.bucketBytes = 2048;
+    grads = nn::averageOverRanks(b, grads, options);
+  }
+  for (size_t i = 0; i < params.size(); ++i) {
+    g.addOutput("grad." + c.params[i].first, grads[i]);
+    g.addOutput("new." + c.params[i].first, b.sub(params[i], b.scale(grads[i], 0.1)));
+  }
+  SMELT_CHECK_OK(b.status());
+  return g;
+}
+
+Tensor randomF64(const Shape& shape, uint64_t seed) {
+  Tensor t(TensorType{DType::f64, shape});
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal;
+  for (int64_t i = 0; i < t.numel(); ++i) t.setDouble(i, normal(rng));
+  return t;
+}
+
+Expected<std::vector<Tensor>> runStep(const F64Case& c, int rank, int size, bool distributed) {
+  auto [begin, end] = distributed ? nn::shardRows(kBatch, rank, size) : std::pair<int64_t, int64_t>{0, kBatch};
+  SMELT_TRY(Graph g, sgdStep(c, end - begin, distributed));
+  Shape xs{kBatch}, ys{kBatch};
+  xs.insert(xs.end(), c.example.begin(), c.example.end());
+  ys.insert(ys.end(), c.target.begin(), c.target.end());
+  Tensor x = randomF64(xs, 1), y = randomF64(ys, 2);
+  TensorMap feeds{{"x", distributed ? nn::shardOf(x, rank, size) : x},
+                  {"y", distributed ? nn::shardOf(y, rank, size) : y}};
+  uint64_t seed = 10;
+  for (const auto& [name, shape] : c.params) feeds.emplace(name, randomF64(shape, seed++));
+  SMELT_TRY(auto exe, Executable::compile(g));
+  return exe->run(feeds);
+}
+
+bool equalF64Case(const F64Case& c, CollectiveGroup& group) {
+  const int rank = group.rank(), size = group.size();
+  auto distributed = runStep(c, rank, size, true);
+  auto single = distributed.ok() ? runStep(c, rank, size, false) : distributed;
+  if (!single.ok()) {
+    fmt::print("rank {}: FAIL {}: {}\n", rank, c.name, single.error().message());
+    return false;
+  }
+  double worst = 0;
+  for (size_t o = 0; o < single->size(); ++o) {
+    const Tensor &want = (*single)[o], &got = (*distributed)[o];
+    double scale = 1e-12;
+    for (int64_t i = 0; i < want.numel(); ++i) scale = std::max(scale, std::abs(want.getDouble(i)));
+    for (int64_t i = 0; i < want.numel(); ++i) worst = std::max(worst, std::abs(got.getDouble(i) - want.getDouble(i)) / scale);
+  }
+  bool ok = worst < 1e-12;
+  fmt::print("rank {}: {} {} (f64) on {} ranks: {} gradients and updated parameters, worst relative difference from "
+             "one process {:.1e}\n",
+             rank, ok ? "ok" : "FAIL", c.name, size, single->size(), worst);
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -149,10 +261,30 @@ int main(int argc, char** argv) {
                     },
                     {2, 8, 8},
                     5};
+  F64Case mlp64{"mlp",
+                {10},
+                {4},
+                {{"w1", {10, 32}}, {"b1", {32}}, {"w2", {32, 4}}, {"b2", {4}}},
+                [](Builder& b, Value* x, const std::vector<Value*>& p, bool) {
+                  Value* h = b.op("tanh", {b.add(b.op("matmul", {x, p[0]}), p[1])});
+                  return b.add(b.op("matmul", {h, p[2]}), p[3]);
+                }};
+  F64Case cnn64{"cnn with synchronized batch norm",
+                {2, 8, 8},
+                {5},
+                {{"k", {6, 2, 3, 3}}, {"scale", {6}}, {"bias", {6}}, {"w", {6, 5}}},
+                [](Builder& b, Value* x, const std::vector<Value*>& p, bool synced) {
+                  Value* conv = b.op("conv2d", {x, p[0]}, {{"padding", std::vector<int64_t>{1, 1, 1, 1}}});
+                  Value* h = b.op("relu", {batchNorm(b, conv, p[1], p[2], synced)});
+                  Value* pooled = b.op("reduce_mean", {h}, {{"axes", std::vector<int64_t>{2, 3}}});
+                  return b.op("matmul", {pooled, p[3]});
+                }};
   if (mode == "equal") {
     bool ok = equalCase(mlp, group);
     ok = equalCase(cnn, group) && ok;
     ok = equalCase(batchNormCnn, group) && ok;
+    ok = equalF64Case(mlp64, group) && ok;
+    ok = equalF64Case(cnn64, group) && ok;
     std::fflush(stdout);
     return ok ? 0 : 1;
   }
