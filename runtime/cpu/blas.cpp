@@ -175,8 +175,7 @@ void gemm(DType dtype, bool transA, bool transB, int64_t m, int64_t n, int64_t k
     // oneDNN's f32 result in a per-thread buffer, then rounded (to nearest even) into C.
     thread_local std::vector<float> wide;
     wide.resize(static_cast<size_t>(m * n));
-    lib.dnnlGemmBf16(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, static_cast<float>(alpha),
-                     static_cast<const uint16_t*>(a), lda, static_cast<const uint16_t*>(b), ldb, 0.0f, wide.data(), n);
+    gemmBf16ToF32(transA, transB, m, n, k, alpha, a, lda, b, ldb, wide.data(), n);
     auto* out = static_cast<uint16_t*>(c);
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < n; ++j) out[i * ldc + j] = BFloat16::fromFloat(wide[static_cast<size_t>(i * n + j)]);
@@ -204,6 +203,12 @@ void gemm(DType dtype, bool transA, bool transB, int64_t m, int64_t n, int64_t k
     lib.dgemm(kRowMajor, ta, tb, i(m), i(n), i(k), alpha, static_cast<const double*>(a), i(lda),
               static_cast<const double*>(b), i(ldb), 0.0, static_cast<double*>(c), i(ldc));
   }
+}
+
+void gemmBf16ToF32(bool transA, bool transB, int64_t m, int64_t n, int64_t k, double alpha, const void* a,
+                   int64_t lda, const void* b, int64_t ldb, float* c, int64_t ldc) {
+  library().dnnlGemmBf16(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, static_cast<float>(alpha),
+                         static_cast<const uint16_t*>(a), lda, static_cast<const uint16_t*>(b), ldb, 0.0f, c, ldc);
 }
 
 void setThreads(int threads) {

@@ -19,6 +19,11 @@ bool onednn();
 void gemm(DType dtype, bool transA, bool transB, int64_t m, int64_t n, int64_t k, double alpha, const void* a,
           int64_t lda, const void* b, int64_t ldb, void* c, int64_t ldc);
 
+/// The same over bf16 A and B (16-bit words) into an f32 C, unrounded: for sums of products that go on in f32 (a
+/// transposed convolution's columns). Only where available(DType::bf16).
+void gemmBf16ToF32(bool transA, bool transB, int64_t m, int64_t n, int64_t k, double alpha, const void* a,
+                   int64_t lda, const void* b, int64_t ldb, float* c, int64_t ldc);
+
 /// `rows` rows of a row-major matrix with `cols` columns (leading dimension `cols`), transposed into
 /// `t` (leading dimension `ldt`), on one thread: OpenBLAS's somatcopy when loaded, else a tiled loop.
 void transpose(const float* a, int64_t rows, int64_t cols, float* t, int64_t ldt);

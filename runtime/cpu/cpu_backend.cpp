@@ -94,21 +94,22 @@ std::string CpuBackend::whyNotKernel(const Node& node) const {
 #endif
 }
 
-// bf16 products on oneDNN's bf16 GEMM where it is there (the transposed convolution's column sums aside); every
-// other bf16/f16 product widened to f32.
+// bf16 products on oneDNN's bf16 GEMM where it is there; every other bf16/f16 product widened to f32.
 LowPrecisionProducts CpuBackend::lowPrecisionProducts() const {
   if (!blas::available(DType::bf16)) return {.all = false};
-  return {.all = false, .dtypes = "bf16", .ops = "matmul+gemm+conv2d+conv2d_weight_grad"};
+  return {.all = false, .dtypes = "bf16", .ops = "matmul+gemm+conv2d+conv2d_weight_grad+conv_transpose2d"};
 }
 
 std::optional<GemmPlan> CpuBackend::planProduct(const Node& node, const CompileOptions&) const {
   std::optional<GemmPlan> plan = planGemm(node, &blas::available);
   if (!plan) return plan;
-  // A transposed convolution sums its columns (col2im) in its dtype: f32 and f64 only (widen-products leaves none in
-  // bf16: see lowPrecisionProducts).
-  if (plan->conv && plan->conv->kind == ConvGeometry::Transposed && plan->dtype != DType::f32 &&
-      plan->dtype != DType::f64) {
-    return std::nullopt;
+  // A bf16 transposed convolution sums its columns in f32 (runConvTransposeBf16): its scratch holds the swapped
+  // images (bf16), then f32 columns and an f32 output, counted here in bf16 elements (two per float, and 64 bytes
+  // of alignment between).
+  if (plan->conv && plan->conv->kind == ConvGeometry::Transposed && plan->dtype == DType::bf16) {
+    const ConvGeometry& g = *plan->conv;
+    plan->columnElements = (g.n > 1 ? g.c * plan->n : 0) + 32 + 2 * (g.o * g.kh * g.kw * plan->n) +
+                           2 * (g.n * g.o * g.oh * g.ow);
   }
   // OpenBLAS keeps its own threads; as many as smelt's pool (SMELT_NUM_THREADS), never more.
   static const bool threadsSet = [] {

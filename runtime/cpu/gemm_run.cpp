@@ -1,6 +1,8 @@
 // The CPU's products (see gemm_run.h): BLAS calls, the convolutions' column copies and scatters.
 #include "runtime/cpu/gemm_run.h"
 
+#include "ir/half.h"
+
 #include "runtime/cpu/blas.h"
 #include "runtime/cpu/thread_pool.h"
 
@@ -174,6 +176,37 @@ void runConvTransposeAs(const GemmPlan& p, char* const* operands, char* product,
   col2im(g, columns, reinterpret_cast<T*>(product));
 }
 
+/// bf16 transposed convolutions: the product's columns in f32 (oneDNN's bf16 GEMM without the rounding), summed
+/// by col2im in f32 into an f32 output, rounded into bf16 once, as the reference sums each output's taps.
+/// Scratch (bf16TransposedScratch): the images swapped (bf16), the columns (f32), the output (f32).
+void runConvTransposeBf16(const GemmPlan& p, char* const* operands, char* product, char* scratch) {
+  const ConvGeometry& g = *p.conv;
+  const auto* x = reinterpret_cast<const uint16_t*>(operands[p.operandA]);
+  const auto* w = reinterpret_cast<const uint16_t*>(operands[p.operandB]);
+  int64_t swappedBytes = 0;
+  if (g.n > 1) {
+    auto* swapped = reinterpret_cast<uint16_t*>(scratch);
+    swapLeadingAxes(x, g.n, g.c, g.h * g.w, swapped);
+    x = swapped;
+    swappedBytes = (g.c * p.n * 2 + 63) / 64 * 64;
+  }
+  auto* columns = reinterpret_cast<float*>(scratch + swappedBytes);
+  for (int64_t group = 0; group < g.groups; ++group) {
+    blas::gemmBf16ToF32(true, false, p.m, p.n, p.k, 1.0, w + group * p.k * p.m, p.m, x + group * p.k * p.n, p.n,
+                        columns + group * p.m * p.n, p.n);
+  }
+  float* out = columns + g.o * g.kh * g.kw * p.n;
+  col2im(g, columns, out);
+  const int64_t count = g.n * g.o * g.oh * g.ow;
+  auto* result = reinterpret_cast<uint16_t*>(product);
+  ThreadPool::global().parallelFor(
+      count,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) result[i] = BFloat16::fromFloat(out[i]);
+      },
+      count >= 65536);
+}
+
 /// `a` (rows x cols) transposed into `t` (cols x rows, leading dimension `ldt`).
 template <typename T>
 void transposeBlock(const T* a, int64_t rows, int64_t cols, T* t, int64_t ldt) {
@@ -287,10 +320,11 @@ void transposeInto(const float* b, int64_t rows, int64_t cols, float* t) {
 void runGemm(const GemmPlan& p, char* const* operands, char* product, char* columns) {
   if (p.conv && p.conv->kind == ConvGeometry::Transposed) {
     if (p.dtype == DType::f32) return runConvTransposeAs<float>(p, operands, product, columns);
+    if (p.dtype == DType::bf16) return runConvTransposeBf16(p, operands, product, columns);
     return runConvTransposeAs<double>(p, operands, product, columns);
   }
   // bf16 (oneDNN's bf16 GEMM) moves its layouts as 16-bit words (0 is +0.0); the transposed convolution, whose
-  // col2im adds, stays f32 or f64 (CpuBackend::planProduct).
+  // col2im adds, sums in f32 (runConvTransposeBf16).
   if (p.conv && p.conv->kind == ConvGeometry::WeightGrad) {
     if (p.dtype == DType::f32) return runWeightGradAs<float>(p, operands, product, columns);
     if (p.dtype == DType::bf16) return runWeightGradAs<uint16_t>(p, operands, product, columns);
