@@ -731,7 +731,8 @@ HostKernel hostConcat(const OpCall& call) {
       for (int64_t o = begin; o < end; ++o) {
         char* to = result + static_cast<size_t>(o) * rowBytes;
         for (size_t i = 0; i < blockBytes.size(); ++i) {
-          std::memcpy(to, buffers[i] + static_cast<size_t>(o) * blockBytes[i], blockBytes[i]);
+          // (An empty operand may have no memory at all.)
+          if (blockBytes[i]) std::memcpy(to, buffers[i] + static_cast<size_t>(o) * blockBytes[i], blockBytes[i]);
           to += blockBytes[i];
         }
       }
