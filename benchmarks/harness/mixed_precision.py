@@ -54,9 +54,10 @@ def markdown(results):
           "Each training step in f32 and with its products and convolutions in bf16 or f16 (f32 master weights; "
           "smelt's f16 with dynamic loss scaling on the device, PyTorch's forward under `torch.autocast`, its "
           "f16 without a GradScaler), each in its own process (median ms; rounds alternate). smelt's CPU "
-          "executables compute bf16/f16 products as f32 products of the widened operands on the f32 BLAS, rounded "
-          "once (passes/widen_products.cpp: the casts are the extra time); PyTorch's bf16 autocast runs oneDNN's bf16 "
-          "kernels, which this CPU's AVX-512 BF16 makes fast; its CPU autocast refuses f16.", "",
+          "executables run bf16 products and convolutions on oneDNN's bf16 GEMM where the CPU has AVX-512 BF16 (as "
+          "this one; im2col layouts around it for the convolutions) and f16 ones as f32 products of the widened "
+          "operands, rounded once (passes/widen_products.cpp); PyTorch's bf16 autocast runs oneDNN's bf16 "
+          "primitives (direct convolutions); its CPU autocast refuses f16.", "",
           "| workload | smelt f32 | smelt bf16 | smelt f16 | torch f32 | torch bf16 autocast | torch f16 autocast | "
           "smelt bf16 / torch bf16 |", "|---|---|---|---|---|---|---|---|"]
     if "error" in results:
