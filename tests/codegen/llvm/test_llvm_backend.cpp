@@ -202,10 +202,9 @@ TEST_CASE("llvm: concat runs as its op's host copies, bit for bit the kernel's, 
       CAPTURE(dtype);
       Graph graph = testing::parseOrFail(testing::substituteDType(text, dtype));
       TensorMap feeds = testing::randomFeeds(graph, testing::testSeed());
-      // (Not a structured binding: clang 14 cannot capture one in doctest's assertions.)
-    const std::pair<Tensor, Tensor> results = hostAndKernelResults(graph, feeds);
-    const Tensor& actual = results.first;
-    const Tensor& kernelResult = results.second;
+      const std::pair<Tensor, Tensor> results = hostAndKernelResults(graph, feeds);
+      const Tensor& actual = results.first;
+      const Tensor& kernelResult = results.second;
       auto expected = interpret(graph, feeds);
       REQUIRE(expected.ok());
       CHECK(actual.bitwiseEqual((*expected)[0]));
