@@ -95,8 +95,9 @@ std::string CpuBackend::whyNotKernel(const Node& node) const {
 }
 
 // bf16 products on oneDNN's bf16 GEMM where it is there; every other bf16/f16 product widened to f32.
-LowPrecisionProducts CpuBackend::lowPrecisionProducts() const {
-  if (!blas::available(DType::bf16)) return {.all = false};
+// (Asked without vendor libraries, it loads none: under ThreadSanitizer oneDNN's OpenMP threads would run the pool.)
+LowPrecisionProducts CpuBackend::lowPrecisionProducts(bool vendorLibraries) const {
+  if (!vendorLibraries || !blas::available(DType::bf16)) return {.all = false};
   return {.all = false, .dtypes = "bf16", .ops = "matmul+gemm+conv2d+conv2d_weight_grad+conv_transpose2d"};
 }
 

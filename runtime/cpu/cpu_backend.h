@@ -14,7 +14,7 @@ class CpuBackend final : public DeviceBackend {
  public:
   using DeviceBackend::DeviceBackend;
   bool hostMemory() const override { return true; }
-  LowPrecisionProducts lowPrecisionProducts() const override;
+  LowPrecisionProducts lowPrecisionProducts(bool vendorLibraries) const override;
   std::string whyNotKernel(const Node& node) const override;
   std::optional<GemmPlan> planProduct(const Node& node, const CompileOptions& options) const override;
   Status runProduct(const GemmPlan& plan, const ProductBuffers& buffers, DeviceStream& stream) const override;

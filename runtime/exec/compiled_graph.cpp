@@ -239,7 +239,7 @@ Status CompiledGraph::Impl::prepare(const Graph& source, const std::string& symb
   std::string pipeline = options.pipeline;
   // bf16/f16 products as f32 products where the device has no fast low-precision one (the CPU's BLAS is f32, with
   // oneDNN's bf16 GEMM where the CPU has it).
-  if (const LowPrecisionProducts low = backend->lowPrecisionProducts(); !pipeline.empty() && !low.all) {
+  if (const LowPrecisionProducts low = backend->lowPrecisionProducts(options.blas); !pipeline.empty() && !low.all) {
     pipeline = (low.dtypes.empty() ? std::string("widen-products")
                                    : fmt::format("widen-products{{keep-dtypes={},keep-ops={}}}", low.dtypes, low.ops)) +
                "," + pipeline;

@@ -78,8 +78,12 @@ class DeviceBackend {
 
   /// Which bf16 and f16 products run fast here as they are: all of them (cuBLAS, a generated GPU kernel), or only
   /// some ops in some dtypes (the CPU: oneDNN's bf16 GEMM); the executable widens the others to f32 products first
-  /// (passes/widen_products.cpp).
-  virtual LowPrecisionProducts lowPrecisionProducts() const { return {}; }
+  /// (passes/widen_products.cpp). `vendorLibraries` false (CompileOptions::blas, SMELT_BLAS=0): products run on
+  /// generated kernels, and no library may be loaded to answer.
+  virtual LowPrecisionProducts lowPrecisionProducts(bool vendorLibraries) const {
+    (void)vendorLibraries;
+    return {};
+  }
 
   /// Why `node` cannot run as a kernel here ("" when it can): no kernel lowering, no compiler in this
   /// build, a dtype the device lacks, an op or dtype SMELT_FAULTS marks unsupported. Such nodes run on
