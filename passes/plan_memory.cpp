@@ -341,6 +341,11 @@ MemoryPlan planMemory(const Graph& graph) {
 }
 
 bool runsAsView(const Node& node, const MemoryPlan& plan) {
+  // A reshape written in place over its operand: the same bytes (readsOnlyAtWrittenIndex).
+  if (node.opName() == "reshape") {
+    const BufferAssignment* result = plan.find(node.result());
+    return result && result->inPlaceOf == node.operand(0);
+  }
   if (node.opName() == "slice") {
     const BufferAssignment* result = plan.find(node.result());
     return result && result->viewOf == node.operand(0);

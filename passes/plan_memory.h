@@ -67,8 +67,8 @@ MemoryPlan planMemory(const Graph& graph);
 /// when they do not raise it.
 MemoryPlan planMemoryWith(const Graph& graph, bool views);
 
-/// Whether `node` (a concat or a slice) has nothing to run under `plan`: its operands and result are views of one
-/// another's bytes.
+/// Whether `node` (a concat, a slice, a reshape) has nothing to run under `plan`: its operands and result are views
+/// of one another's bytes, or the reshape was written in place over its operand.
 bool runsAsView(const Node& node, const MemoryPlan& plan);
 
 /// True when `node` reads `operand` only at the index it writes each result element to (elementwise

@@ -283,13 +283,19 @@ Status CompiledGraph::Impl::prepare(const Graph& source, const std::string& symb
     }
     // A reshape planned over its operand's bytes, a concat whose operands were written in its place, a slice read
     // where it lies in its operand: nothing to run.
-    if ((node->opName() == "reshape" && step.buffers[0] == step.buffers[1] && step.buffers[0].kind == Binding::kArena) ||
-        runsAsView(*node, plan)) {
+    if (runsAsView(*node, plan)) {
       logger().debug("{}: a view of its operands' bytes, nothing to run", step.label);
       continue;
     }
     if (hostMemory && node->op().collectiveOnHost && collectiveInPlace(*node, outputIndex)) {
       step.kind = Step::Kind::kCollective;
+      std::vector<TensorType> operandTypes, resultTypes;
+      for (const Value* v : node->operands()) operandTypes.push_back(v->type());
+      for (const Value* v : node->results()) resultTypes.push_back(v->type());
+      step.collective = [n = node.get(), label = step.label, operandTypes, resultTypes](char* const* buffers) {
+        OpCall call(n->op(), label, operandTypes, n->attrs(), resultTypes);
+        return n->op().collectiveOnHost(call, buffers);
+      };
       logger().debug("{}: a collective over the executable's buffers", step.label);
       steps.push_back(std::move(step));
       continue;

@@ -67,6 +67,8 @@ struct Step {
   int64_t scratchBytes = 0;
   /// The op's host implementation (Kind::kHost).
   HostKernel host;
+  /// The collective over the step's host buffers (Kind::kCollective), its OpCall's types bound once.
+  std::function<Status(char* const* buffers)> collective;
   /// Its kernel among those being compiled (-1: none) and that kernel's symbol.
   int64_t kernel = -1;
   std::string symbol;

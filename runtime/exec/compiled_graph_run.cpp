@@ -101,12 +101,7 @@ Status CompiledGraph::Impl::runStep(Step& step) {
     }
     case Step::Kind::kCollective: {
       for (size_t b = 0; b < step.args.size(); ++b) step.pointers[b] = pointerOf(step.args[b]);
-      const Node& node = *step.node;
-      std::vector<TensorType> operandTypes, resultTypes;
-      for (const Value* v : node.operands()) operandTypes.push_back(v->type());
-      for (const Value* v : node.results()) resultTypes.push_back(v->type());
-      OpCall call(node.op(), step.label, operandTypes, node.attrs(), resultTypes);
-      return node.op().collectiveOnHost(call, step.pointers.data());
+      return step.collective(step.pointers.data());
     }
     case Step::Kind::kInterpreted: return interpretStep(step);
   }
