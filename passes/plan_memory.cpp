@@ -341,10 +341,11 @@ MemoryPlan planMemory(const Graph& graph) {
 }
 
 bool runsAsView(const Node& node, const MemoryPlan& plan) {
-  // A reshape written in place over its operand: the same bytes (readsOnlyAtWrittenIndex).
+  // A reshape whose result lies where its operand does (written in place over it, or both placed in one
+  // concat's bytes): the same bytes, element i for element i.
   if (node.opName() == "reshape") {
-    const BufferAssignment* result = plan.find(node.result());
-    return result && result->inPlaceOf == node.operand(0);
+    const BufferAssignment *result = plan.find(node.result()), *operand = plan.find(node.operand(0));
+    return result && operand && result->offset == operand->offset;
   }
   if (node.opName() == "slice") {
     const BufferAssignment* result = plan.find(node.result());

@@ -68,7 +68,7 @@ MemoryPlan planMemory(const Graph& graph);
 MemoryPlan planMemoryWith(const Graph& graph, bool views);
 
 /// Whether `node` (a concat, a slice, a reshape) has nothing to run under `plan`: its operands and result are views
-/// of one another's bytes, or the reshape was written in place over its operand.
+/// of one another's bytes, or the reshape's result lies where its operand does.
 bool runsAsView(const Node& node, const MemoryPlan& plan);
 
 /// True when `node` reads `operand` only at the index it writes each result element to (elementwise
