@@ -55,6 +55,25 @@ struct ProductFacet {
   int addend = -1;
 };
 
+/// The range one operand's values must lie in, [lo, hi), and the words an error says of a value outside it
+/// ("an index is out of range [-4, 4) for axis 1 of size 4").
+struct OperandRange {
+  int64_t lo = 0;
+  int64_t hi = 0;
+  std::string words;
+};
+
+class OpCall;
+
+/// An operand whose values the reference checks and a kernel cannot (a kernel does not stop: a gather would
+/// clamp an index, a scatter drop an update, a one-hot comparison match nothing). Compiled graphs compute a
+/// flag beside the node and the executable reports a value outside the range after the run
+/// (passes/index_checks.h).
+struct CheckedOperand {
+  size_t operand = 1;
+  std::function<OperandRange(const OpCall& call)> range;
+};
+
 /// What an op's inference and reference functions see of one application: the operand types, the
 /// complete attributes (defaults filled in), the result types (reference only), and a label such as
 /// "conv2d %7" that every error message starts with.
@@ -178,6 +197,8 @@ struct OpDef {
   /// A collective over an executable's own host buffers (operands', then results'), without the copies
   /// `reference` works on: the CPU executable runs it (runtime/exec). Null: `reference`.
   std::function<Status(const OpCall& call, char* const* buffers)> collectiveOnHost;
+  /// Set for ops with an operand whose values must lie in a range (indices, labels): see CheckedOperand.
+  std::optional<CheckedOperand> checked;
   /// Rough arithmetic operations of one application (`smelt inspect`, cost models); the OpCall has
   /// operand and result types. Null: defaultFlops() by fusion kind.
   std::function<int64_t(const OpCall&)> flops;

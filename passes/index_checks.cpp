@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <limits>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "ir/builder.h"
@@ -13,53 +15,83 @@ namespace smelt {
 
 namespace {
 
-/// Whether every index of a constant lies in [-dim, dim).
-bool constantInRange(const Tensor& indices, int64_t dim) {
-  for (int64_t i = 0; i < indices.numel(); ++i) {
-    const int64_t v = indices.getInt(i);
-    if (v < -dim || v >= dim) return false;
+/// Whether every value of a constant lies in [lo, hi).
+bool constantInRange(const Tensor& values, int64_t lo, int64_t hi) {
+  for (int64_t i = 0; i < values.numel(); ++i) {
+    const int64_t v = values.getInt(i);
+    if (v < lo || v >= hi) return false;
   }
   return true;
+}
+
+/// Whether every value the dtype can hold lies in [lo, hi) (i32 indices along an axis longer than 2^31 - 1).
+bool dtypeInRange(DType type, int64_t lo, int64_t hi) {
+  switch (type) {
+    case DType::i8: return lo <= INT8_MIN && hi > INT8_MAX;
+    case DType::i16: return lo <= INT16_MIN && hi > INT16_MAX;
+    case DType::i32: return lo <= INT32_MIN && hi > INT32_MAX;
+    case DType::u8: return lo <= 0 && hi > UINT8_MAX;
+    case DType::u16: return lo <= 0 && hi > UINT16_MAX;
+    case DType::u32: return lo <= 0 && hi > UINT32_MAX;
+    default: return lo == std::numeric_limits<int64_t>::min() && hi == std::numeric_limits<int64_t>::max();
+  }
+}
+
+/// The node's call, for its facet.
+OperandRange rangeOf(const Graph& graph, const Node& node) {
+  std::vector<TensorType> operandTypes;
+  for (const Value* v : node.operands()) operandTypes.push_back(v->type());
+  OpCall call(node.op(), graph.labelOf(node), operandTypes, node.attrs());
+  return node.op().checked->range(call);
 }
 
 }  // namespace
 
 Expected<std::vector<IndexCheck>> addIndexChecks(Graph& graph) {
   std::vector<IndexCheck> checks;
-  std::set<std::pair<const Value*, int64_t>> checked;   // a gather and its gradient's scatter_add: one check
-  std::vector<std::pair<const Node*, Value*>> guarded;  // collected first: the checks add nodes
+  std::set<std::tuple<const Value*, int64_t, int64_t>> checked;  // a gather and its gradient's scatter_add: one check
+  struct Guarded {
+    const Node* node;
+    Value* values;
+    OperandRange range;
+  };
+  std::vector<Guarded> guarded;  // collected first: the checks add nodes
   for (const auto& node : graph.nodes()) {
-    if (node->opName() != "gather" && node->opName() != "scatter_add") continue;
-    guarded.emplace_back(node.get(), node->operand(1));
+    if (!node->op().checked) continue;
+    guarded.push_back({node.get(), node->operand(node->op().checked->operand), rangeOf(graph, *node)});
   }
-  for (const auto& [node, indices] : guarded) {
-    const Shape& data = node->operand(0)->shape();
-    int64_t axis = std::get<int64_t>(node->attrs().at("axis"));
-    if (axis < 0) axis += static_cast<int64_t>(data.size());
-    const int64_t dim = data[static_cast<size_t>(axis)];
-    // Empty indices read nothing; i32 indices of an axis longer than 2^31 - 1 cannot leave it.
-    if (indices->type().numel() == 0 || (indices->dtype() == DType::i32 && dim > INT32_MAX)) continue;
-    if (indices->kind() == ValueKind::Result && indices->producer()->opName() == "constant" &&
-        constantInRange(std::get<Tensor>(indices->producer()->attrs().at("value")), dim)) {
+  for (const auto& [node, values, range] : guarded) {
+    // Empty values hold nothing; a dtype whose every value is in range cannot leave it.
+    if (values->type().numel() == 0 || dtypeInRange(values->dtype(), range.lo, range.hi)) continue;
+    if (values->kind() == ValueKind::Result && values->producer()->opName() == "constant" &&
+        constantInRange(std::get<Tensor>(values->producer()->attrs().at("value")), range.lo, range.hi)) {
       continue;
     }
-    if (!checked.emplace(indices, dim).second) continue;
+    if (!checked.emplace(values, range.lo, range.hi).second) continue;
     Builder b(graph, node->sourceName());
-    const DType type = indices->dtype();
-    Value* below = b.op("lt", {indices, b.scalar(static_cast<double>(-dim), type)});
-    Value* above = b.op("ge", {indices, b.scalar(static_cast<double>(dim), type)});
-    Value* outside = b.cast(b.op("or", {below, above}), DType::i32);
-    Value* raised = b.op("reduce_max", {outside});
+    const DType type = values->dtype();
+    Value* outside = nullptr;
+    // A bound the dtype cannot pass needs no comparison (and could not be written in it: -4 as a u8).
+    if (isSignedInt(type) || range.lo > 0) outside = b.op("lt", {values, b.scalar(static_cast<double>(range.lo), type)});
+    Value* above = b.op("ge", {values, b.scalar(static_cast<double>(range.hi), type)});
+    outside = outside ? b.op("or", {outside, above}) : above;
+    Value* raised = b.op("reduce_max", {b.cast(outside, DType::i32)});
     SMELT_CHECK_OK(b.status());
     graph.addOutput(fmt::format("{}{}", kIndexCheckPrefix, checks.size()), raised);
-    checks.push_back({graph.labelOf(*node), axis, dim});
+    checks.push_back({graph.labelOf(*node), range.lo, range.hi, range.words});
   }
+  // A check_range has done its work once checked: its operand goes on.
+  std::vector<Node*> identities;
+  for (const auto& node : graph.nodes()) {
+    if (node->opName() == "check_range") identities.push_back(node.get());
+  }
+  for (Node* node : identities) graph.replaceAllUsesWith(node->result(0), node->operand(0));
+  if (!identities.empty()) graph.removeDeadNodes();
   return checks;
 }
 
 Error indexCheckError(const IndexCheck& check) {
-  return makeError("{}: an index is out of range [{}, {}) for axis {} of size {} (this run's results are not valid)",
-                   check.label, -check.dim, check.dim, check.axis, check.dim);
+  return makeError("{}: {} (this run's results are not valid)", check.label, check.words);
 }
 
 }  // namespace smelt

@@ -28,8 +28,10 @@ Value* GraphContext::stepInput() {
 
 int64_t GraphContext::nextSeed() { return static_cast<int64_t>(seedFor(seed_, "draw" + std::to_string(draws_++)) >> 1); }
 
-void GraphContext::requireRange(const Value* value, int64_t lo, int64_t hi, std::string what) {
-  if (value && value->kind() == ValueKind::Input) inputRanges_.push_back({value->name(), lo, hi, std::move(what)});
+Value* GraphContext::requireRange(Value* value, int64_t lo, int64_t hi, std::string what) {
+  if (!value) return nullptr;
+  if (value->kind() == ValueKind::Input) inputRanges_.push_back({value->name(), lo, hi, what});
+  return builder_.op("check_range", {value}, {{"lo", lo}, {"hi", hi}, {"what", std::move(what)}});
 }
 
 Status checkInputRange(const InputRange& range, const Tensor& values) {

@@ -72,9 +72,11 @@ class GraphContext {
   }
   const std::string& prefix() const { return prefix_; }
 
-  /// Requires `value`'s elements to lie in [lo, hi) when it is a graph input (training steps check the
-  /// fed tensor before running); other values are not checked.
-  void requireRange(const Value* value, int64_t lo, int64_t hi, std::string what);
+  /// Requires `value`'s integer elements to lie in [lo, hi) and returns the value to compute with: a
+  /// check_range of it, which every executable checks on its device (a value outside is an error naming the
+  /// node and `what`, never a silent result). When `value` is a graph input, training steps also check the fed
+  /// tensor before running, naming the element.
+  Value* requireRange(Value* value, int64_t lo, int64_t hi, std::string what);
   const std::vector<InputRange>& inputRanges() const { return inputRanges_; }
 
   /// A seed for a random op (dropout), distinct per call within the graph.

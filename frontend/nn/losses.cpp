@@ -15,7 +15,7 @@ Value* nllLoss(GraphContext& ctx, Value* logProbs, Value* labels) {
                             logProbs->type().toString(), labels->type().toString()));
   }
   // A label outside [0, C) would match no class and add nothing: a loss of -0, silently.
-  ctx.requireRange(labels, 0, s[1], fmt::format("labels of an nll/cross-entropy loss over {} classes", s[1]));
+  labels = ctx.requireRange(labels, 0, s[1], fmt::format("labels of an nll/cross-entropy loss over {} classes", s[1]));
   std::vector<int64_t> classes(static_cast<size_t>(s[1]));
   std::iota(classes.begin(), classes.end(), 0);
   Value* numbers = ctx.graph().constant(Tensor::of<int64_t>({s[1]}, classes));

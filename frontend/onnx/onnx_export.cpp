@@ -247,6 +247,7 @@ class Exporter {
                                                                            {"where", "Where"},
                                                                            {"matmul", "MatMul"},
                                                                            {"stop_gradient", "Identity"},
+                                                                           {"check_range", "Identity"},
                                                                            {"global_avg_pool2d", "GlobalAveragePool"},
                                                                            {"global_max_pool2d", "GlobalMaxPool"}};
     const DType dt = n.result(0)->dtype();

@@ -236,6 +236,54 @@ void registerElementwiseMiscOps(OpRegistry& registry) {
       .gradient = [](Builder&, const GradientContext&) -> std::vector<Value*> { return {nullptr}; },
       .lower = elementwiseLowering([](KernelEmitter&, std::span<const KValue> x, const OpCall&) { return x[0]; }),
   });
+  registry.add(OpDef{
+      .name = "check_range",
+      .summary = "the identity on integers that must lie in [lo, hi) (a loss's class labels): a value outside is an "
+                 "error naming the node and `what`, in the reference and, through a flag, on every backend",
+      .operands = {{"x"}},
+      .attrs = {{"lo", AttrKind::Int, std::nullopt},
+                {"hi", AttrKind::Int, std::nullopt},
+                {"what", AttrKind::String, Attribute{std::string()}}},
+      .fusion = FusionKind::Elementwise,
+      .dtypes = dtypes::kInteger,
+      .infer = [](const OpCall& call) -> Expected<std::vector<TensorType>> {
+        SMELT_CHECK_OK(expectDType(call, 0, dtypes::kInteger));
+        if (call.getInt("lo") >= call.getInt("hi")) {
+          return call.error("the range [{}, {}) is empty", call.getInt("lo"), call.getInt("hi"));
+        }
+        return single(call.operand(0));
+      },
+      .symbolicDims = true,
+      .reference = [](const OpCall& call, std::span<const Tensor> in) -> Expected<std::vector<Tensor>> {
+        const int64_t lo = call.getInt("lo"), hi = call.getInt("hi");
+        const bool unsignedValues = isUnsignedInt(in[0].dtype());
+        for (int64_t i = 0; i < in[0].numel(); ++i) {
+          const int64_t v = in[0].getInt(i);
+          // A u64 above INT64_MAX reads negative: outside any range a label has.
+          if (v < lo || v >= hi || (unsignedValues && v < 0)) {
+            const std::string& what = call.getString("what");
+            return call.error("element {} is {}, outside [{}, {}){}", i, v, lo, hi, what.empty() ? "" : " (" + what + ")");
+          }
+        }
+        return std::vector<Tensor>{in[0]};
+      },
+      .example = R"(graph @t(%x: $T[2,3]) {
+  %0 = check_range(%x) {lo = -10, hi = 10, what = "small numbers"} : $T[2,3]
+  return r = %0
+})",
+      .lower = elementwiseLowering([](KernelEmitter&, std::span<const KValue> x, const OpCall&) { return x[0]; }),
+      .checked =
+          CheckedOperand{
+              .operand = 0,
+              .range =
+                  [](const OpCall& call) {
+                    const std::string& what = call.getString("what");
+                    return OperandRange{call.getInt("lo"), call.getInt("hi"),
+                                        fmt::format("a value is outside [{}, {}){}", call.getInt("lo"), call.getInt("hi"),
+                                                    what.empty() ? "" : " (" + what + ")")};
+                  },
+          },
+  });
 }
 
 }  // namespace smelt

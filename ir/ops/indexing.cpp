@@ -740,6 +740,23 @@ HostKernel hostConcat(const OpCall& call) {
   };
 }
 
+// The facet of gather and the scatters (OpDef::checked): operand 1 holds positions along `axis` of operand 0, each
+// in [-dim, dim). A symbolic extent bounds nothing until it is bound (the executable checks bound graphs).
+CheckedOperand indicesAlongAxis() {
+  return CheckedOperand{
+      .operand = 1,
+      .range = [](const OpCall& call) {
+        const Shape& data = call.operand(0).shape;
+        int64_t axis = call.getInt("axis");
+        if (axis < 0) axis += static_cast<int64_t>(data.size());
+        const int64_t dim = data.at(static_cast<size_t>(axis));
+        if (isSymbolic(dim)) return OperandRange{INT64_MIN, INT64_MAX, "unbounded"};
+        return OperandRange{-dim, dim, fmt::format("an index is out of range [{}, {}) for axis {} of size {}", -dim,
+                                                   dim, axis, dim)};
+      },
+  };
+}
+
 }  // namespace
 
 std::optional<int64_t> contiguousSliceStart(const Node& node) {
@@ -867,6 +884,7 @@ void registerIndexingOps(OpRegistry& registry) {
 })",
       .gradient = gatherGradient,
       .lower = lowerGather,
+      .checked = indicesAlongAxis(),
   });
   registry.add(OpDef{
       .name = "scatter_add",
@@ -886,6 +904,7 @@ void registerIndexingOps(OpRegistry& registry) {
 })",
       .gradient = scatterAddGradient,
       .lower = lowerScatterAdd,
+      .checked = indicesAlongAxis(),
   });
   registry.add(OpDef{
       .name = "scatter_reduce",
@@ -908,6 +927,7 @@ void registerIndexingOps(OpRegistry& registry) {
 })",
       .gradient = scatterReduceGradient,
       .lower = lowerScatterReduce,
+      .checked = indicesAlongAxis(),
   });
 }
 

@@ -1,7 +1,7 @@
-// Index checks (passes/index_checks.h): on every device, a gather or scatter_add fed an index outside
-// [-dim, dim) is an error naming the node, as in the reference interpreter, for host and
-// device-resident runs alike; in-range runs before and after match the reference; and with
-// CompileOptions::checkIndices off the kernels clamp as they did.
+// Index checks (passes/index_checks.h): on every device, a gather or scatter (add, mul, max, min) fed an
+// index outside [-dim, dim), or a check_range a value outside [lo, hi), is an error naming the node, as in the
+// reference interpreter, for host and device-resident runs alike; in-range runs before and after match the
+// reference; and with CompileOptions::checkIndices off the kernels clamp as they did.
 #include <doctest/doctest.h>
 
 #include <random>
@@ -63,9 +63,10 @@ TEST_CASE("index checks: one flag per distinct indices and axis length, none for
   // axis 0 (length 3).
   REQUIRE(checks->size() == 3);
   CHECK((*checks)[0].label.starts_with("gather %0"));
-  CHECK((*checks)[0].dim == 4);
+  CHECK((*checks)[0].lo == -4);
+  CHECK((*checks)[0].hi == 4);
   CHECK_MESSAGE((*checks)[1].label.starts_with("gather %5"), (*checks)[1].label);  // as printed: %c is %2
-  CHECK((*checks)[2].dim == 3);
+  CHECK((*checks)[2].hi == 3);
   REQUIRE(g.outputs().size() == 8);
   CHECK(g.outputs()[5].name == "__index_check_0");
   CHECK(g.outputs()[7].value->type() == (TensorType{DType::i32, {}}));
@@ -148,4 +149,94 @@ TEST_CASE("index checks: with checkIndices off, out-of-range indices clamp (gath
       CHECK(outputs[0].getDouble(r * 4 + 3) == feeds.at("x").getDouble(r * 4 + 3));
     }
   }
+}
+
+namespace {
+
+/// Runs `graph` on every device with feeds from `feedsFor(seed, bad)`: a good run matches the reference, a bad
+/// one is an error holding every one of `expected` (host and device-resident runs), and a good run after it passes.
+template <typename Feeds>
+void checkEveryDevice(const Graph& graph, Feeds feedsFor, const std::vector<std::string>& expected) {
+  const uint64_t seed = testing::testSeed();
+  for (const auto& device : testing::everyDevice()) {
+    CAPTURE(device->id());
+    auto exe = Executable::compile(graph, {.device = device->id(), .fallback = false});
+    REQUIRE_MESSAGE(exe.ok(), exe.error().message());
+    std::vector<Tensor> outputs;
+    TensorMap good = feedsFor(seed, false);
+    REQUIRE((*exe)->run(good, outputs).ok());
+    checkMatchesReference(graph, good, outputs);
+
+    TensorMap bad = feedsFor(seed + 1, true);
+    CHECK_FALSE(interpret(graph, bad).ok());
+    Status s = (*exe)->run(bad, outputs);
+    REQUIRE_FALSE(s.ok());
+    for (const std::string& words : expected) CHECK_MESSAGE(s.error().message().find(words) != std::string::npos, s.error().message());
+
+    DeviceTensorMap onDevice;
+    for (const auto& [name, t] : bad) {
+      auto d = DeviceTensor::fromHost(device, t);
+      REQUIRE(d.ok());
+      onDevice.insert_or_assign(name, *d);
+    }
+    std::vector<DeviceTensor> deviceOutputs;
+    s = (*exe)->run(onDevice, deviceOutputs);
+    REQUIRE_FALSE(s.ok());
+    for (const std::string& words : expected) CHECK_MESSAGE(s.error().message().find(words) != std::string::npos, s.error().message());
+
+    TensorMap again = feedsFor(seed + 2, false);
+    REQUIRE((*exe)->run(again, outputs).ok());
+    checkMatchesReference(graph, again, outputs);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("index checks: scatter_reduce's indices are checked like scatter_add's, on every device") {
+  Graph graph = testing::parseOrFail(R"(graph @t(%x: f32[3,4], %i: i32[2,2], %u: f32[3,2,2]) {
+  %0 = scatter_reduce(%x, %i, %u) {reduction = "max", axis = 1} : f32[3,4]
+  %1 = scatter_reduce(%x, %i, %u) {reduction = "mul", axis = 1} : f32[3,4]
+  return mx = %0, mul = %1
+}
+)");
+  checkEveryDevice(
+      graph,
+      [&](uint64_t seed, bool bad) {
+        TensorMap feeds = testing::randomFeeds(graph, seed);
+        std::mt19937_64 rng(seed);
+        Tensor indices(TensorType{DType::i32, {2, 2}});
+        for (int64_t k = 0; k < 4; ++k) indices.setInt(k, static_cast<int64_t>(rng() % 8) - 4);
+        if (bad) indices.setInt(2, 4);
+        feeds.insert_or_assign("i", indices);
+        return feeds;
+      },
+      {"scatter_reduce %0", "out of range [-4, 4) for axis 1 of size 4"});
+}
+
+TEST_CASE("index checks: a check_range's values are checked on every device, and the node costs nothing") {
+  Graph graph = testing::parseOrFail(R"(graph @t(%labels: u8[6], %x: f32[6]) {
+  %0 = check_range(%labels) {lo = 0, hi = 5, what = "labels of 5 classes"} : u8[6]
+  %1 = cast(%0) {to = "f32"} : f32[6]
+  %2 = mul(%1, %x) : f32[6]
+  return r = %2
+}
+)");
+  Graph compiled = graph.clone();
+  auto checks = addIndexChecks(compiled);
+  REQUIRE(checks.ok());
+  REQUIRE(checks->size() == 1);
+  CHECK((*checks)[0].label.starts_with("check_range %0"));
+  for (const auto& node : compiled.nodes()) CHECK(node->opName() != "check_range");  // replaced by its operand
+
+  checkEveryDevice(
+      graph,
+      [&](uint64_t seed, bool bad) {
+        TensorMap feeds = testing::randomFeeds(graph, seed);
+        Tensor labels(TensorType{DType::u8, {6}});
+        for (int64_t k = 0; k < 6; ++k) labels.setInt(k, static_cast<int64_t>((seed + k) % 5));
+        if (bad) labels.setInt(4, 5);
+        feeds.insert_or_assign("labels", labels);
+        return feeds;
+      },
+      {"check_range %0", "a value is outside [0, 5) (labels of 5 classes)"});
 }
