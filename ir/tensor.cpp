@@ -25,7 +25,10 @@ Expected<Tensor> Tensor::fromBytes(TensorType type, std::span<const std::byte> b
 
 Tensor Tensor::fromDoubles(TensorType type, std::span<const double> values) {
   Tensor t(std::move(type));
-  int64_t n = std::min<int64_t>(t.numel(), static_cast<int64_t>(values.size()));
+  const auto n = static_cast<int64_t>(values.size());
+  if (n != t.numel()) {
+    abortOnMisuse("Tensor::fromDoubles: ", fmt::format("{} values for {} ({} elements)", n, t.type().toString(), t.numel()));
+  }
   dispatchDType(t.dtype(), [&]<typename T>(TypeTag<T>) {
     T* out = t.data<T>();
     for (int64_t i = 0; i < n; ++i) out[i] = fromDouble<T>(values[i]);

@@ -58,7 +58,8 @@ class Tensor {
     for (size_t i = 0; i < values.size(); ++i) t.data<T>()[i] = values[i];
     return t;
   }
-  /// A tensor of `type` from doubles, each converted (rounded, or wrapped for integers) to the dtype.
+  /// A tensor of `type` from doubles, each converted (rounded, or wrapped for integers) to the dtype. As
+  /// `of`, a count other than the type's element count aborts with a message (never padded or cut).
   static Tensor fromDoubles(TensorType type, std::span<const double> values);
   /// A scalar of `dtype` holding `value`.
   static Tensor scalar(DType dtype, double value);

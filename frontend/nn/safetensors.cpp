@@ -121,8 +121,16 @@ Expected<StateDict> parseSafetensors(std::string_view bytes, std::string_view pa
 }
 
 Status loadInto(StateDict& state, const std::string& path) {
+  // An empty state is a model not built yet: taking the file as it is would let the first build initialize,
+  // randomly and silently, every parameter the file names otherwise (`module.fc.weight` for `fc.weight`).
+  if (state.empty()) {
+    return makeError("{}: the model's state is empty (the model has not been built yet), so the checkpoint cannot be "
+                     "checked against it: use nn::loadCheckpoint(model, path, inputType), which makes the state "
+                     "first, or nn::loadSafetensors(path) to read the file's tensors as they are",
+                     path);
+  }
   SMELT_TRY(StateDict loaded, loadSafetensors(path));
-  if (!state.empty()) {
+  {
     for (const auto& [name, t] : state) {
       auto it = loaded.find(name);
       if (it == loaded.end()) return makeError("{}: the checkpoint has no tensor '{}' ({})", path, name, t.type().toString());

@@ -2,7 +2,7 @@
 // JSON header naming each tensor's dtype, shape and byte range, then the raw little-endian data), so
 // PyTorch (safetensors.torch.load_file) reads what smelt saves and smelt reads what PyTorch saves.
 //   SMELT_CHECK_OK(nn::saveSafetensors("digits.safetensors", model.state));
-//   SMELT_CHECK_OK(nn::loadInto(model.state, "digits.safetensors"));
+//   SMELT_TRY(nn::LoadReport r, nn::loadCheckpoint(model, "digits.safetensors", inputType));  // checkpoint.h
 #pragma once
 
 #include "frontend/nn/graph_context.h"
@@ -24,8 +24,8 @@ Expected<StateDict> loadSafetensors(const std::string& path, std::map<std::strin
 Expected<StateDict> parseSafetensors(std::string_view bytes, std::string_view path,
                                      std::map<std::string, std::string>* metadata = nullptr);
 /// Replaces `state`'s tensors by the file's. The file must hold exactly the tensors `state` has, each
-/// of the same dtype and shape (when `state` is empty, it takes the file's as they are); a mismatch
-/// is an error naming the tensor, and leaves `state` unchanged.
+/// of the same dtype and shape; a mismatch, or an empty `state` (a model not built yet: see
+/// nn::loadCheckpoint), is an error naming the tensor, and leaves `state` unchanged.
 Status loadInto(StateDict& state, const std::string& path);
 
 }  // namespace smelt::nn

@@ -52,9 +52,13 @@ TEST_CASE("misuse: the value of an Expected holding an error aborts with that er
   CHECK(abortMessageOf([] { (void)*Expected<int>(3); }).empty());  // a value: no abort
 }
 
-TEST_CASE("misuse: Tensor::of with a wrong number of values aborts saying so, never pads or cuts") {
+TEST_CASE("misuse: Tensor::of and fromDoubles with a wrong number of values abort saying so, never pad or cut") {
   const std::string fewer = abortMessageOf([] { (void)Tensor::of<float>({2, 3}, {1, 2, 3, 4, 5}); });
   CHECK(fewer.find("5 values for f32[2,3] (6 elements)") != std::string::npos);
   CHECK_FALSE(abortMessageOf([] { (void)Tensor::of<int64_t>({2}, {1, 2, 3}); }).empty());
   CHECK(abortMessageOf([] { (void)Tensor::of<int64_t>({2}, {1, 2}); }).empty());
+  const std::vector<double> three{1, 2, 3};
+  const std::string cut = abortMessageOf([&] { (void)Tensor::fromDoubles(TensorType{DType::f64, {2}}, three); });
+  CHECK_MESSAGE(cut.find("Tensor::fromDoubles: 3 values for f64[2] (2 elements)") != std::string::npos, cut);
+  CHECK(abortMessageOf([&] { (void)Tensor::fromDoubles(TensorType{DType::i32, {3}}, three); }).empty());
 }

@@ -1,6 +1,7 @@
 // Training end to end: a small MLP learns a four-class problem (the loss falls tenfold, the training
 // accuracy passes 95%), its checkpoint restores identical predictions in a fresh model, a partial
 // batch trains on the same state and step count, and feeding a batch of the wrong type is a clear error.
+#include "frontend/nn/checkpoint.h"
 #include "frontend/nn/losses.h"
 #include "frontend/nn/safetensors.h"
 #include "frontend/nn/train_step.h"
@@ -68,7 +69,12 @@ TEST_CASE("training: an MLP learns four clusters with Adam, a checkpoint restore
   REQUIRE(fresh.ok());
   REQUIRE(nn::loadInto(restored.state, path).ok() == false);  // no optimizer state in the fresh model
   restored.state.clear();
-  REQUIRE(nn::loadInto(restored.state, path).ok());
+  // An empty state (a model not built) is refused: its first build would invent what the file lacks.
+  Status empty = nn::loadInto(restored.state, path);
+  REQUIRE_FALSE(empty.ok());
+  CHECK_MESSAGE(empty.error().message().find("loadCheckpoint") != std::string::npos, empty.error().message());
+  auto loaded = nn::loadCheckpoint(restored, path, xType);
+  REQUIRE_MESSAGE(loaded.ok(), loaded.error().message());
   auto predict = nn::Predictor::create(model, xType);
   REQUIRE(predict.ok());
   makeBatch(rng, x, y);
