@@ -75,6 +75,13 @@ RecurrentOutput recurrence(Builder& b, const RecurrentSpec& spec, const Recurren
     return out;
   }
   int64_t seq = xt.shape[0], batch = xt.shape[1];
+  // Each step is a few dozen nodes: a declared length in the millions (a mutated model's header) would build
+  // graphs of tens of millions of nodes before anything else could refuse it.
+  if (seq > kMaxRecurrentSteps) {
+    b.fail(makeError("recurrence: a sequence of {} steps is longer than the {} steps smelt unrolls (x is {})", seq,
+                     kMaxRecurrentSteps, xt.toString()));
+    return out;
+  }
   const GateLayout& g = spec.gates;
   DType dt = xt.dtype;
 

@@ -64,7 +64,10 @@ struct RecurrentOutput {
   Value* lastCell = nullptr;  // LSTM only
 };
 
-/// Runs one direction over x [seq, batch, input] (seq static). `lengths` (i32/i64 [batch], optional) gives each
+/// The longest sequence a recurrence unrolls (one step is a few dozen nodes).
+inline constexpr int64_t kMaxRecurrentSteps = 16384;
+
+/// Runs one direction over x [seq, batch, input] (seq static, at most kMaxRecurrentSteps). `lengths` (i32/i64 [batch], optional) gives each
 /// sequence's length: steps past it leave the state unchanged and output zeros; a reverse pass starts at each
 /// sequence's own last step. Errors go to the builder.
 RecurrentOutput recurrence(Builder& b, const RecurrentSpec& spec, const RecurrentWeights& weights, Value* x,

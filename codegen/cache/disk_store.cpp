@@ -184,8 +184,10 @@ DiskRead DiskStore::read(const std::string& digest, const std::string& keyText) 
   DiskRead result;
   if (!ready(/*create=*/false)) return result;
   std::string path = entryPath(digest);
-  // O_NOFOLLOW: an entry must be a file we wrote, not a link to one somewhere else.
-  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  // O_NOFOLLOW: an entry must be a file we wrote, not a link to one somewhere else. O_NONBLOCK: opening a FIFO
+  // put in an entry's place would wait for a writer forever; so opened, it is refused below as not a regular
+  // file (the flag changes nothing for one).
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ENOENT) return result;
     if (errno == ELOOP) {

@@ -3,6 +3,7 @@
 
 #include "codegen/cache/cache_dir.h"
 #include "codegen/log.h"
+#include "ir/support/input_files.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -138,11 +140,11 @@ Status savePlacementTable(const PlacementTable& table, const DeviceDescription& 
 Expected<std::optional<PlacementTable>> loadPlacementTable(const DeviceDescription& description) {
   const std::string path = placementTablePath(description);
   if (path.empty()) return std::optional<PlacementTable>();
-  std::ifstream in(path);
-  if (!in) return std::optional<PlacementTable>();
-  std::stringstream text;
-  text << in.rdbuf();
-  Expected<PlacementTable> table = placementTableFromJson(text.str());
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec))) return std::optional<PlacementTable>();
+  // A regular file of a sane size: a FIFO or /dev/zero in its place would block or read forever.
+  SMELT_TRY(std::string text, readInputFile(path, "a placement table", uint64_t{16} << 20));
+  Expected<PlacementTable> table = placementTableFromJson(text);
   if (!table) return makeError("placement table {}: {}", path, table.error().message());
   if (!table->matches(description)) {
     logger().debug("placement: {} was measured on '{}' ({}), not '{}' ({}); ignored until `smelt tune` runs again",

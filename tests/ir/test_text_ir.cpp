@@ -6,6 +6,7 @@
 #include "tests/support/random_tensors.h"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <filesystem>
@@ -172,6 +173,31 @@ TEST_CASE("parse errors name the line and column with a caret") {
     REQUIRE(!g.ok());
     CHECK_MESSAGE(g.error().message().find(c.expected) != std::string::npos, g.error().message());
     CHECK(g.error().message().find('^') != std::string::npos);
+  }
+}
+
+TEST_CASE("nested graphs deeper than the parser's bound are an error, not a deep recursion") {
+  // A fused node whose body holds a fused node ... `levels` deep.
+  auto nested = [](int levels) {
+    std::string body = "graph @k0(%p0: f32[2]) {\n  %0 = exp(%p0) : f32[2]\n  return r0 = %0\n}";
+    for (int level = 1; level <= levels; ++level) {
+      body = fmt::format("graph @k{}(%p0: f32[2]) {{\n  %0 = fused(%p0) {{kind = \"loop\"}} : f32[2] body = {}\n  return r0 = %0\n}}",
+                         level, body);
+    }
+    return body;
+  };
+  auto ok = parseGraph(nested(1));
+  REQUIRE_MESSAGE(ok.ok(), ok.error().message());
+  // Within the bound, the verifier has its say (fused bodies do not nest).
+  auto three = parseGraph(nested(3));
+  REQUIRE_FALSE(three.ok());
+  CHECK_MESSAGE(three.error().message().find("body holds another fused kernel") != std::string::npos,
+                three.error().message());
+  for (int levels : {5, 1000}) {
+    auto deep = parseGraph(nested(levels));
+    REQUIRE_FALSE(deep.ok());
+    CHECK_MESSAGE(deep.error().message().find("graphs nest deeper than 4 levels") != std::string::npos,
+                  deep.error().message());
   }
 }
 

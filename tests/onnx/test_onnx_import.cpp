@@ -444,6 +444,18 @@ TEST_CASE("onnx import: a graph output listed twice is an error naming it, and e
   addOutput(*m.mutable_graph(), "y");
   std::string e = errorOf(importModel(m));
   CHECK_MESSAGE(e.find("graph output 'y' is listed twice") != std::string::npos, e);
+
+  // Two initializers of one name would make two parameters of it.
+  onnx::ModelProto twice = addModel();
+  addFloatInit(*twice.mutable_graph(), "w", {2, 2}, {5, 6, 7, 8});
+  e = errorOf(importModel(twice));
+  CHECK_MESSAGE(e.find("initializer 'w' is defined twice") != std::string::npos, e);
+
+  // So would a graph input listed twice.
+  onnx::ModelProto inputs = addModel();
+  addInput(*inputs.mutable_graph(), "x", onnx::TensorProto::FLOAT, {2, 2});
+  e = errorOf(importModel(inputs));
+  CHECK_MESSAGE(e.find("graph input 'x' is listed twice") != std::string::npos, e);
 }
 
 TEST_CASE("onnx import: ConstantOfShape and Range never materialize huge tensors at import") {
@@ -735,4 +747,19 @@ TEST_CASE(
   std::string dynamicSeq = errorOf(importModel(lm));
   CHECK_MESSAGE(dynamicSeq.find("encoder") != std::string::npos, dynamicSeq);
   CHECK_MESSAGE(dynamicSeq.find("static seq") != std::string::npos, dynamicSeq);
+
+  // A declared length of a billion steps (within the element limit: one input feature) is refused before it is
+  // unrolled into tens of billions of nodes.
+  onnx::ModelProto hm = newModel(14);
+  auto& hg = *hm.mutable_graph();
+  addInput(hg, "x", onnx::TensorProto::FLOAT, {1000000000, 1, 1});
+  addFloatInit(hg, "w", {1, 8, 1}, std::vector<float>(8, 0.1f));
+  addFloatInit(hg, "r", {1, 8, 2}, std::vector<float>(16, 0.1f));
+  addNode(hg, "LSTM", {"x", "w", "r"}, {"y"}, "encoder");
+  addOutput(hg, "y");
+  std::string longSeq = errorOf(importModel(hm));
+  CHECK_MESSAGE(longSeq.find("encoder") != std::string::npos, longSeq);
+  CHECK_MESSAGE(longSeq.find("a sequence of 1000000000 steps is longer than the 16384 steps smelt unrolls") !=
+                    std::string::npos,
+                longSeq);
 }

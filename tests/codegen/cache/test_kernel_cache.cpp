@@ -245,6 +245,19 @@ TEST_CASE("kernel cache: an entry that is a symlink is not followed") {
   CHECK(contains(log.text(), "ignoring " + path));
 }
 
+TEST_CASE("kernel cache: a FIFO in an entry's place is refused at once, never waited on") {
+  test::TempDir tmp;
+  CacheKey key = makeKey("kernel @k {}");
+  KernelCache(tmp.path()).store(key, fakeBinary("k"));
+  std::string path = entryPathOf(tmp.path(), key);
+  std::filesystem::remove(path);
+  REQUIRE(mkfifo(path.c_str(), 0600) == 0);
+  test::LogCapture log;
+  KernelCache cache(tmp.path());
+  CHECK(!cache.lookup(key).has_value());  // before the fix: blocked here waiting for a writer
+  CHECK(contains(log.text(), "rejected " + path + ": not a regular file"));
+}
+
 TEST_CASE("kernel cache: a folder writable by others disables the disk layer, memory still works") {
   test::TempDir tmp;
   std::string dir = tmp / "open";
