@@ -524,8 +524,9 @@ class Cli(unittest.TestCase):
                                        "'opencl:9' is not a device here")
 
     def test_every_subcommand_describes_the_model_file_and_backend_alike(self):
-        for command in ["dump", "run", "grad", "opt", "inspect", "kernels", "bench"]:
-            text = smelt(command, "--help").stdout
+        for command in [["dump"], ["run"], ["grad"], ["opt"], ["inspect"], ["kernels"], ["bench"], ["export"],
+                        ["cache", "explain"], ["tune"]]:
+            text = " ".join(smelt(*command, "--help").stdout.split())
             self.assertIn("Model file (.onnx or IR text; - for stdin)", text, command)
         for command in ["run", "grad", "bench"]:
             text = " ".join(smelt(command, "--help").stdout.split())

@@ -116,12 +116,15 @@ int tune(const TuneCommandOptions& o) {
 Action addTuneCommand(CLI::App& app) {
   auto o = std::make_shared<TuneCommandOptions>();
   auto* cmd = app.add_subcommand("tune", "Measure where each device overtakes the CPU and store the placement table");
-  cmd->add_option("--device", o->devices, "Device to measure (opencl:0, cuda:0; repeatable); default: all");
+  cmd->add_option("--device", o->devices,
+                  "Device to measure: a device id (opencl:0, cuda:1; repeatable); default: every device here");
   cmd->add_option("--kinds", o->kinds, "KIND[,KIND...] of elementwise, reduction, matmul, conv (default: all)");
   cmd->add_flag("--quick", o->quick, "Three sizes per kind instead of six or seven");
   cmd->add_option("--repeats", o->repeats, "Timed runs per size and place (median)")->check(CLI::Range(1, 1000));
   cmd->add_flag("--show", o->show, "Print the tables placement uses now, measuring nothing");
-  cmd->add_option("--explain", o->explain, "Print a model's work and where it would run (IR text or .onnx)");
+  cmd->add_option("--explain", o->explain,
+                  "Model file (.onnx or IR text; - for stdin): print its work and where it would run, measuring "
+                  "nothing");
   return [o]() { return tune(*o); };
 }
 
