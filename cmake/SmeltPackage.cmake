@@ -33,7 +33,7 @@ set_target_properties(smelt_shared PROPERTIES OUTPUT_NAME smelt EXPORT_NAME smel
 set(smelt_public_headers
   autodiff/backward.h autodiff/gradient_tape.h
   frontend/data/idx.h frontend/model_loader.h frontend/npy.h frontend/onnx/onnx_export.h
-  frontend/nn/attention.h frontend/nn/batches.h frontend/nn/data_parallel.h frontend/nn/checkpoint.h frontend/nn/progress.h
+  frontend/nn/attention.h frontend/nn/batches.h frontend/nn/data_parallel.h frontend/nn/checkpoint.h frontend/nn/fit.h frontend/nn/progress.h
   frontend/nn/graph_context.h frontend/nn/imported.h frontend/nn/init.h frontend/nn/layers.h frontend/nn/losses.h frontend/nn/models.h
   frontend/nn/optimizers.h frontend/nn/safetensors.h frontend/nn/train_step.h
   ir/attribute.h ir/builder.h ir/collective.h ir/dtype.h ir/graph.h ir/half.h ir/interpreter.h ir/lowering.h

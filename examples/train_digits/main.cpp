@@ -10,6 +10,7 @@
 // rank 0 alone prints, evaluates and writes the checkpoint (docs/distributed.md).
 #include "frontend/data/idx.h"
 #include "frontend/nn/batches.h"
+#include "frontend/nn/fit.h"
 #include "frontend/nn/losses.h"
 #include "frontend/nn/progress.h"
 #include "frontend/nn/safetensors.h"
@@ -167,40 +168,28 @@ int run(int argc, char** argv) {
                (*step)->report().blas);
   }
 
+  // Every rank shuffles alike and trains on its rows of each batch (nn::fit shards them).
   nn::ProgressBar progress(epochs, stepsPerEpoch, "images", printer ? stdout : nullptr);
-  Tensor bx, by, logits;
+  int64_t hits = 0;
   double testAccuracy = 0;
-  for (int64_t epoch = 1; epoch <= epochs; ++epoch) {
-    auto epochStart = std::chrono::steady_clock::now();
-    double lossSum = 0;
-    int64_t hits = 0, seen = 0;
-    double rate = 0;
-    for (batches->startEpoch(); batches->next(bx, by);) {
-      if (ranks > 1) {  // every rank shuffled alike: each takes its rows of the same batch
-        if (bx.shape()[0] < ranks) return fail(makeError("a batch of {} rows leaves rank {} none", bx.shape()[0], rank));
-        bx = nn::shardOf(bx, rank, ranks);
-        by = nn::shardOf(by, rank, ranks);
-      }
-      auto loss = (*step)->run(bx, by, &logits);
-      if (!loss.ok()) return fail(loss.error());
-      lossSum += *loss;
-      hits += correct(logits, by);
-      seen += by.shape()[0];
-      rate = static_cast<double>(seen) /
-             std::chrono::duration<double>(std::chrono::steady_clock::now() - epochStart).count();
-      int64_t s = batches->taken();
-      progress.step(epoch, s, lossSum / static_cast<double>(s), static_cast<double>(hits) / static_cast<double>(seen), rate);
-    }
-    bool last = epoch == epochs;
+  nn::FitOptions fitOptions{.epochs = epochs, .rank = rank, .ranks = ranks};
+  fitOptions.onStep = [&](const nn::StepProgress& p) {
+    if (p.step == 1) hits = 0;
+    hits += correct(*p.outputs, *p.targets);
+    progress.step(p.epoch, p.step, p.meanLoss, static_cast<double>(hits) / static_cast<double>(p.examples),
+                  p.examplesPerSecond);
+  };
+  fitOptions.onEpoch = [&](const nn::EpochSummary& e) -> Status {
     double measured = -1;
-    if (printer && (last || epoch % 5 == 0)) {
-      auto acc = evaluate(**predict, *test, evalBatch);
-      if (!acc.ok()) return fail(acc.error());
-      measured = testAccuracy = *acc;
+    if (printer && (e.epoch == epochs || e.epoch % 5 == 0)) {
+      SMELT_TRY(measured, evaluate(**predict, *test, evalBatch));
+      testAccuracy = measured;
     }
-    progress.endEpoch(epoch, lossSum / static_cast<double>(stepsPerEpoch), static_cast<double>(hits) / static_cast<double>(seen),
-                      rate, measured);
-  }
+    progress.endEpoch(e.epoch, e.meanLoss, static_cast<double>(hits) / static_cast<double>(e.examples),
+                      static_cast<double>(e.examples) / e.seconds, measured);
+    return Status::success();
+  };
+  if (auto trained = nn::fit(**step, *batches, fitOptions); !trained.ok()) return fail(trained.error());
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!printer) return 0;  // every rank holds the same parameters: rank 0 reports and saves them
   auto state = model.syncedHostState();  // back from the device it trained on

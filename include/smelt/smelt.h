@@ -14,6 +14,7 @@
 #include "frontend/model_loader.h"
 #include "frontend/nn/attention.h"
 #include "frontend/nn/batches.h"
+#include "frontend/nn/fit.h"
 #include "frontend/nn/data_parallel.h"
 #include "frontend/nn/checkpoint.h"
 #include "frontend/nn/imported.h"
