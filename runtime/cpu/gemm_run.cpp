@@ -278,17 +278,6 @@ void runWeightGradAs(const GemmPlan& p, char* const* operands, char* product, ch
 
 }  // namespace
 
-void preferUntransposedB(GemmPlan& plan) {
-  if (!plan.transB || plan.conv || plan.batch != 1 || plan.dtype != DType::f32 || !blas::onednn()) return;
-  // The transpose moves all of B every time (weights change every training step): it pays only when
-  // the product has enough rows to amortize it. Measured with oneDNN on 2 threads: 256x1024x1024 took
-  // 2.8-3.0 ms transposed against 2.4-3.3 ms untransposed plus ~0.8 ms to transpose; 512x2048x2048
-  // 22.9 against 17.9 plus ~3 ms.
-  if (plan.m < 512) return;
-  plan.transposeB = true;
-  plan.columnElements = plan.k * plan.n;
-}
-
 namespace {
 
 /// The width of the column blocks a split product's threads claim (a multiple of oneDNN's 16-float
@@ -302,6 +291,22 @@ bool splitsByColumns(const GemmPlan& p) {
   return p.dtype == DType::f32 && p.batch == 1 && blas::onednn() && ThreadPool::global().threads() > 1 &&
          p.n >= 2 * kColumnBlock && p.m * p.n * p.k >= (int64_t{1} << 22);
 }
+
+}  // namespace
+
+void preferUntransposedB(GemmPlan& plan) {
+  if (!plan.transB || plan.conv || plan.batch != 1 || plan.dtype != DType::f32 || !blas::onednn()) return;
+  // The transpose moves all of B every time (weights change every training step). A product split into
+  // column blocks pays for it only with enough rows to amortize it: measured with oneDNN on 2 threads,
+  // 256x1024x1024 took 2.8-3.0 ms transposed against 2.4-3.3 ms untransposed plus ~0.8 ms to transpose;
+  // 512x2048x2048 22.9 against 17.9 plus ~3 ms. A small product (one oneDNN call) is faster untransposed
+  // even with its transpose: tiny_latency's 64x64x64 linear layer 6.4 us against 7.6 us transposed.
+  if (plan.m < 512 && splitsByColumns(plan)) return;
+  plan.transposeB = true;
+  plan.columnElements = plan.k * plan.n;
+}
+
+namespace {
 
 /// `b` (rows x cols, row-major) into `t` (cols x rows): bands of rows on the thread pool's threads.
 void transposeInto(const float* b, int64_t rows, int64_t cols, float* t) {
