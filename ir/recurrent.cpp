@@ -35,6 +35,7 @@ std::vector<RecurrentActivation> activationsOf(const RecurrentSpec& spec) {
 
 // Rows [gate * hidden, (gate + 1) * hidden) of the last axis of `x`.
 Value* gateOf(Builder& b, Value* x, int64_t gate, int64_t hidden) {
+  if (!x) return nullptr;  // an earlier node failed: the builder holds its error
   int64_t last = x->type().rank() - 1;
   return b.op("slice", {x},
               {{"starts", std::vector<int64_t>{gate * hidden}},
