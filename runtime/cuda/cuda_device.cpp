@@ -58,6 +58,10 @@ class CudaStream final : public DeviceStream {
     SMELT_TRY(void* event, context_.recordEvent(stream_, timing));
     return std::unique_ptr<DeviceEvent>(std::make_unique<CudaEvent>(context_, event));
   }
+  Expected<bool> recordAgain(DeviceEvent& event) override {
+    SMELT_CHECK_OK(context_.recordEventAgain(static_cast<CudaEvent&>(event).get(), stream_));
+    return true;
+  }
   Status wait(DeviceEvent& event) override {
     return context_.streamWaitEvent(stream_, static_cast<CudaEvent&>(event).get());
   }

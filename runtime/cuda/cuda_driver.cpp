@@ -145,6 +145,8 @@ class ScopedContext {
 
 }  // namespace
 
+ErrorKind errorKindOf(int cuResult) { return kindOf(static_cast<CUresult>(cuResult)); }
+
 Expected<DriverVersion> driverVersion() {
   SMELT_TRY(const DriverApi* api, driver());
   return api->version;
@@ -440,6 +442,9 @@ void Context::freeRaw(std::uint64_t address) {
 
 Expected<void*> Context::allocateHost(std::size_t bytes) {
   void* pointer = nullptr;
+  if (CUresult rc = injectedAllocationFault(); rc != CUDA_SUCCESS) {
+    return cudaError(loadedDriver(), rc, fmt::format("cuMemHostAlloc({} bytes)", bytes));
+  }
   SMELT_CUDA_CALL(cuMemHostAlloc(&pointer, bytes ? bytes : 1, 0), fmt::format("cuMemHostAlloc({} bytes)", bytes));
   return pointer;
 }
@@ -504,6 +509,11 @@ Expected<void*> Context::recordEvent(void* stream, bool timing) {
   SMELT_CUDA_CALL(cuEventCreate(&event, timing ? CU_EVENT_DEFAULT : CU_EVENT_DISABLE_TIMING), "cuEventCreate");
   SMELT_CUDA_CALL(cuEventRecord(event, static_cast<CUstream>(stream)), "cuEventRecord");
   return static_cast<void*>(event);
+}
+
+Status Context::recordEventAgain(void* event, void* stream) {
+  SMELT_CUDA_CALL(cuEventRecord(static_cast<CUevent>(event), static_cast<CUstream>(stream)), "cuEventRecord");
+  return Status::success();
 }
 
 Status Context::synchronizeEvent(void* event) {
@@ -584,6 +594,7 @@ Error unavailable() {
 }
 }  // namespace
 
+ErrorKind errorKindOf(int) { return ErrorKind::kGeneric; }
 Expected<DriverVersion> driverVersion() { return unavailable(); }
 Expected<int> deviceCount() { return unavailable(); }
 Expected<DeviceInfo> deviceInfo(int) { return unavailable(); }
@@ -615,6 +626,7 @@ void Context::destroyGraphExec(void*) {}
 void Context::destroyStream(void*) {}
 Status Context::synchronizeStream(void*) { return unavailable(); }
 Expected<void*> Context::recordEvent(void*, bool) { return unavailable(); }
+Status Context::recordEventAgain(void*, void*) { return unavailable(); }
 Expected<double> Context::elapsedMs(void*, void*) { return unavailable(); }
 Status Context::synchronizeEvent(void*) { return unavailable(); }
 Expected<bool> Context::eventDone(void*) { return unavailable(); }

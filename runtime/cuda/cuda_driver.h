@@ -16,6 +16,11 @@
 
 namespace smelt::cuda {
 
+/// What a CUresult means for recovery: kOutOfMemory, kDeviceLost for the sticky errors that poison a context
+/// (an illegal address, a failed launch, ...: only a reset helps), else kGeneric. Every driver error smelt
+/// reports carries this kind.
+ErrorKind errorKindOf(int cuResult);
+
 /// cuDriverGetVersion split in two: 13000 -> {13, 0}.
 struct DriverVersion {
   int major = 0;
@@ -168,6 +173,8 @@ class Context {
   Status synchronizeStream(void* stream);
   /// An event recorded on `stream`; `timing` keeps its timestamp for elapsedMs().
   Expected<void*> recordEvent(void* stream, bool timing = false);
+  /// Records an event recordEvent made again, on `stream` (no new event).
+  Status recordEventAgain(void* event, void* stream);
   /// Milliseconds between two timing events that have completed (cuEventElapsedTime).
   Expected<double> elapsedMs(void* start, void* end);
   Status synchronizeEvent(void* event);

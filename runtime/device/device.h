@@ -94,6 +94,14 @@ class DeviceStream {
   /// An event after everything enqueued so far; `timing` asks for one elapsedMsSince() can read
   /// (kernel time measured on the device, as CUDA events measure it).
   virtual Expected<std::unique_ptr<DeviceEvent>> record(bool timing = false) = 0;
+  /// Records `event` (made by record() on a stream of this device) again, after everything enqueued so far:
+  /// the ordering of a new event without making one (an executable's runs reuse theirs). False where the
+  /// device cannot (the default): then record() a new one. Waits enqueued on the event before keep the
+  /// position it had then.
+  virtual Expected<bool> recordAgain(DeviceEvent& event) {
+    (void)event;
+    return false;
+  }
   /// Makes work enqueued from now on wait for `event` (from any stream of the same device).
   virtual Status wait(DeviceEvent& event) = 0;
 };

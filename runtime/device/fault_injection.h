@@ -1,5 +1,5 @@
 // Faults on demand, so tests exercise every recovery path on any machine (PoCL in CI):
-//   SMELT_FAULTS=oom=2            the next 2 device allocations fail as out of memory
+//   SMELT_FAULTS=oom=2            the next 2 device allocations (pinned host memory too) fail as out of memory
 //   SMELT_FAULTS=oom=always       every device allocation fails (never the CPU's: it is the fallback)
 //   SMELT_FAULTS=lost=1           the next device launch or wait fails as a lost device's would
 // The faults are injected where the drivers are called, as the error codes a real fault returns

@@ -3,6 +3,7 @@
 
 #include "codegen/log.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <unordered_map>
@@ -68,6 +69,7 @@ void HostStaging::forgetStaleLocked() {
   free_.clear();
   inFlight_.clear();
   stats_.cachedBytes = 0;
+  unpinnableFrom_ = 0;
   generation_ = now;
 }
 
@@ -84,6 +86,10 @@ Expected<std::unique_ptr<PinnedHostMemory>> HostStaging::rent(std::size_t bytes)
       stats_.cachedBytes -= block->bytes();
       return block;
     }
+    if (unpinnableFrom_ != 0 && size >= unpinnableFrom_) {
+      ++stats_.pageableFallbacks;
+      return makeError("{}: {} bytes of pinned memory were refused before", device_->id(), unpinnableFrom_);
+    }
     ++stats_.pinnedAllocations;
   }
   Expected<std::unique_ptr<PinnedHostMemory>> block = device_->allocatePinned(size);
@@ -95,6 +101,7 @@ Expected<std::unique_ptr<PinnedHostMemory>> HostStaging::rent(std::size_t bytes)
       logger().warn("{}: {}; host copies go through pageable memory", device_->id(), block.error().message());
       warnedUnpinned_ = true;
     }
+    unpinnableFrom_ = unpinnableFrom_ == 0 ? size : std::min(unpinnableFrom_, size);
     ++stats_.pageableFallbacks;
   }
   return block;

@@ -6,7 +6,8 @@
 // and the blocks copied out. A block returns to the cache when an event after its transfer has
 // passed. The CPU device copies directly (its "device" memory is host memory already), as do copies
 // under kDirectCopyBelow bytes, where an event costs more than the copy, and copies for which no
-// pinned memory could be had (they go from pageable memory, with one warning).
+// pinned memory could be had (they go from pageable memory, with one warning; blocks as large as
+// one the driver refused are not asked for again).
 //   auto staging = HostStaging::forDevice(device);
 //   SMELT_CHECK_OK(staging->copyIn(memory, 0, batch.raw(), batch.byteSize(), copyStream));
 //   SMELT_CHECK_OK(staging->copyOut({{loss.raw(), memory, 0, 4}}, device->defaultStream()));
@@ -82,6 +83,10 @@ class HostStaging {
   StagingStats stats_;
   std::uint64_t generation_ = 0;
   bool warnedUnpinned_ = false;
+  /// The smallest block size the driver refused to pin (0: none yet): blocks at least this large go
+  /// pageable without asking again, as each asking would cost a failing driver call (page-locked memory
+  /// runs out at a limit, ulimit -l or a container's cap, not by chance). A reset forgets it.
+  std::size_t unpinnableFrom_ = 0;
 };
 
 }  // namespace smelt

@@ -92,6 +92,9 @@ struct CompiledGraph::Impl {
   /// The stream steps run on: the device's default, or one of the executable's own.
   std::unique_ptr<DeviceStream> ownStream;
   DeviceStream* stream = nullptr;
+  /// The events that join the own stream to the default one at the start and end of a run, recorded
+  /// again by every run (joinDefaultStream, rejoinDefaultStream). Declared after the stream: destroyed first.
+  std::unique_ptr<DeviceEvent> joinEvent, rejoinEvent;
 
   std::vector<Step> steps;
   /// The graph's constants by Binding::kConstant index, and their values.

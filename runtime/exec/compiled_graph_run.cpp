@@ -27,18 +27,33 @@ char* pointerOf(const KernelBufferArg& arg) { return static_cast<char*>(arg.memo
 
 }  // namespace
 
+namespace {
+
+/// `event` recorded on `on` after what it holds: the same event again where the device can (no event made
+/// per run), else a new one.
+Status recordOn(DeviceStream& on, std::unique_ptr<DeviceEvent>& event) {
+  if (event) {
+    SMELT_TRY(bool again, on.recordAgain(*event));
+    if (again) return Status::success();
+  }
+  SMELT_TRY(event, on.record());
+  return Status::success();
+}
+
+}  // namespace
+
 Status CompiledGraph::Impl::joinDefaultStream() {
   if (!ownStream) return Status::success();
   // Pool fills and uploads enqueued on the default stream come first.
-  SMELT_TRY(std::unique_ptr<DeviceEvent> before, device->defaultStream().record());
-  return stream->wait(*before);
+  SMELT_CHECK_OK(recordOn(device->defaultStream(), joinEvent));
+  return stream->wait(*joinEvent);
 }
 
 Status CompiledGraph::Impl::rejoinDefaultStream() {
   if (!ownStream) return Status::success();
   // Whoever uses the outputs next on the default stream waits for this run, on the device.
-  SMELT_TRY(std::unique_ptr<DeviceEvent> after, stream->record());
-  return device->defaultStream().wait(*after);
+  SMELT_CHECK_OK(recordOn(*stream, rejoinEvent));
+  return device->defaultStream().wait(*rejoinEvent);
 }
 
 Expected<std::vector<Tensor>> CompiledGraph::Impl::download(const Step& step, bool results) {

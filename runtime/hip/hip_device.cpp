@@ -25,6 +25,9 @@ constexpr HipError kHipErrorIllegalAddress = 700;
 constexpr HipError kHipErrorLaunchFailure = 719;
 constexpr HipError kHipErrorAssert = 710;
 constexpr HipError kHipErrorEccNotCorrectable = 214;
+constexpr HipError kHipErrorNoDevice = 100;
+constexpr HipError kHipErrorLaunchTimeOut = 702;
+constexpr HipError kHipErrorContextIsDestroyed = 709;
 constexpr HipError kHipErrorNotReady = 600;
 using HipStream = void*;
 using HipEvent = void*;
@@ -88,7 +91,8 @@ const Expected<HipApi*>& hip() {
 ErrorKind kindOf(HipError rc) {
   if (rc == kHipErrorOutOfMemory) return ErrorKind::kOutOfMemory;
   if (rc == kHipErrorIllegalAddress || rc == kHipErrorLaunchFailure || rc == kHipErrorAssert ||
-      rc == kHipErrorEccNotCorrectable) {
+      rc == kHipErrorEccNotCorrectable || rc == kHipErrorLaunchTimeOut || rc == kHipErrorContextIsDestroyed ||
+      rc == kHipErrorNoDevice) {
     return ErrorKind::kDeviceLost;
   }
   return ErrorKind::kGeneric;
@@ -160,6 +164,11 @@ class HipStreamImpl final : public DeviceStream {
     SMELT_HIP_CALL(hipEventCreateWithFlags(&event, timing ? 0 : 2 /*hipEventDisableTiming*/), "hipEventCreateWithFlags");
     SMELT_HIP_CALL(hipEventRecord(event, stream_), "hipEventRecord");
     return std::unique_ptr<DeviceEvent>(std::make_unique<HipEventImpl>(api_, event));
+  }
+  Expected<bool> recordAgain(DeviceEvent& event) override {
+    SMELT_HIP_CALL(hipSetDevice(ordinal_), "hipSetDevice");
+    SMELT_HIP_CALL(hipEventRecord(static_cast<HipEventImpl&>(event).get(), stream_), "hipEventRecord");
+    return true;
   }
   Status wait(DeviceEvent& event) override {
     SMELT_HIP_CALL(hipStreamWaitEvent(stream_, static_cast<HipEventImpl&>(event).get(), 0), "hipStreamWaitEvent");
@@ -322,6 +331,9 @@ class HipDevice final : public Device {
   }
   Expected<std::unique_ptr<PinnedHostMemory>> allocatePinned(std::size_t bytes) override {
     void* data = nullptr;
+    if (HipError rc = injected(Fault::kOutOfMemory); rc != kHipSuccess) {
+      return hipError(api_, rc, fmt::format("hipHostMalloc({} bytes)", bytes));
+    }
     SMELT_HIP_CALL(hipHostMalloc(&data, bytes ? bytes : 1, 0), "hipHostMalloc");
     return trackPinned(pinned_, std::make_unique<HipPinned>(api_, data, bytes));
   }
@@ -375,6 +387,8 @@ class HipDevice final : public Device {
 };
 
 }  // namespace
+
+ErrorKind hipErrorKind(int code) { return kindOf(code); }
 
 Expected<int> hipDeviceCount() {
   SMELT_TRY(HipApi* api, hip());

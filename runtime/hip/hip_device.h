@@ -10,6 +10,9 @@ namespace smelt {
 
 /// Number of HIP devices; an error saying why there are none usable (no runtime, no GPU).
 Expected<int> hipDeviceCount();
+/// What a hipError_t means for recovery: kOutOfMemory, kDeviceLost for the errors that poison the device's
+/// context (a faulting kernel, a lost device: only hipDeviceReset helps), else kGeneric.
+ErrorKind hipErrorKind(int code);
 /// HIP device `ordinal`, one per process.
 Expected<std::shared_ptr<Device>> hipDevice(int ordinal = 0);
 

@@ -293,6 +293,10 @@ class OpenClDevice final : public Device {
   }
 
   Expected<std::unique_ptr<PinnedHostMemory>> allocatePinned(std::size_t bytes) override {
+    if (faultInjector().trigger(Fault::kOutOfMemory)) {
+      return clError(description_.id, fmt::format("clCreateBuffer({} bytes, host memory)", bytes),
+                     CL_MEM_OBJECT_ALLOCATION_FAILURE, /*allocating=*/true);
+    }
     SMELT_TRY(opencl::Buffer buffer, context_->createBuffer(bytes, opencl::Access::kReadWrite, nullptr, true));
     cl_int rc = CL_SUCCESS;
     void* mapped = clEnqueueMapBuffer(context_->queue(), buffer.get(), CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
@@ -360,6 +364,8 @@ class OpenClDevice final : public Device {
 };
 
 }  // namespace
+
+ErrorKind openClErrorKind(int code, bool allocating) { return kindOf(static_cast<cl_int>(code), allocating); }
 
 Expected<std::shared_ptr<Device>> openClDevice(std::string_view selector) {
   // Devices live for the process: OpenCL objects released during exit can outlive the ICD.

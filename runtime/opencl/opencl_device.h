@@ -21,6 +21,11 @@ opencl::Context& openClContext(Device& device);
 /// The command queue behind a stream of an OpenCL Device (for CLBlast's calls).
 cl_command_queue openClQueue(DeviceStream& stream);
 
+/// What an OpenCL error code means for recovery: kOutOfMemory for a failed allocation (CL_OUT_OF_RESOURCES
+/// too while `allocating`), kDeviceLost for a device gone or a command that failed while running (how
+/// GPU drivers report a faulting kernel), else kGeneric.
+ErrorKind openClErrorKind(int code, bool allocating);
+
 /// A cl_mem from DeviceMemory made by an OpenCL Device.
 inline cl_mem clMemOf(const DeviceMemory& m) { return static_cast<cl_mem>(m.handle); }
 

@@ -1,10 +1,12 @@
 // Host transfers through pinned staging memory (runtime/device/host_staging.h): every size round
 // trips exactly; the caller's memory is free on return while the transfer may still run; blocks are
 // reused rather than allocated per copy; and a training loop that uploads the next batch on a second
-// stream while the current step runs (DeviceTensor::fromHostAsync) computes what the reference does.
+// stream while the current step runs (DeviceTensor::fromHostAsync) computes what the reference does. Block
+// sizes past 64 MiB grow in 2 MiB steps, and a refused pinned allocation falls back to pageable copies.
 #include "ir/interpreter.h"
 #include "runtime/device/device_list.h"
 #include "runtime/device/device_tensor.h"
+#include "runtime/device/fault_injection.h"
 #include "runtime/device/host_staging.h"
 #include "runtime/exec/executable.h"
 #include "tests/support/devices.h"
@@ -88,6 +90,64 @@ TEST_CASE("staging: every size round trips, and the source is free on return") {
     // Blocks are reused: at most two per size class over all passes (an upload's block may still be
     // in flight when the fetch rents one), never one per copy.
     CHECK(stats.pinnedAllocations <= 4 * 2);
+  }
+}
+
+TEST_CASE("staging: blocks are powers of two up to 64 MiB and whole 2 MiB steps past it, never double a large feed") {
+  for (const std::shared_ptr<Device>& device : stagingDevices()) {
+    CAPTURE(device->id());
+    auto pinnedFor = [&](size_t bytes) {
+      CAPTURE(bytes);
+      HostStaging staging(device);
+      Expected<DeviceMemory> memory = device->allocate(bytes);
+      REQUIRE(memory.ok());
+      std::vector<unsigned char> data = randomBytes(bytes, testing::testSeed() + bytes), back(bytes);
+      REQUIRE(staging.copyIn(*memory, 0, data.data(), bytes, device->defaultStream()).ok());
+      const HostFetch fetch{back.data(), *memory, 0, bytes};
+      REQUIRE(staging.copyOut({&fetch, 1}, device->defaultStream()).ok());
+      CHECK(back == data);
+      device->release(*memory);
+      // The fetch's block went back to the cache (the upload's is still counted in flight until the next rent).
+      return staging.stats().cachedBytes;
+    };
+    CHECK(pinnedFor(5000) == size_t{64} << 10);            // the smallest block
+    CHECK(pinnedFor((size_t{1} << 20) + 1) == size_t{2} << 20);
+    CHECK(pinnedFor((size_t{70} << 20) + 1) == size_t{72} << 20);  // was 128 MiB: a 2.2 GB feed pinned 4 GB
+  }
+}
+
+TEST_CASE("staging: when the driver refuses pinned memory, copies go through pageable memory, correct, asking once") {
+  for (const std::shared_ptr<Device>& device : stagingDevices()) {
+    CAPTURE(device->id());
+    HostStaging staging(device);
+    DeviceStream& stream = device->defaultStream();
+    constexpr size_t kBytes = 300 << 10;
+    Expected<DeviceMemory> memory = device->allocate(kBytes);
+    REQUIRE(memory.ok());
+    // The next allocation fails as the driver's would (out of memory): the pinned block's.
+    REQUIRE(faultInjector().configure("oom=1").ok());
+    const int injectedBefore = faultInjector().injected(Fault::kOutOfMemory);
+    std::vector<unsigned char> data = randomBytes(kBytes, testing::testSeed() + 3), source = data, back(kBytes);
+    Status in = staging.copyIn(*memory, 0, source.data(), kBytes, stream);
+    (void)faultInjector().configure("");
+    REQUIRE_MESSAGE(in.ok(), in.error().message());
+    CHECK(faultInjector().injected(Fault::kOutOfMemory) == injectedBefore + 1);
+    std::memset(source.data(), 0, kBytes);  // pageable: the copy is done on return
+    const HostFetch fetch{back.data(), *memory, 0, kBytes};
+    REQUIRE(staging.copyOut({&fetch, 1}, stream).ok());
+    CHECK(back == data);
+    StagingStats stats = staging.stats();
+    CHECK(stats.pageableFallbacks == 2);  // the upload, and the fetch of the same size without asking again
+    CHECK(stats.pinnedAllocations == 1);  // the refused one
+    CHECK(stats.stagedCopies == 0);
+    // A smaller block is still asked for, and pinned.
+    std::vector<unsigned char> small = randomBytes(8192, 5), smallBack(8192);
+    REQUIRE(staging.copyIn(*memory, 0, small.data(), small.size(), stream).ok());
+    const HostFetch smallFetch{smallBack.data(), *memory, 0, small.size()};
+    REQUIRE(staging.copyOut({&smallFetch, 1}, stream).ok());
+    CHECK(smallBack == small);
+    CHECK(staging.stats().stagedCopies == 2);
+    device->release(*memory);
   }
 }
 
