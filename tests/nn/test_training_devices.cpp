@@ -2,11 +2,16 @@
 // gives the CPU's losses and state step after step (parameters and Adam's moments stay on the device,
 // updated in place), a Predictor on the device predicts from that state, the host state comes back
 // when asked, a model trained on the device goes on training on the CPU from where it was, and a lost
-// device sends the model back to its last copy on the host, from which training goes on.
+// device sends the model back to its last copy on the host, from which training goes on. And "auto" places
+// a TrainStep and a Predictor where the measured crossovers say.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <random>
 
 #include "frontend/nn/losses.h"
@@ -14,6 +19,7 @@
 #include "runtime/device/device_list.h"
 #include "runtime/device/fault_injection.h"
 #include "runtime/device/memory_pool.h"
+#include "runtime/placement/placement.h"
 
 using namespace smelt;
 
@@ -166,4 +172,60 @@ TEST_CASE(
     }
     CHECK((*deviceStep)->steps() == 7);
   }
+}
+
+TEST_CASE("training on devices: 'auto' places a TrainStep and a Predictor by the measured crossovers") {
+  Expected<std::shared_ptr<Device>> opencl = openDevice("opencl");
+  if (!opencl) {
+    MESSAGE("no OpenCL device: " << opencl.error().message());
+    return;
+  }
+  const char* deviceEnv = std::getenv("SMELT_DEVICE");
+  REQUIRE_MESSAGE(!(deviceEnv && *deviceEnv), "SMELT_DEVICE is set; this test needs the automatic choice");
+  // The placement tables live in the kernel cache's folder: one of this test's own.
+  const char* cacheEnv = std::getenv("SMELT_CACHE_DIR");
+  const std::string oldCache = cacheEnv ? cacheEnv : "";
+  const std::string dir = fmt::format("{}/auto-placement-{}", std::filesystem::temp_directory_path().string(), getpid());
+  setenv("SMELT_CACHE_DIR", dir.c_str(), 1);
+  // As if `smelt tune` had found PoCL faster from a million multiply-adds of products.
+  const DeviceDescription& d = (*opencl)->description();
+  PlacementTable table{d.id, d.name, d.driver, "test", {}};
+  table.kinds.push_back({WorkKind::kMatmul, {{1 << 20, 2e-3, 1e-3}}, int64_t{1} << 20});
+  REQUIRE(savePlacementTable(table, d).ok());
+  forgetPlacementTables();
+
+  auto trainOn = [&](int64_t width, int64_t batch) {
+    CAPTURE(width);
+    TensorType xType{DType::f32, {batch, width}}, yType{DType::i64, {batch}};
+    auto model = [&] { return nn::sequential({nn::linear(width, width), nn::relu(), nn::linear(width, 3)}); };
+    nn::Model placed(model(), 8), onCpu(model(), 8);
+    auto automatic = nn::TrainStep::create(placed, nn::crossEntropy, nn::sgd({.lr = 0.1}), xType, yType, {.device = "auto"});
+    auto cpu = nn::TrainStep::create(onCpu, nn::crossEntropy, nn::sgd({.lr = 0.1}), xType, yType, {.device = "cpu"});
+    REQUIRE_MESSAGE(automatic.ok(), (automatic.ok() ? "" : automatic.error().message()));
+    REQUIRE(cpu.ok());
+    std::mt19937_64 rng(4);
+    Tensor x(xType), y(yType);
+    for (int s = 0; s < 3; ++s) {
+      makeBatch(rng, x, y);
+      auto a = (*automatic)->run(x, y);
+      auto b = (*cpu)->run(x, y);
+      REQUIRE_MESSAGE(a.ok(), (a.ok() ? "" : a.error().message()));
+      REQUIRE(b.ok());
+      CHECK(std::abs(*a - *b) <= 1e-4 * (1 + std::abs(*b)));
+    }
+    auto predict = nn::Predictor::create(placed, xType, {.device = "auto"});
+    REQUIRE(predict.ok());
+    return std::pair((*automatic)->deviceId(), (*predict)->deviceId());
+  };
+  // 6x6 products of 8 rows: far below the crossover, on the CPU; 256x256 of 64 rows: above it, on PoCL.
+  CHECK(trainOn(6, 8) == std::pair<std::string, std::string>("cpu", "cpu"));
+  CHECK(trainOn(256, 64) == std::pair<std::string, std::string>(d.id, d.id));
+
+  std::filesystem::remove_all(dir);
+  if (cacheEnv) {
+    setenv("SMELT_CACHE_DIR", oldCache.c_str(), 1);
+  } else {
+    unsetenv("SMELT_CACHE_DIR");
+  }
+  forgetPlacementTables();
 }

@@ -46,7 +46,7 @@ Expected<std::vector<std::shared_ptr<Device>>> devicesToTune(const std::vector<s
     return devices;
   }
   for (const DeviceDescription& d : listDevices()) {
-    if (d.kind != DeviceKind::kOpenCl && d.kind != DeviceKind::kCuda) continue;
+    if (d.kind == DeviceKind::kCpu) continue;  // every other device is measured against it
     SMELT_TRY(std::shared_ptr<Device> device, openDevice(d.id));
     devices.push_back(std::move(device));
   }
