@@ -66,7 +66,7 @@ Expected<std::vector<Tensor>> ModelExecutable::run(const TensorMap& feeds) {
     // An ONNX input's declared shape is a hint the fed one overrides (as ONNX's backend tests feed): a
     // static extent fed otherwise imports the model again at the fed shapes.
     const Value* differs = nullptr;
-    for (const Value* v : last_->graph().inputs()) {
+    for (const Value* v : last_->inputs()) {
       auto fed = feeds.find(v->name());
       if (fed != feeds.end() && !typeAccepts(v->type(), fed->second.type())) differs = v;
     }

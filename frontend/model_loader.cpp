@@ -1,6 +1,7 @@
 // Model loading: sniff IR text vs ONNX protobuf.
 #include "frontend/model_loader.h"
 
+#include "codegen/log.h"
 #include "frontend/onnx/onnx_import.h"
 #include "ir/parser.h"
 #include "ir/support/input_files.h"
@@ -58,7 +59,9 @@ Expected<Graph> loadModel(const std::string& path, const TensorMap& inputValues)
   // Reshape to a target given as an input): once more with the given arrays' shapes.
   for (const auto& [name, value] : inputValues) options.inputShapes.emplace(name, value.shape());
   Expected<Graph> sized = importOnnxBytes(bytes, dir, what, options);
-  return sized.ok() ? std::move(sized) : std::move(graph);
+  if (!sized.ok()) return graph;
+  logger().info("{}: imported at the fed inputs' shapes, not with symbolic ones ({})", what, graph.error().message());
+  return sized;
 }
 
 }  // namespace smelt

@@ -226,6 +226,7 @@ void registerElementwiseMiscOps(OpRegistry& registry) {
       .fusion = FusionKind::Elementwise,
       .dtypes = dtypes::kAll,
       .infer = [](const OpCall& call) -> Expected<std::vector<TensorType>> { return single(call.operand(0)); },
+      .symbolicDims = true,
       .reference = [](const OpCall&, std::span<const Tensor> in) -> Expected<std::vector<Tensor>> {
         return std::vector<Tensor>{in[0]};
       },

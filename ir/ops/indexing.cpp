@@ -874,11 +874,12 @@ void registerIndexingOps(OpRegistry& registry) {
       .fusion = FusionKind::Injective,
       .dtypes = dtypes::kAll,
       .infer = inferGather,
+      .symbolicDims = true,
       .reference = referenceGather,
       .example = R"(graph @t(%x: $T[3,4]) {
   %i = constant() {value = dense<i64[2,2]> [1, -1, 0, 2]} : i64[2,2]
   %0 = gather(%x, %i) {axis = 1} : $T[3,2,2]
-  %j = constant() {value = dense<i32[3]> [2, -1, 2]} : i32[3]
+  %j = constant() {value = dense<i32[3]> [0, -1, 0]} : i32[3]
   %1 = gather(%x, %j) : $T[3,4]
   return r = %0, repeated = %1
 })",
@@ -894,11 +895,12 @@ void registerIndexingOps(OpRegistry& registry) {
       .fusion = FusionKind::Opaque,
       .dtypes = dtypes::kNumeric,
       .infer = inferScatterAdd,
+      .symbolicDims = true,
       .reference = referenceScatterAdd,
       .example = R"(graph @t(%x: $T[3,4], %u: $T[3,2,2], %v: $T[4]) {
   %i = constant() {value = dense<i64[2,2]> [1, -1, 0, 1]} : i64[2,2]
   %0 = scatter_add(%x, %i, %u) {axis = 1} : $T[3,4]
-  %j = constant() {value = dense<i32[]> [-2]} : i32[]
+  %j = constant() {value = dense<i32[]> [-1]} : i32[]
   %1 = scatter_add(%x, %j, %v) {axis = -2} : $T[3,4]
   return r = %0, scalar_index = %1
 })",
@@ -916,12 +918,13 @@ void registerIndexingOps(OpRegistry& registry) {
       .fusion = FusionKind::Opaque,
       .dtypes = dtypes::kNumeric,
       .infer = inferScatterReduce,
+      .symbolicDims = true,
       .reference = referenceScatterReduce,
       .example = R"(graph @t(%x: $T[3,4], %u: $T[3,2,2], %v: $T[4]) {
   %i = constant() {value = dense<i64[2,2]> [1, -1, 0, 1]} : i64[2,2]
   %0 = scatter_reduce(%x, %i, %u) {reduction = "mul", axis = 1} : $T[3,4]
   %1 = scatter_reduce(%x, %i, %u) {reduction = "max", axis = 1} : $T[3,4]
-  %j = constant() {value = dense<i32[]> [-2]} : i32[]
+  %j = constant() {value = dense<i32[]> [-1]} : i32[]
   %2 = scatter_reduce(%x, %j, %v) {reduction = "min", axis = -2} : $T[3,4]
   return mul = %0, max = %1, min = %2
 })",

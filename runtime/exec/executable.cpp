@@ -399,6 +399,9 @@ const Graph& Executable::graph() const {
   if (impl_->symbolic) return impl_->current ? impl_->current->graph() : *impl_->symbolic;
   return impl_->compiled->graph();
 }
+const std::vector<Value*>& Executable::inputs() const {
+  return impl_->symbolic ? impl_->symbolic->inputs() : impl_->compiled->graph().inputs();
+}
 const CompileReport& Executable::report() const {
   if (impl_->symbolic) return impl_->current ? impl_->current->report() : kNoReport;
   return impl_->compiled->report();

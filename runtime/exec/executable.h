@@ -145,6 +145,9 @@ class Executable {
   /// The graph after the pipeline, as it runs: its outputs are the source graph's, then the flags of
   /// its index checks (CompileOptions::checkIndices), named __index_check_N, which runs do not return.
   const Graph& graph() const;
+  /// The graph's inputs as they are declared: with their symbolic extents where the graph has them (graph()
+  /// is the last binding's, whose inputs are that binding's sizes).
+  const std::vector<Value*>& inputs() const;
   const CompileReport& report() const;
   /// The device it runs on now (the CPU after a fallback).
   const std::shared_ptr<Device>& device() const;

@@ -78,11 +78,19 @@ TEST_CASE("symbolic dims: inference carries them, and whatever would compute wit
   e = expectError("graph @g(%x: f32[N,3,4]) {\n  %0 = flatten(%x) {axis = 2} : f32[N,4]\n  return y = %0\n}\n");
   CHECK_MESSAGE(e.find("would be multiplied") != std::string::npos, e);
   e = expectError(R"(graph @g(%x: f32[N,3]) {
-  %i = constant() {value = dense<i64[2]> [0, 2]} : i64[2]
-  %0 = gather(%x, %i) {axis = 1} : f32[N,2]
+  %0, %1 = dropout(%x) {ratio = 0.5, seed = 7} : f32[N,3], bool[N,3]
   return y = %0
 })");
-  CHECK_MESSAGE(e.find("gather does not take symbolic dimensions") != std::string::npos, e);
+  CHECK_MESSAGE(e.find("dropout does not take symbolic dimensions") != std::string::npos, e);
+  // A gather copies extents: it takes them, along the symbolic axis or another.
+  Graph gathered = testing::parseOrFail(R"(graph @g(%x: f32[N,3]) {
+  %i = constant() {value = dense<i64[2]> [0, 2]} : i64[2]
+  %0 = gather(%x, %i) {axis = 1} : f32[N,2]
+  %j = constant() {value = dense<i64[4]> [0, -1, 0, 1]} : i64[4]
+  %1 = gather(%x, %j) : f32[4,3]
+  return y = %0, rows = %1
+})");
+  CHECK(gathered.outputs()[0].value->type().toString() == "f32[N,2]");
   // Convolution keeps a symbolic batch, and refuses a symbolic image size (its output size is arithmetic).
   Graph conv = testing::parseOrFail(R"(graph @g(%x: f32[N,1,5,5]) {
   param %w: f32[2,1,3,3] = [1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9]
