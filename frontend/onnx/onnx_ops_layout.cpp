@@ -399,6 +399,13 @@ Status depthSpace(NodeContext& n) {
   int64_t b = n.attrInt("blocksize", 0);
   if (b <= 0) return makeError("blocksize must be positive, got {}", b);
   int64_t N = x->shape()[0], C = x->shape()[1], H = x->shape()[2], W = x->shape()[3];
+  // A blocksize from an untrusted file: every product below must fit (a mutated model's blocksize of 2^62
+  // overflowed b * b).
+  int64_t bb = 0, cbb = 0, hb = 0, wb = 0;
+  if (__builtin_mul_overflow(b, b, &bb) || __builtin_mul_overflow(C, bb, &cbb) || __builtin_mul_overflow(H, b, &hb) ||
+      __builtin_mul_overflow(W, b, &wb)) {
+    return makeError("blocksize {} is too large for an input of {}", b, x->type().toString());
+  }
   std::vector<int64_t> inter, perm, out;
   if (n.opType() == "DepthToSpace") {
     if (C % (b * b) != 0) return makeError("channels {} are not divisible by blocksize^2 = {}", C, b * b);
