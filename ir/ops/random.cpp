@@ -113,6 +113,7 @@ void registerRandomOps(OpRegistry& registry) {
       .fusion = FusionKind::Elementwise,
       .dtypes = dtypes::kFloat,
       .infer = inferDropout,
+      .symbolicDims = true,
       .reference = referenceDropout,
       .example = R"(graph @t(%x: $T[4,8], %step: i64[]) {
   %0, %1 = dropout(%x) {ratio = 0.25, seed = 7} : $T[4,8], bool[4,8]

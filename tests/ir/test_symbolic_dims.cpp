@@ -77,11 +77,11 @@ TEST_CASE("symbolic dims: inference carries them, and whatever would compute wit
   CHECK(flat.outputs()[0].value->type().toString() == "f32[N,12]");
   e = expectError("graph @g(%x: f32[N,3,4]) {\n  %0 = flatten(%x) {axis = 2} : f32[N,4]\n  return y = %0\n}\n");
   CHECK_MESSAGE(e.find("would be multiplied") != std::string::npos, e);
-  e = expectError(R"(graph @g(%x: f32[N,3]) {
-  %0, %1 = dropout(%x) {ratio = 0.5, seed = 7} : f32[N,3], bool[N,3]
+  e = expectError(R"(graph @g(%x: f32[N,4,5,5], %s: f32[4], %b: f32[4], %m: f32[4], %v: f32[4]) {
+  %0, %1, %2 = batch_norm_train(%x, %s, %b, %m, %v) : f32[N,4,5,5], f32[4], f32[4]
   return y = %0
 })");
-  CHECK_MESSAGE(e.find("dropout does not take symbolic dimensions") != std::string::npos, e);
+  CHECK_MESSAGE(e.find("batch_norm_train does not take symbolic dimensions") != std::string::npos, e);
   // A gather copies extents: it takes them, along the symbolic axis or another.
   Graph gathered = testing::parseOrFail(R"(graph @g(%x: f32[N,3]) {
   %i = constant() {value = dense<i64[2]> [0, 2]} : i64[2]
