@@ -33,7 +33,9 @@ bool looksLikeIrText(std::string_view bytes) {
 
 }  // namespace
 
-Expected<Graph> loadModel(const std::string& path, const TensorMap& inputValues) {
+Expected<Graph> loadModel(const std::string& path, const TensorMap& inputValues,
+                          const std::map<std::string, int64_t>& dimSizes, bool* sized) {
+  if (sized) *sized = false;
   std::string bytes;
   std::string dir = ".";
   if (path == "-") {
@@ -54,14 +56,16 @@ Expected<Graph> loadModel(const std::string& path, const TensorMap& inputValues)
   OnnxImportOptions options;
   for (const auto& [name, value] : inputValues) options.staticInputValues.emplace(name, value);
   Expected<Graph> graph = importOnnxBytes(bytes, dir, what, options);
-  if (graph.ok() || inputValues.empty()) return graph;
+  if (graph.ok() || (inputValues.empty() && dimSizes.empty())) return graph;
   // Imported with symbolic dimensions, the model computes something only a size makes static (a
-  // Reshape to a target given as an input): once more with the given arrays' shapes.
+  // Reshape to a target given as an input): once more with the given arrays' shapes and dimensions' sizes.
   for (const auto& [name, value] : inputValues) options.inputShapes.emplace(name, value.shape());
-  Expected<Graph> sized = importOnnxBytes(bytes, dir, what, options);
-  if (!sized.ok()) return graph;
+  options.dimSizes.insert(dimSizes.begin(), dimSizes.end());
+  Expected<Graph> atSizes = importOnnxBytes(bytes, dir, what, options);
+  if (!atSizes.ok()) return graph;
   logger().info("{}: imported at the fed inputs' shapes, not with symbolic ones ({})", what, graph.error().message());
-  return sized;
+  if (sized) *sized = true;
+  return atSizes;
 }
 
 }  // namespace smelt

@@ -410,7 +410,11 @@ class Exporter {
     } else if (name == "layer_norm") {
       SMELT_CHECK_OK(layerNorm(n, in, out));
     } else if (name == "dropout") {
-      if (intAttr(n, "training") != 0) return makeError("dropout in training mode has no deterministic ONNX form");
+      // In training mode with a ratio of 0 (torchvision's Swin exports its attention dropout so) it keeps
+      // everything: the identity, as in inference.
+      if (intAttr(n, "training") != 0 && floatAttr(n, "ratio") != 0) {
+        return makeError("dropout in training mode has no deterministic ONNX form");
+      }
       node("Identity", {in[0]}, {out[0]});
       if (out.size() > 1) {
         // The mask keeps everything: true of x's shape.

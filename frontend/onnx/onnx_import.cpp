@@ -85,6 +85,14 @@ Expected<TensorType> inputTypeOf(const onnx::ValueInfoProto& info, const OnnxImp
       for (char& c : symbol) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
       if (symbol.empty() || std::isdigit(static_cast<unsigned char>(symbol[0]))) symbol = "d_" + symbol;
       if (!isValidSymbolName(symbol)) return makeError("graph input '{}': dimension #{} has no usable name", name, d);
+      if (auto size = options.dimSizes.find(symbol); size != options.dimSizes.end()) {
+        const int64_t v = size->second;
+        if (v < 0) return makeError("graph input '{}': dimension {} is given as {}", name, symbol, v);
+        if (v > 0 && numel > (int64_t{1} << 40) / v) return makeError("graph input '{}': shape is too large", name);
+        numel *= v;
+        type.shape.push_back(v);
+        continue;
+      }
       type.shape.push_back(dimSymbol(symbol));
       continue;
     }

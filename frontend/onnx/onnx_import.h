@@ -22,6 +22,10 @@ struct OnnxImportOptions {
   std::map<std::string, Tensor, std::less<>> staticInputValues;
   /// Shapes for graph inputs, replacing the declared ones (and so giving dynamic dimensions a size).
   std::map<std::string, Shape, std::less<>> inputShapes;
+  /// Sizes for named dynamic dimensions (a dim_param, as smelt names its symbol): an input dimension named
+  /// here imports as that count instead of a symbol (`smelt export --dim batch=1` of a model whose import
+  /// with a symbolic batch fails).
+  std::map<std::string, int64_t, std::less<>> dimSizes;
   /// When given, filled with the inputs whose staticInputValues the import used (those a model must
   /// be compiled per value of: frontend/model_executable.h).
   std::set<std::string>* usedStaticInputs = nullptr;

@@ -133,11 +133,11 @@ Action addBenchCommand(CLI::App& app) {
   cmd->add_option("--max-seconds", options->budget.maxSeconds,
                   "Time budget for warm-up and timed runs (default 0: none); past it, stop after --min-runs");
   return [options]() {
-    SMELT_TRY_CLI(Graph graph, loadModel(options->file));
-    // Given inputs (readFeeds checks names, files and types) bind symbolic dimensions, as --dim does;
-    // the inputs not given are random.
+    // Given inputs bind symbolic dimensions, as --dim does (readFeeds checks names, files and types); the
+    // inputs not given are random.
+    SMELT_TRY_CLI(TensorMap given, readInputArrays(options->inputs));
+    SMELT_TRY_CLI(Graph graph, loadModelForCommand(options->file, options->dims, given));
     SMELT_TRY_CLI(TensorMap feeds, readFeeds(graph, options->inputs, /*requireAll=*/false));
-    if (Status bound = bindDimsForCommand(graph, options->dims, feeds); !bound) return fail(bound.error().message());
     std::mt19937_64 rng(1);
     for (const Value* v : graph.inputs()) {
       if (!feeds.count(v->name())) feeds[v->name()] = randomInput(v->type(), rng);

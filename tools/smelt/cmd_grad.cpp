@@ -31,8 +31,7 @@ Expected<std::vector<std::string>> splitNames(const std::string& list) {
 
 Expected<Graph> loadWithGradients(const std::string& file, const std::string& grad, const std::vector<std::string>& dims,
                                   bool keepSymbolic) {
-  SMELT_TRY(Graph graph, loadModel(file));
-  if (!keepSymbolic || !dims.empty()) SMELT_CHECK_OK(bindDimsForCommand(graph, dims));
+  SMELT_TRY(Graph graph, loadModelForCommand(file, dims, {}, keepSymbolic));
   if (!grad.empty()) {
     SMELT_TRY(std::vector<std::string> names, splitNames(grad));
     SMELT_CHECK_OK(addGradientOutputs(graph, names, true));
@@ -74,10 +73,9 @@ Action addGradCommand(CLI::App& app) {
   addDimOption(cmd, options->dims);
   return [options]() {
     SMELT_TRY_CLI(TensorMap given, readInputArrays(options->inputs));
-    auto graph = loadModel(options->file, given);
+    auto graph = loadModelForCommand(options->file, options->dims, given);
     if (!graph) return fail(graph.error().message());
     SMELT_TRY_CLI(TensorMap feeds, readFeeds(*graph, options->inputs));
-    if (Status bound = bindDimsForCommand(*graph, options->dims, feeds); !bound) return fail(bound.error().message());
     SMELT_TRY_CLI(std::vector<std::string> names, splitNames(options->wrt));
     Status added = addGradientOutputs(*graph, names, false);
     if (!added) return fail(added.error().message());

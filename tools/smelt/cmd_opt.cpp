@@ -34,8 +34,7 @@ Action addOptCommand(CLI::App& app) {
     pmOptions.stopAfter = options->stopAfter;
     SMELT_TRY_CLI(PassManager manager, options->passes ? PassManager::fromPipeline(*options->passes, pmOptions)
                                                        : PassManager::defaultPipeline(pmOptions));
-    SMELT_TRY_CLI(Graph graph, loadModel(options->file));
-    if (Status bound = bindDimsForCommand(graph, options->dims); !bound) return fail(bound.error().message());
+    SMELT_TRY_CLI(Graph graph, loadModelForCommand(options->file, options->dims));
     SMELT_TRY_CLI(bool changed, manager.run(graph));
     (void)changed;
     if (options->stats) fmt::print(stderr, "{}", manager.report());

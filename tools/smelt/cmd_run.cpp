@@ -29,10 +29,9 @@ Action addRunCommand(CLI::App& app) {
   addDimOption(cmd, options->dims);
   return [options]() {
     SMELT_TRY_CLI(TensorMap given, readInputArrays(options->inputs));
-    auto graph = loadModel(options->file, given);
+    auto graph = loadModelForCommand(options->file, options->dims, given);
     if (!graph) return fail(graph.error().message());
     SMELT_TRY_CLI(TensorMap feeds, readFeeds(*graph, options->inputs));
-    if (Status bound = bindDimsForCommand(*graph, options->dims, feeds); !bound) return fail(bound.error().message());
     auto outputs = runOnce(*graph, feeds, options->backend);
     if (!outputs) return fail(outputs.error().message());
     std::error_code ec;

@@ -47,6 +47,11 @@ void addDimOption(CLI::App* cmd, std::vector<std::string>& dims);
 /// arrays), replacing it with the static graph the passes, backends and autodiff take. A graph without
 /// symbolic dimensions is left as it is; an unbound dimension, or a --dim naming none, is an error.
 Status bindDimsForCommand(Graph& graph, const std::vector<std::string>& dims, const TensorMap& feeds = {});
+/// The model at `file` (loadModel), given the inputs' arrays and the --dim sizes, its symbolic dimensions
+/// then bound by them (bindDimsForCommand): a model whose import with symbolic dimensions fails is imported
+/// again at those shapes and sizes (nothing is left to bind then).
+Expected<Graph> loadModelForCommand(const std::string& file, const std::vector<std::string>& dims,
+                                    const TensorMap& given = {}, bool keepSymbolic = false);
 
 /// Loads `file`, binds its symbolic dimensions from `dims` (unless `keepSymbolic` and none are given)
 /// and, when `grad` lists names ("x,w"), appends their gradients as outputs after the forward ones

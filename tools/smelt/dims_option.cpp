@@ -1,4 +1,5 @@
 // --dim NAME=EXTENT: binding a model's symbolic dimensions for a CLI command (see commands.h).
+#include "frontend/model_loader.h"
 #include "ir/dims.h"
 #include "tools/smelt/commands.h"
 
@@ -24,6 +25,16 @@ Status bindDimsForCommand(Graph& graph, const std::vector<std::string>& dims, co
   SMELT_TRY(Graph bound, bindDims(graph, binder.binding()));
   graph = std::move(bound);
   return Status::success();
+}
+
+Expected<Graph> loadModelForCommand(const std::string& file, const std::vector<std::string>& dims,
+                                    const TensorMap& given, bool keepSymbolic) {
+  DimBinding sizes;
+  for (const std::string& d : dims) SMELT_CHECK_OK(parseDimAssignment(d, sizes));
+  bool sized = false;
+  SMELT_TRY(Graph graph, loadModel(file, given, sizes, &sized));
+  if (!sized && (!keepSymbolic || !dims.empty())) SMELT_CHECK_OK(bindDimsForCommand(graph, dims, given));
+  return graph;
 }
 
 }  // namespace smelt::cli
