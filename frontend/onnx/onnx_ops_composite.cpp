@@ -10,7 +10,8 @@ namespace {
 
 Status argMaxMin(NodeContext& n) {
   SMELT_TRY(Value * x, n.input(0));
-  SMELT_TRY(int64_t axis, normalizeAxis(n.attrInt("axis", 0), std::max<int64_t>(x->type().rank(), 1)));
+  if (x->type().rank() == 0) return makeError("input must have rank >= 1, got {}", x->type().toString());
+  SMELT_TRY(int64_t axis, normalizeAxis(n.attrInt("axis", 0), x->type().rank()));
   SMELT_TRY(Value * y, argExtreme(n, x, axis, n.opType() == "ArgMax", n.attrInt("select_last_index", 0) != 0,
                                   n.attrInt("keepdims", 1) != 0));
   return n.setOutput(0, y);
