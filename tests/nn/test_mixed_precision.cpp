@@ -1,12 +1,13 @@
 // Mixed precision (Builder::setAutocast, TrainStepOptions::precision): products and convolutions compute in bf16,
 // forward and backward, from f32 master weights; everything else stays f32; the gradients match the f32 model's
-// within bf16's (f16's) precision; f16 steps scale the loss dynamically on the device: a step whose gradients
+// within bf16's (f16's) precision of an f64 reference; f16 steps scale the loss dynamically on the device: a step whose gradients
 // overflow leaves the state as it was and halves the scale, 2000 good steps double it.
 #include "autodiff/gradient_tape.h"
 #include "frontend/nn/losses.h"
 #include "frontend/nn/optimizers.h"
 #include "frontend/nn/train_step.h"
 #include "ir/interpreter.h"
+#include "ir/printer.h"
 #include "runtime/cpu/blas.h"
 #include "runtime/exec/executable.h"
 #include "tests/support/random_tensors.h"
@@ -83,7 +84,16 @@ static void checkAutocast(DType low, double tolerance) {
   Tensor labels(TensorType{DType::i64, {5}});
   for (int64_t i = 0; i < 5; ++i) labels.setInt(i, i % 3);
   feeds.emplace("y", labels);
-  auto want = interpret(f32.graph, feeds);
+  // The reference: the f32 graph again in f64 (its text with every f32 type written f64: its parameters are
+  // fed, its constants short literals), on the same values widened.
+  std::string text = toText(f32.graph);
+  for (size_t at = text.find("f32"); at != std::string::npos; at = text.find("f32", at)) text.replace(at, 3, "f64");
+  Graph f64 = testing::parseOrFail(text);
+  TensorMap wide;
+  for (const auto& [name, t] : feeds) {
+    wide.emplace(name, t.dtype() == DType::f32 ? Tensor::fromDoubles(TensorType{DType::f64, t.shape()}, t.toDoubles()) : t);
+  }
+  auto want = interpret(f64, wide);
   auto got = interpret(bf16.graph, feeds);
   REQUIRE(want.ok());
   REQUIRE(got.ok());
@@ -99,7 +109,7 @@ static void checkAutocast(DType low, double tolerance) {
 
 TEST_CASE(
     "mixed precision: products run in bf16 (f16) forward and backward, the rest in f32, gradients within their "
-    "precision of f32's") {
+    "precision of an f64 reference") {
   checkAutocast(DType::bf16, 0.05);
   checkAutocast(DType::f16, 0.01);
 }
