@@ -25,7 +25,7 @@ std::vector<std::string_view> split(std::string_view text, char separator) {
 }  // namespace
 
 Status FaultInjector::configure(std::string_view spec) {
-  int counts[2] = {0, 0};
+  int counts[kFaults] = {0, 0, 0};
   std::set<std::string, std::less<>> unsupported;
   for (std::string_view entry : split(spec, ',')) {
     if (entry.empty()) continue;
@@ -38,8 +38,8 @@ Status FaultInjector::configure(std::string_view spec) {
       }
       continue;
     }
-    int* slot = key == "oom" ? &counts[0] : key == "lost" ? &counts[1] : nullptr;
-    if (!slot) return makeError("SMELT_FAULTS: unknown fault '{}' in '{}' (oom, lost, unsupported)", key, entry);
+    int* slot = key == "oom" ? &counts[0] : key == "lost" ? &counts[1] : key == "stall" ? &counts[2] : nullptr;
+    if (!slot) return makeError("SMELT_FAULTS: unknown fault '{}' in '{}' (oom, lost, stall, unsupported)", key, entry);
     if (value == "always") {
       *slot = kAlways;
       continue;
@@ -52,9 +52,9 @@ Status FaultInjector::configure(std::string_view spec) {
     *slot = n;
   }
   std::lock_guard lock(mutex_);
-  for (int i = 0; i < 2; ++i) counts_[i] = counts[i];
+  for (int i = 0; i < kFaults; ++i) counts_[i] = counts[i];
   unsupported_ = std::move(unsupported);
-  any_ = counts[0] != 0 || counts[1] != 0;
+  any_ = counts[0] != 0 || counts[1] != 0 || counts[2] != 0;
   return Status::success();
 }
 

@@ -5,6 +5,8 @@
 // The faults are injected where the drivers are called, as the error codes a real fault returns
 // (CL_MEM_OBJECT_ALLOCATION_FAILURE, CUDA_ERROR_ILLEGAL_ADDRESS, ...), so they take the path a real
 // one takes: classified from the code (ErrorKind), then recovered from.
+//   SMELT_FAULTS=stall=1          the next collective stalls after every rank arrived (its communication
+//                                 thread sleeps, as a rank hanging inside MPI would): the watchdog's test
 //   SMELT_FAULTS=unsupported=exp+tanh   devices say they lack these ops (they run on the CPU)
 //   SMELT_FAULTS=unsupported=f64        ... or these dtypes (every kernel touching one runs on the CPU)
 // Entries combine with commas: SMELT_FAULTS=oom=1,lost=1. Tests set the same from code
@@ -21,7 +23,7 @@
 
 namespace smelt {
 
-enum class Fault { kOutOfMemory, kDeviceLost };
+enum class Fault { kOutOfMemory, kDeviceLost, kCollectiveStall };
 
 class FaultInjector {
  public:
@@ -37,8 +39,9 @@ class FaultInjector {
 
  private:
   static constexpr int kAlways = -1;
-  std::atomic<int> counts_[2] = {0, 0};
-  std::atomic<int> injected_[2] = {0, 0};
+  static constexpr int kFaults = 3;
+  std::atomic<int> counts_[kFaults] = {0, 0, 0};
+  std::atomic<int> injected_[kFaults] = {0, 0, 0};
   std::atomic<bool> any_{false};
   mutable std::mutex mutex_;
   std::set<std::string, std::less<>> unsupported_;

@@ -6,22 +6,30 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <functional>
 #include <future>
 #include <map>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "runtime/device/fault_injection.h"
 
 namespace smelt {
 
 namespace {
 
 constexpr int kArrivalTag = 7301;
+// Rank 0's answer to each rank's arrival: go, or why the collective will not run.
+constexpr int kGoTag = 7302;
+enum Answer : int { kGo = 0, kSchedulesDiffer = 1, kOthersMissing = 2 };
 
 MPI_Datatype mpiType(DType dtype) {
   switch (dtype) {
@@ -42,6 +50,7 @@ class MpiGroup final : public CollectiveGroup {
     auto ready = started.get_future();
     thread_ = std::thread([this, &started] { serve(started); });
     startStatus_ = ready.get();
+    watchdog_ = std::thread([this] { watch(); });
   }
   ~MpiGroup() override {
     {
@@ -50,6 +59,12 @@ class MpiGroup final : public CollectiveGroup {
     }
     wake_.notify_all();
     if (thread_.joinable()) thread_.join();
+    {
+      std::lock_guard lock(watchMutex_);
+      watching_ = false;
+    }
+    watchWake_.notify_all();
+    if (watchdog_.joinable()) watchdog_.join();
   }
   const Status& startStatus() const { return startStatus_; }
   int rank() const override { return rank_; }
@@ -61,7 +76,7 @@ class MpiGroup final : public CollectiveGroup {
       return makeError("all_reduce: {} is not supported (f32, f64)", tensor.type().toString());
     return run([&]() -> Status {
       // Every rank has arrived (or this is an error naming who has not): the blocking collective, with MPI's
-      // own algorithm for the size, cannot wait on a rank that is not coming.
+      // own algorithm for the size, waits only on ranks that are there (the watchdog ends one that hangs).
       SMELT_CHECK_OK(awaitArrivals("all_reduce", tensor.type()));
       return sum(tensor.raw(), type, tensor.type());
     });
@@ -95,6 +110,7 @@ class MpiGroup final : public CollectiveGroup {
   Status broadcast(Tensor& tensor, int root) override {
     return run([&]() -> Status {
       SMELT_CHECK_OK(awaitArrivals("broadcast", tensor.type()));
+      Blocking blocking(*this, describe("broadcast", tensor.type()));
       if (MPI_Bcast(tensor.raw(), static_cast<int>(tensor.byteSize()), MPI_BYTE, root, MPI_COMM_WORLD) != MPI_SUCCESS) {
         return makeError("{}: MPI_Bcast failed", describe("broadcast", tensor.type()));
       }
@@ -152,6 +168,7 @@ class MpiGroup final : public CollectiveGroup {
   // hosts (10 Gbit/s) the data-parallel steps took no longer with it (MLP 43 ms against 46, ResNet-18 359 ms
   // against 361, tests every 20 us with sleeps between).
   Status sum(void* data, MPI_Datatype mpi, const TensorType& type) {
+    Blocking blocking(*this, describe("all_reduce", type));
     if (MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(type.numel()), mpi, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS) {
       return makeError("{}: MPI_Allreduce failed", describe("all_reduce", type));
     }
@@ -173,15 +190,38 @@ class MpiGroup final : public CollectiveGroup {
     return fmt::format("rank {}: {} #{} of {}", rank_, what, sequence_, t.toString());
   }
 
-  // Before each collective every rank tells rank 0 it arrived; rank 0 waits for all of them, so a rank that
-  // died or stopped answering is named rather than waited for forever.
+  // Before each collective every rank tells rank 0 it arrived and waits for rank 0's answer; rank 0 waits for all
+  // of them, then answers. So a rank that died or stopped answering is named by rank 0, and a rank 0 that stopped
+  // by the others, rather than waited for forever; a rank that hangs once the collective runs is the watchdog's.
   Status awaitArrivals(const char* what, const TensorType& t) {
     ++sequence_;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_);
     if (rank_ != 0) {
       long long seq = sequence_;
       if (MPI_Send(&seq, 1, MPI_LONG_LONG, 0, kArrivalTag, MPI_COMM_WORLD) != MPI_SUCCESS) {
         return makeError("{}: could not reach rank 0", describe(what, t));
       }
+      int answer = kGo;
+      MPI_Request request = MPI_REQUEST_NULL;
+      MPI_Irecv(&answer, 1, MPI_INT, 0, kGoTag, MPI_COMM_WORLD, &request);
+      for (int polls = 0;; ++polls) {
+        int done = 0;
+        MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+        if (done) break;
+        if (std::chrono::steady_clock::now() > deadline) {
+          // The receive stays posted: this rank is ending with the error, and MPI with it.
+          return makeError("{}: rank 0 did not start it within {} s (dead or stuck; $SMELT_COLLECTIVE_TIMEOUT sets the "
+                           "timeout)",
+                           describe(what, t), timeout_);
+        }
+        pause(polls);
+      }
+      if (answer == kSchedulesDiffer) {
+        return makeError("{}: rank 0 found the ranks at different collectives (the ranks' collective schedules "
+                         "differ)",
+                         describe(what, t));
+      }
+      if (answer == kOthersMissing) return makeError("{}: rank 0 gave up waiting for another rank", describe(what, t));
       return Status::success();
     }
     std::vector<long long> seqs(static_cast<size_t>(size_), 0);
@@ -190,7 +230,12 @@ class MpiGroup final : public CollectiveGroup {
       MPI_Irecv(&seqs[static_cast<size_t>(r)], 1, MPI_LONG_LONG, r, kArrivalTag, MPI_COMM_WORLD,
                 &requests[static_cast<size_t>(r)]);
     }
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_);
+    // The answer to every rank that arrived (one that did not gets none: it is not listening).
+    auto answer = [&](int code) {
+      for (int r = 1; r < size_; ++r) {
+        if (requests[static_cast<size_t>(r)] == MPI_REQUEST_NULL) MPI_Send(&code, 1, MPI_INT, r, kGoTag, MPI_COMM_WORLD);
+      }
+    };
     for (int polls = 0;; ++polls) {
       std::vector<int> missing;
       for (int r = 1; r < size_; ++r) {
@@ -204,6 +249,7 @@ class MpiGroup final : public CollectiveGroup {
       }
       if (missing.empty()) break;
       if (std::chrono::steady_clock::now() > deadline) {
+        answer(kOthersMissing);
         return makeError(
             "{}: rank(s) {} did not arrive within {} s (dead or stuck; $SMELT_COLLECTIVE_TIMEOUT sets the "
             "timeout)",
@@ -213,11 +259,63 @@ class MpiGroup final : public CollectiveGroup {
     }
     for (int r = 1; r < size_; ++r) {
       if (seqs[static_cast<size_t>(r)] != sequence_) {
+        answer(kSchedulesDiffer);
         return makeError("{}: rank {} is at collective #{} (the ranks' collective schedules differ)", describe(what, t),
                          r, seqs[static_cast<size_t>(r)]);
       }
     }
+    answer(kGo);
     return Status::success();
+  }
+
+  // A blocking MPI call on the communication thread, for the watchdog: every rank arrived, so the call should
+  // end; one that does not (a rank that hung inside it) ends this process after the timeout with its words.
+  // SMELT_FAULTS=stall stalls the next one here, as such a rank would.
+  class Blocking {
+   public:
+    Blocking(MpiGroup& group, std::string what) : group_(group) {
+      {
+        std::lock_guard lock(group_.watchMutex_);
+        group_.blockedOn_ = std::move(what);
+        group_.blockedSince_ = std::chrono::steady_clock::now();
+        group_.blocked_ = true;
+      }
+      group_.watchWake_.notify_all();
+      if (faultInjector().trigger(Fault::kCollectiveStall)) {
+        std::this_thread::sleep_for(std::chrono::duration<double>(group_.timeout_ * 100 + 60));
+      }
+    }
+    ~Blocking() {
+      std::lock_guard lock(group_.watchMutex_);
+      group_.blocked_ = false;
+    }
+
+   private:
+    MpiGroup& group_;
+  };
+
+  // The watchdog: a blocking collective past the timeout cannot be interrupted (MPI has no cancel for one), and
+  // waiting on would hang the job; this rank ends, naming the collective, and mpirun ends the others.
+  void watch() {
+    std::unique_lock lock(watchMutex_);
+    while (watching_) {
+      if (!blocked_) {
+        watchWake_.wait(lock, [&] { return !watching_ || blocked_; });
+        continue;
+      }
+      const auto since = blockedSince_;
+      const auto limit = since + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                     std::chrono::duration<double>(timeout_));
+      watchWake_.wait_until(lock, limit, [&] { return !watching_ || !blocked_ || blockedSince_ != since; });
+      if (watching_ && blocked_ && blockedSince_ == since && std::chrono::steady_clock::now() >= limit) {
+        std::fprintf(stderr,
+                     "smelt: %s did not complete within %g s although every rank had arrived (a rank is stuck or "
+                     "died inside it; $SMELT_COLLECTIVE_TIMEOUT sets the timeout): ending rank %d\n",
+                     blockedOn_.c_str(), timeout_, rank_);
+        std::fflush(stderr);
+        std::_Exit(1);
+      }
+    }
   }
 
   double timeout_;
@@ -234,6 +332,14 @@ class MpiGroup final : public CollectiveGroup {
   bool stopping_ = false;
   // Callers waiting for a collective's result (see pause).
   std::atomic<int> waiting_{0};
+  // The watchdog and what it watches (Blocking).
+  std::thread watchdog_;
+  std::mutex watchMutex_;
+  std::condition_variable watchWake_;
+  bool watching_ = true;
+  bool blocked_ = false;
+  std::string blockedOn_;
+  std::chrono::steady_clock::time_point blockedSince_;
 };
 
 }  // namespace

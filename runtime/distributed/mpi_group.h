@@ -1,7 +1,9 @@
 // The data-parallel ranks of an MPI job (Open MPI's mpirun, one process per rank, on one machine or several) as
 // the process's collective group (ir/collective.h). Every MPI call runs on one communication thread, which
-// initializes MPI; a collective that some rank does not reach within the timeout is an error naming the ranks
-// that have not arrived (rank 0 hears each rank's arrival before every collective), never a hang.
+// initializes MPI. Before every collective each rank tells rank 0 it arrived and waits for its answer: a rank
+// that does not arrive within the timeout is an error on rank 0 naming it, a rank 0 that does not answer an
+// error on the others; a collective that does not complete once all arrived ends its rank after the timeout (a
+// watchdog, naming it: MPI cannot cancel one). Never a hang.
 //   SMELT_TRY(auto world, joinMpiWorld({.timeoutSeconds = 120}));   // also installs it: setCollectiveGroup
 //   if (world->rank() == 0) ...
 #pragma once

@@ -8,7 +8,12 @@
 //   mismatch  rank 1 builds a wider model: creating the step fails on every rank naming the first collective
 //             that differs;
 //   stuck     rank 1 stops answering before the first collective: rank 0 fails within the timeout
-//             ($SMELT_COLLECTIVE_TIMEOUT) naming rank 1.
+//             ($SMELT_COLLECTIVE_TIMEOUT) naming rank 1;
+//   stuck0    rank 0 stops answering: rank 1 fails within the timeout naming rank 0;
+//   killed    rank 1 dies (SIGKILL) after its first step: the job ends (the script checks how soon and that
+//             rank 1 is named);
+//   stalled   rank 1's communication thread stalls inside its first collective, after every rank arrived
+//             (SMELT_FAULTS=stall=1): each rank's watchdog ends it after the timeout, naming the collective.
 // Each rank prints one line per check ("rank R: ok ..." or "rank R: FAIL ...") and exits 0 when its checks pass.
 #include "autodiff/gradient_tape.h"
 #include "frontend/nn/data_parallel.h"
@@ -16,12 +21,14 @@
 #include "frontend/nn/losses.h"
 #include "frontend/nn/optimizers.h"
 #include "frontend/nn/train_step.h"
+#include "runtime/device/fault_injection.h"
 #include "runtime/distributed/mpi_group.h"
 #include "runtime/exec/executable.h"
 
 #include <fmt/format.h>
 
 #include <chrono>
+#include <csignal>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -314,6 +321,55 @@ int main(int argc, char** argv) {
                r.ok() ? "no error" : r.error().message());
     std::fflush(stdout);
     std::_Exit(ok ? 3 : 1);  // ends the job (mpirun stops the other ranks): 3 says the check passed
+  }
+  if (mode == "stuck0") {
+    if (rank == 0) {
+      std::this_thread::sleep_for(std::chrono::seconds(60));  // stops answering; the job ends first
+      return 0;
+    }
+    auto start = std::chrono::steady_clock::now();
+    auto r = train(mlp, true, rank, group.size());
+    double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    bool ok = !r.ok() && r.error().message().find("rank 0 did not start it") != std::string::npos;
+    fmt::print("rank {}: {} a rank 0 that stops answering, after {:.1f} s: {}\n", rank, ok ? "ok" : "FAIL", waited,
+               r.ok() ? "no error" : r.error().message());
+    std::fflush(stdout);
+    std::_Exit(ok ? 3 : 1);
+  }
+  if (mode == "killed") {
+    // Rank 1 dies between two steps' collectives; rank 0 goes on until the job ends under it.
+    nn::Model model(mlp.net(), 3);
+    auto [begin, end] = nn::shardRows(kBatch, rank, group.size());
+    nn::TrainStepOptions options;
+    options.distributed.enabled = true;
+    auto step = nn::TrainStep::create(model, nn::crossEntropy, nn::sgd({.lr = 0.01}), TensorType{DType::f32, {end - begin, 10}},
+                                      TensorType{DType::i64, {end - begin}}, options);
+    if (!step.ok()) {
+      fmt::print("rank {}: FAIL {}\n", rank, step.error().message());
+      return 1;
+    }
+    for (int s = 0; s < 1000; ++s) {
+      if (rank == 1 && s == 1) {
+        fmt::print("rank 1: dying after one step\n");
+        std::fflush(stdout);
+        std::raise(SIGKILL);
+      }
+      auto [x, y] = batchOf(mlp, s % 3);
+      auto loss = (*step)->run(nn::shardOf(x, rank, group.size()), nn::shardOf(y, rank, group.size()));
+      if (!loss.ok()) {
+        fmt::print("rank {}: stopped at step {}: {}\n", rank, s, loss.error().message());
+        std::fflush(stdout);
+        std::_Exit(4);
+      }
+    }
+    fmt::print("rank {}: FAIL trained 1000 steps with a dead rank\n", rank);
+    return 1;
+  }
+  if (mode == "stalled") {
+    if (rank == 1) (void)faultInjector().configure("stall=1");
+    auto r = train(mlp, true, rank, group.size());
+    fmt::print("rank {}: FAIL the stalled collective returned: {}\n", rank, r.ok() ? "no error" : r.error().message());
+    return 1;
   }
   fmt::print("unknown mode '{}'\n", mode);
   return 2;
