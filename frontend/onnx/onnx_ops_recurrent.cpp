@@ -54,6 +54,13 @@ Status recurrentOp(NodeContext& n) {
                      x->type().toString(), rType.toString());
   }
   spec.hidden = n.attrInt("hidden_size", rType.shape[2]);
+  // The attribute must agree with the weights it describes (a mutated model's hidden_size of -4e18 made the
+  // bias slices' bounds overflow).
+  if (!rType.isStatic()) return makeError("R must have static dimensions, got {}", rType.toString());
+  if (spec.hidden != rType.shape[2] || rType.shape[2] > rType.shape[1] || rType.shape[1] != gates * rType.shape[2]) {
+    return makeError("hidden_size {} does not match R {} (expected [directions, {} * hidden, hidden])", spec.hidden,
+                     rType.toString(), gates);
+  }
   spec.clip = n.attrFloat("clip", 0.0);
   spec.coupleInputForget = n.attrInt("input_forget", 0) != 0;
   spec.linearBeforeReset = n.attrInt("linear_before_reset", 0) != 0;
