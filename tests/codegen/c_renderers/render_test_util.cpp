@@ -45,8 +45,10 @@ std::vector<ExampleKernels> exampleKernels(const std::vector<DType>& dtypes) {
       ExampleKernels e{op->name, dtype, {}};
       for (const auto& node : graph.nodes()) {
         if (node->opName() == "constant" || !codegen::canLower(*node)) continue;
-        auto kernel = codegen::lowerToKernel(graph, *node);
+        auto kernel = codegen::lowerToKernel(graph, *node, codegen::kGpuLoweringKernelPipeline);
         REQUIRE_MESSAGE(kernel.ok(), op->name, ": ", (kernel.ok() ? "" : kernel.error().message()));
+        auto shaped = codegen::runKernelPasses(*kernel, codegen::kGpuKernelPipeline);
+        REQUIRE_MESSAGE(shaped.ok(), op->name, ": ", (shaped.ok() ? "" : shaped.error().message()));
         e.kernels.push_back(std::move(*kernel));
       }
       all.push_back(std::move(e));

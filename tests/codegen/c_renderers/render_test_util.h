@@ -21,7 +21,9 @@ struct ExampleKernels {
   DType dtype = DType::f32;
   std::vector<codegen::Kernel> kernels;
 };
-/// Every op's example in every dtype it accepts (constant excluded); `dtypes` empty: all.
+/// Every op's example in every dtype it accepts (constant excluded); `dtypes` empty: all. Lowered and shaped as
+/// a GPU backend's executable shapes them (kGpuLoweringKernelPipeline, then kGpuKernelPipeline: rows mapped to
+/// blocks, float4 loads), so these are the kernels NVRTC and HIPRTC are given.
 std::vector<ExampleKernels> exampleKernels(const std::vector<DType>& dtypes = {});
 
 /// Kernels a GPU backend maps to blocks of threads (codegen/map_to_blocks.h), mapped: every reducing
