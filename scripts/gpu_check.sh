@@ -8,8 +8,10 @@
 #      them instead of passing with a message), and train_digits --backend cuda (>= 97%),
 #   4. times each benchmark workload on the GPU with `smelt bench --backend cuda --device-time`: kernel
 #      time with device-resident inputs between CUDA events, and host-to-host time; and the model
-#      API's training steps and small-layer latency (smelt_train_steps --device cuda),
-#   5. times PyTorch eager and torch.compile on the same card (benchmarks/gpu/torch_gpu.py),
+#      API's training steps and small-layer latency (smelt_train_steps --device cuda), and the steps
+#      with bf16 and f16 products (--precision; SMELT_GPU_CHECK_PRECISION=0 leaves these out),
+#   5. times PyTorch eager and torch.compile on the same card (benchmarks/gpu/torch_gpu.py), and eager
+#      under torch.autocast in bf16 and f16 (a GradScaler for f16),
 # and prints a summary table last. Full logs go to $SMELT_GPU_LOG_DIR (default build-gpu/logs; give
 # the device tool's $OUT to get them back); the summary (summary.md there) is what docs/gpu_check.md
 # keeps and benchmarks/run_benchmarks.py puts in docs/BENCHMARKS.md's GPU section.
@@ -176,6 +178,23 @@ for variant in cudnn:SMELT_CUDNN=1; do
     failures+=("smelt_train_steps $setting")
   fi
 done
+# Mixed precision: the training steps with bf16 and f16 products and f32 master weights (f16 with dynamic
+# loss scaling on the device), beside PyTorch's autocast below. SMELT_GPU_CHECK_PRECISION=0 leaves them out.
+if [ "${SMELT_GPU_CHECK_PRECISION:-1}" != 0 ]; then
+  for p in bf16 f16; do
+    if timeout "$(limit 90)" "$build/bin/smelt_train_steps" --device cuda --precision "$p" --seconds "$seconds" \
+      >"$logs/smelt_model_$p.log" 2>&1; then
+      while read -r key value; do
+        [ "$key" = workload ] && current=$value
+        [ "$key" = median_ms ] && smelt_model[${current}_$p]=$value
+      done <"$logs/smelt_model_$p.log"
+      echo "$p: mlp_train_step ${smelt_model[mlp_train_step_$p]:-?} ms, resnet18_train_step ${smelt_model[resnet18_train_step_$p]:-?} ms"
+    else
+      echo "$p: FAILED: $(tail -1 "$logs/smelt_model_$p.log")"
+      failures+=("smelt_train_steps --precision $p")
+    fi
+  done
+fi
 # Where ResNet-18's step spends its time (SMELT_PROFILE: every step between device events), for the logs.
 timeout "$(limit 45)" env SMELT_PROFILE=1 "$build/bin/smelt_train_steps" --device cuda --only resnet18_train_step \
   --seconds 1 >"$logs/profile_resnet18.log" 2>&1 || true
@@ -184,6 +203,13 @@ step "PyTorch on the same card: eager, then torch.compile"
 models=mlp_train_step,resnet18_train_step,tiny_latency
 PYTHONUNBUFFERED=1 timeout "$(limit 150)" python3 benchmarks/gpu/torch_gpu.py --mode eager --only "copy_bandwidth,$workloads,$models" \
   --max-seconds "$seconds" --runs 50 >"$logs/torch_eager.log" 2>&1 || failures+=("torch eager (log: torch_eager.log)")
+if [ "${SMELT_GPU_CHECK_PRECISION:-1}" != 0 ]; then
+  for p in bf16 f16; do
+    PYTHONUNBUFFERED=1 timeout "$(limit 90)" python3 benchmarks/gpu/torch_gpu.py --mode eager --autocast "$p" \
+      --only mlp_train_step,resnet18_train_step --max-seconds "$seconds" --runs 50 >"$logs/torch_autocast_$p.log" 2>&1 ||
+      failures+=("torch autocast $p (log: torch_autocast_$p.log)")
+  done
+fi
 # torch.compile of ResNet-18's training step takes a minute or more on its own (the whole check took
 # 201 s without it): SMELT_GPU_CHECK_COMPILE_RESNET=0 leaves it out.
 compiled_models=$models
@@ -251,6 +277,16 @@ step "summary"
     echo "| $w | ${smelt_model[$w]:--} | $(figure torch_eager.log "$w:host") | $(figure torch_compile.log "$w:host") | $(figure torch_compile.log "$w:compile") |"
   done
   echo "| resnet18_train_step on cuDNN, timed algorithms (SMELT_CUDNN=1) | ${smelt_model[resnet18_train_step_cudnn]:--} | | | |"
+  if [ "${SMELT_GPU_CHECK_PRECISION:-1}" != 0 ]; then
+    echo
+    echo "| mixed precision (f32 masters) | smelt ms | torch eager autocast ms | smelt f32 ms |"
+    echo "|---|---|---|---|"
+    for p in bf16 f16; do
+      for w in mlp_train_step resnet18_train_step; do
+        echo "| $w, $p | ${smelt_model[${w}_$p]:--} | $(figure "torch_autocast_$p.log" "${w}_$p:host") | ${smelt_model[$w]:--} |"
+      done
+    done
+  fi
   grep -h ":error" "$logs"/torch_*.log 2>/dev/null | sed 's/^/torch: /'
   echo
   targets

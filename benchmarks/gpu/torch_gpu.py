@@ -5,6 +5,9 @@
   NAME:compile MS  torch.compile's first call (tracing, Inductor, Triton's build), compile mode only
   copy_bandwidth:GBps X  the card's device-to-device copy (1 GiB, read + write), when asked for
   torch_gpu.py --mode eager|compile [--only NAME,...] [--runs N] [--max-seconds S] [--device cpu]
+              [--autocast bf16|f16]
+(--autocast: the training steps' forward under torch.autocast in that dtype, f16 with a GradScaler, as
+PyTorch users train in mixed precision; their figures are reported as NAME_bf16:host, NAME_f16:host.)
 (--device cpu runs the same code on the CPU with wall-clock times: the GPU check's dry run.)
 Correctness first: each workload's GPU result is compared with the same function on the CPU (random
 inputs) before it is timed, and a mismatch is reported as `NAME:error ...` instead of a time."""
@@ -129,22 +132,37 @@ def run_model_workload(name, args):
         model = torch_models.ResNet18().to(DEVICE)
         opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
         x, y = torch.randn(16, 3, 64, 64, device=DEVICE), torch.randint(0, 1000, (16,), device=DEVICE)
-    loss_fn = lambda x, y: F.cross_entropy(model(x), y)
-    if compile_it:
-        loss_fn = torch.compile(loss_fn)
+    low = {"bf16": torch.bfloat16, "f16": torch.float16}.get(args.autocast)
+
+    def forward(x, y):
+        if low is None:
+            return F.cross_entropy(model(x), y)
+        with torch.autocast(device_type=DEVICE, dtype=low):
+            logits = model(x)
+        return F.cross_entropy(logits.float(), y)
+
+    loss_fn = torch.compile(forward) if compile_it else forward
+    # f16 scales the loss (PyTorch's GradScaler, whose step reads the overflow flag on the host); bf16 needs none.
+    scaler = torch.cuda.amp.GradScaler() if low is torch.float16 and DEVICE == "cuda" else None
 
     def step():
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(x, y)
-        loss.backward()
-        opt.step()
+        if scaler:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            opt.step()
         return loss.item()  # the loss back on the host, as smelt's TrainStep::run returns it
 
+    label = name + ("_" + args.autocast if low is not None else "")
     if compile_it:
         t = time.perf_counter()
         step()
-        timing.report(name + ":compile", (time.perf_counter() - t) * 1e3)
-    timing.report(name + ":host", wall_ms(step, args, args.max_seconds))
+        timing.report(label + ":compile", (time.perf_counter() - t) * 1e3)
+    timing.report(label + ":host", wall_ms(step, args, args.max_seconds))
 
 
 def copy_bandwidth(args):
@@ -196,6 +214,7 @@ def main():
     ap = timing.arguments(__doc__.splitlines()[0])
     ap.add_argument("--mode", choices=["eager", "compile"], default="eager")
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    ap.add_argument("--autocast", choices=["bf16", "f16"], default=None)
     args = ap.parse_args()
     global DEVICE
     DEVICE = args.device
