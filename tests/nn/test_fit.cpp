@@ -156,7 +156,7 @@ TEST_CASE("fit: a failing step and an error from the epoch callback end the loop
   CHECK(step->steps() == 6);  // two epochs of three steps, none after the error
 }
 
-TEST_CASE("progress bar: off a terminal, one line per epoch and nothing per step; no stream, nothing") {
+TEST_CASE("progress bar: off a terminal, one line per epoch and nothing per step, and nothing without a stream") {
   std::FILE* file = std::tmpfile();
   REQUIRE(file);
   nn::ProgressBar bar(2, 4, "images", file);
