@@ -289,8 +289,8 @@ Expected<std::vector<int64_t>> checkedIndices(const OpCall& call, const Tensor& 
   for (size_t i = 0; i < rows.size(); ++i) {
     int64_t r = rows[i] < 0 ? rows[i] + dim : rows[i];
     if (r < 0 || r >= dim) {
-      return call.error("index {} (at flat position {} of indices) is out of range for axis {} of size {}", rows[i], i,
-                        axis, dim);
+      return call.error("index {} (at flat position {} of indices) is out of range [{}, {}) for axis {} of size {}", rows[i],
+                        i, -dim, dim, axis, dim);
     }
     rows[i] = r;
   }

@@ -167,7 +167,7 @@ TEST_CASE("gather: an out-of-range index is a run-time error naming the index") 
     CAPTURE(bad);
     auto out = interpret(g, {{"d", iota(DType::f32, {3, 4})}, {"i", Tensor::of<int64_t>({3}, {0, bad, 1})}});
     REQUIRE(!out.ok());
-    std::string expected = fmt::format("gather %0: index {} (at flat position 1 of indices) is out of range for axis 1 of size 4", bad);
+    std::string expected = fmt::format("gather %0: index {} (at flat position 1 of indices) is out of range [-4, 4) for axis 1 of size 4", bad);
     CHECK_MESSAGE(out.error().message().find(expected) != std::string::npos, out.error().message());
   }
 }
@@ -255,7 +255,7 @@ TEST_CASE("scatter_add: an out-of-range index is a run-time error naming the ind
                              {"u", iota(DType::f32, {3, 3})}});
     REQUIRE(!out.ok());
     std::string expected =
-        fmt::format("scatter_add %0: index {} (at flat position 1 of indices) is out of range for axis 1 of size 4", bad);
+        fmt::format("scatter_add %0: index {} (at flat position 1 of indices) is out of range [-4, 4) for axis 1 of size 4", bad);
     CHECK_MESSAGE(out.error().message().find(expected) != std::string::npos, out.error().message());
   }
 }
