@@ -233,6 +233,25 @@ bool equalF64Case(const F64Case& c, CollectiveGroup& group) {
 
 }  // namespace
 
+/// Rank `stopped` stops answering before the first collective; the other rank's training must fail within the
+/// timeout ($SMELT_COLLECTIVE_TIMEOUT) with `words` in its error. The process then ends the job (mpirun stops the
+/// sleeping rank): exit 3 says the check passed.
+int oneRankStops(int stopped, const Case& c, CollectiveGroup& group, const char* words, const char* what) {
+  const int rank = group.rank();
+  if (rank == stopped) {
+    std::this_thread::sleep_for(std::chrono::seconds(60));  // stops answering; the job ends first
+    return 0;
+  }
+  auto start = std::chrono::steady_clock::now();
+  auto r = train(c, true, rank, group.size());
+  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  bool ok = !r.ok() && r.error().message().find(words) != std::string::npos;
+  fmt::print("rank {}: {} {}, after {:.1f} s: {}\n", rank, ok ? "ok" : "FAIL", what, waited,
+             r.ok() ? "no error" : r.error().message());
+  std::fflush(stdout);
+  std::_Exit(ok ? 3 : 1);
+}
+
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "equal";
   auto world = joinMpiWorld();
@@ -308,34 +327,8 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     return ok ? 0 : 1;
   }
-  if (mode == "stuck") {
-    if (rank == 1) {
-      std::this_thread::sleep_for(std::chrono::seconds(60));  // stops answering; the job ends first
-      return 0;
-    }
-    auto start = std::chrono::steady_clock::now();
-    auto r = train(mlp, true, rank, group.size());
-    double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    bool ok = !r.ok() && r.error().message().find("rank(s) 1 did not arrive") != std::string::npos;
-    fmt::print("rank {}: {} a rank that stops answering, after {:.1f} s: {}\n", rank, ok ? "ok" : "FAIL", waited,
-               r.ok() ? "no error" : r.error().message());
-    std::fflush(stdout);
-    std::_Exit(ok ? 3 : 1);  // ends the job (mpirun stops the other ranks): 3 says the check passed
-  }
-  if (mode == "stuck0") {
-    if (rank == 0) {
-      std::this_thread::sleep_for(std::chrono::seconds(60));  // stops answering; the job ends first
-      return 0;
-    }
-    auto start = std::chrono::steady_clock::now();
-    auto r = train(mlp, true, rank, group.size());
-    double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    bool ok = !r.ok() && r.error().message().find("rank 0 did not start it") != std::string::npos;
-    fmt::print("rank {}: {} a rank 0 that stops answering, after {:.1f} s: {}\n", rank, ok ? "ok" : "FAIL", waited,
-               r.ok() ? "no error" : r.error().message());
-    std::fflush(stdout);
-    std::_Exit(ok ? 3 : 1);
-  }
+  if (mode == "stuck") return oneRankStops(1, mlp, group, "rank(s) 1 did not arrive", "a rank that stops answering");
+  if (mode == "stuck0") return oneRankStops(0, mlp, group, "rank 0 did not start it", "a rank 0 that stops answering");
   if (mode == "killed") {
     // Rank 1 dies between two steps' collectives; rank 0 goes on until the job ends under it.
     nn::Model model(mlp.net(), 3);
