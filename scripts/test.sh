@@ -32,7 +32,7 @@ for required in onnx/conformance onnx/conformance_llvm onnx/conformance_opencl m
     models/pytorch_exports_llvm models/pytorch_exports_opencl models/pytorch_gradients models/pytorch_gradients_llvm \
     models/pytorch_gradients_opencl models/memory_plan cli/smelt examples/train_digits examples/train_digits_opencl \
     package/find_package c_api/c c_api/c_opencl c_api/python_ctypes c_api/csharp onnx/export_onnxruntime \
-    onnx/ops_onnxruntime onnx/composed_torch models/torch_layers models/torchvision_onnx distributed/mpi examples/train_digits_mpi \
+    onnx/ops_onnxruntime onnx/export_every_op onnx/composed_torch models/torch_layers models/torchvision_onnx distributed/mpi examples/train_digits_mpi \
     examples/train_digits_bf16 examples/train_digits_f16; do
   grep -q ": $required\$" <<<"$registered" || { echo "test $required is not registered"; exit 1; }
 done
@@ -66,7 +66,7 @@ CC=clang-14 CXX=clang++-14 bash scripts/build.sh build-asan -DSMELT_SANITIZE=ON 
 # programs and run the same code paths as the smaller tests; the main build runs them. The soak runs
 # on the CPU there (leaks are what the sanitizer adds), its PoCL variants in the main build.
 sweeps="every op that takes symbols|every warp shuffle is a statement"
-asan_skip="onnx/export_onnxruntime|onnx/ops_onnxruntime|models/torchvision_onnx|distributed/|soak/opencl|opencl backend, every op|opencl C of vectorized kernels|cuda backend: every op|NVRTC compiles the CUDA C|HIPRTC compiles the HIP|$sweeps|_llvm\$|_opencl\$|examples/|package/find_package|benchmarks/smoke"
+asan_skip="onnx/export_onnxruntime|onnx/ops_onnxruntime|onnx/export_every_op|models/torchvision_onnx|distributed/|soak/opencl|opencl backend, every op|opencl C of vectorized kernels|cuda backend: every op|NVRTC compiles the CUDA C|HIPRTC compiles the HIP|$sweeps|_llvm\$|_opencl\$|examples/|package/find_package|benchmarks/smoke"
 # intercept_tls_get_addr=0: GCC 12's sanitizer runtime predates LLVM's fix D147459; with it on, the
 # leak checker's tracer crashed at exit (signal 11) whenever a libgomp worker thread existed (libgomp
 # is dlopen'ed with oneDNN, so its TLS is dynamic): the test body had passed.

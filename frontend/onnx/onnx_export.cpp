@@ -15,6 +15,8 @@
 #include <unordered_set>
 
 #include "frontend/onnx/onnx_tensor.h"
+#include "ir/builder.h"
+#include "ir/window2d.h"
 
 namespace smelt {
 
@@ -359,14 +361,7 @@ class Exporter {
       const Shape& w = n.operand(1)->shape();
       attr(c, "kernel_shape", std::vector<int64_t>{w[2], w[3]});
     } else if (name == "conv_transpose2d") {
-      auto* c = node("ConvTranspose", in, out);
-      attr(c, "strides", intsAttr(n, "stride"));
-      attr(c, "pads", intsAttr(n, "padding"));
-      attr(c, "dilations", intsAttr(n, "dilation"));
-      attr(c, "group", intAttr(n, "groups"));
-      attr(c, "output_padding", intsAttr(n, "output_padding"));
-      const Shape& w = n.operand(1)->shape();
-      attr(c, "kernel_shape", std::vector<int64_t>{w[2], w[3]});
+      SMELT_CHECK_OK(convTranspose(n, in, out));
     } else if (name == "conv2d_weight_grad") {
       SMELT_CHECK_OK(convWeightGrad(n, in, out));
     } else if (name == "max_pool2d_indices") {
@@ -432,8 +427,74 @@ class Exporter {
       Tensor limit =
           Tensor::scalar(start.dtype(), start.getDouble(0) + static_cast<double>(length) * delta.getDouble(0));
       node("Range", {constant(start.reshaped({})), constant(limit), constant(delta.reshaped({}))}, out);
+    } else if (n.op().decompose) {
+      SMELT_CHECK_OK(decomposed(n, in, out));
     } else {
       return makeError("{} has no ONNX equivalent in the exporter", name);
+    }
+    return Status::success();
+  }
+
+  /// ConvTranspose. onnxruntime refuses an output_padding not below the stride, which smelt (as PyTorch) takes
+  /// where the dilation is larger: such padding comes off the end padding instead (the same rows of the
+  /// same full output), and where the end padding is smaller, the rows past the full output (the bias
+  /// alone) are padded on after a ConvTranspose without bias.
+  Status convTranspose(const Node& n, const std::vector<std::string>& in, const std::vector<std::string>& out) {
+    std::vector<int64_t> pads = intsAttr(n, "padding"), outputPadding = intsAttr(n, "output_padding");
+    const std::vector<int64_t>& stride = intsAttr(n, "stride");
+    int64_t beyond[2] = {0, 0};
+    for (size_t a = 0; a < 2; ++a) {
+      if (outputPadding[a] < stride[a]) continue;
+      const int64_t end = pads[2 + a] - outputPadding[a];
+      pads[2 + a] = std::max<int64_t>(end, 0);
+      beyond[a] = std::max<int64_t>(-end, 0);
+      outputPadding[a] = 0;
+    }
+    const bool padAfter = beyond[0] > 0 || beyond[1] > 0;
+    const std::vector<std::string> inputs = padAfter ? std::vector<std::string>{in[0], in[1]} : in;
+    const std::vector<std::string> results = padAfter ? std::vector<std::string>{fresh("t")} : out;
+    auto* c = node("ConvTranspose", inputs, results);
+    attr(c, "strides", stride);
+    attr(c, "pads", pads);
+    attr(c, "dilations", intsAttr(n, "dilation"));
+    attr(c, "group", intAttr(n, "groups"));
+    attr(c, "output_padding", outputPadding);
+    const Shape& w = n.operand(1)->shape();
+    attr(c, "kernel_shape", std::vector<int64_t>{w[2], w[3]});
+    if (!padAfter) return Status::success();
+    std::string padded = op("Pad", {results[0], ints({0, 0, 0, 0, 0, 0, beyond[0], beyond[1]})});
+    if (in.size() < 3) {
+      node("Identity", {padded}, out);
+    } else {
+      node("Add", {padded, op("Reshape", {in[2], ints({1, -1, 1, 1})})}, out);
+    }
+    return Status::success();
+  }
+
+  /// A composite op with no ONNX form of its own (grid_sample, batch_norm_train, graph_conv, ...): its
+  /// registry decomposition, the primitives the compiler runs, built in a graph of its own and inlined
+  /// like a fused body.
+  Status decomposed(const Node& n, const std::vector<std::string>& in, const std::vector<std::string>& out) {
+    Graph body(fmt::format("{}_decomposed", n.opName()));
+    std::vector<Value*> operands;
+    for (size_t i = 0; i < n.operands().size(); ++i) {
+      operands.push_back(body.addInput(fmt::format("operand{}", i), n.operand(i)->type()));
+    }
+    Builder b(body);
+    std::vector<Value*> copy = b.ops(n.opName(), operands, n.attrs());
+    if (!b.ok()) return b.status();
+    std::vector<Value*> results = n.op().decompose(b, *copy.front()->producer());
+    if (!b.ok()) return b.status().error().withContext("decomposing it for export");
+    if (results.size() != out.size()) {
+      return makeError("its decomposition has {} results, the op {}", results.size(), out.size());
+    }
+    for (size_t i = 0; i < results.size(); ++i) body.addOutput(fmt::format("result{}", i), results[i]);
+    body.removeDeadNodes();
+    SMELT_CHECK_OK(inlineBody(body, in, out));
+    // The body dies here: its values' names must not outlive it (a later body may reuse the addresses).
+    for (const Value* v : body.inputs()) names_.erase(v);
+    for (const auto& node : body.nodes()) {
+      for (const Value* r : node->results()) names_.erase(r);
     }
     return Status::success();
   }
@@ -455,8 +516,35 @@ class Exporter {
       a->set_type(onnx::AttributeProto::TENSOR);
       fillTensor(a->mutable_t(), "", Tensor(TensorType{n.result(0)->dtype(), {1}}));
     });
+    // The reference's rule for any index: only one naming a tap of its own window counts (an index from
+    // max_pool2d_indices always does). The others are masked out here, as the kernels skip them.
+    const auto& kernel = intsAttr(n, "kernel");
+    const Window2d win = *Window2d::fromAttrs(n.attrs(), kernel[0], kernel[1], /*strideDefaultsToKernel=*/true);
+    const DType i64 = DType::i64;
+    auto index = [&](int64_t v) { return scalar(i64, static_cast<double>(v)); };
+    auto all = [&](std::vector<std::string> terms) {
+      std::string acc = terms.front();
+      for (size_t t = 1; t < terms.size(); ++t) acc = op("And", {acc, terms[t]});
+      return acc;
+    };
+    std::string named = in[1];
+    std::vector<std::string> checks = {op("GreaterOrEqual", {named, index(0)}), op("Less", {named, index(xs[2] * xs[3])})};
+    const std::string coordinate[2] = {op("Div", {named, index(xs[3])}), op("Mod", {named, index(xs[3])})};
+    for (int a = 0; a < 2; ++a) {
+      // The tap's offset in window (y, x): the coordinate + pad - y*stride, against [1,1,OH,1] / [1,1,1,OW] starts.
+      const int64_t count = dys[2 + static_cast<size_t>(a)];
+      Tensor starts(TensorType{i64, a == 0 ? Shape{1, 1, count, 1} : Shape{1, 1, 1, count}});
+      for (int64_t o = 0; o < count; ++o) starts.setInt(o, o * win.stride[a] - win.padBegin[a]);
+      std::string offset = op("Sub", {coordinate[a], constant(starts, "window_starts")});
+      checks.push_back(op("GreaterOrEqual", {offset, index(0)}));
+      checks.push_back(op("LessOrEqual", {offset, index((win.kernel[a] - 1) * win.dilation[a])}));
+      if (win.dilation[a] > 1) checks.push_back(op("Equal", {op("Mod", {offset, index(win.dilation[a])}), index(0)}));
+    }
+    std::string taken = all(checks);
+    std::string dy = op("Where", {taken, in[0], scalar(n.operand(0)->dtype(), 0)});
+    std::string at = op("Where", {taken, named, index(0)});
     std::string scattered =
-        op("ScatterElements", {zeros, op("Reshape", {in[1], windows}), op("Reshape", {in[0], windows})},
+        op("ScatterElements", {zeros, op("Reshape", {at, windows}), op("Reshape", {dy, windows})},
            [](onnx::NodeProto* sc) {
              attr(sc, "axis", int64_t{2});
              attr(sc, "reduction", std::string("add"));

@@ -646,7 +646,8 @@ void registerConvOps(OpRegistry& registry) {
       .example = R"(graph @t(%x: $T[1,4,3,3], %w: $T[4,3,3,2], %b: $T[6]) {
   %0 = conv_transpose2d(%x, %w, %b) {groups = 2, output_padding = [1, 0], padding = [1, 0, 1, 1], stride = [2, 2]} : $T[1,6,6,5]
   %1 = conv_transpose2d(%x, %w) {dilation = [2, 1], groups = 2, output_padding = [1, 0]} : $T[1,6,8,4]
-  return r = %0, d = %1
+  %2 = conv_transpose2d(%x, %w, %b) {dilation = [2, 2], groups = 2, output_padding = [1, 1], padding = [0, 0, 2, 1]} : $T[1,6,6,5]
+  return r = %0, d = %1, e = %2
 })",
       .gradient = gradConvTranspose2d,
       .lower = lowerConvTranspose2d,

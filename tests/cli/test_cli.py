@@ -49,6 +49,27 @@ class Cli(unittest.TestCase):
         self.assertIn("backends=reference,llvm", lines["exp"])
         self.assertRegex(lines["matmul"], r"backends=reference,llvm(,opencl)?,cuda,hip +differentiable=yes")
 
+    def test_ops_example_prints_a_graph_that_runs_in_the_dtype_asked(self):
+        r = smelt("ops", "--example", "softmax")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("softmax(", r.stdout)
+        self.assertIn("f32[", r.stdout)
+        self.assertNotIn("$T", r.stdout)
+        f64 = smelt("ops", "--example", "softmax", "--dtype", "f64")
+        self.assertEqual(f64.returncode, 0, f64.stderr)
+        self.assertIn("f64[", f64.stdout)
+        self.assertNotIn("f32[", f64.stdout)
+        again = smelt("dump", "-", stdin=f64.stdout)
+        self.assertEqual(again.returncode, 0, again.stderr)
+        # An op without f32 is written in its first dtype; unknown ops and dtypes it does not take are errors.
+        self.assertIn("bool[", smelt("ops", "--example", "not").stdout)
+        bad = smelt("ops", "--example", "no_such_op")
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn("no op named 'no_such_op'", bad.stderr)
+        wrong = smelt("ops", "--example", "exp", "--dtype", "i32")
+        self.assertEqual(wrong.returncode, 2)
+        self.assertIn("exp takes f16,bf16,f32,f64, not 'i32'", wrong.stderr)
+
     def test_dump_text_round_trips_and_reads_stdin(self):
         r = smelt("dump", self.write_ir())
         self.assertEqual(r.returncode, 0, r.stderr)

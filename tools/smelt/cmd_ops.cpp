@@ -1,5 +1,7 @@
 // `smelt ops [--markdown]`: every registered op with the dtypes and backends it supports; --markdown
 // prints the index of docs/ops.md (scripts/ops_reference.py splices it there; ctest checks it is current).
+// `smelt ops --example NAME [--dtype T]` prints the op's registry example as IR text: a graph to start
+// from, and what tests/onnx/check_export_every_op.py exports op by op.
 #include "ir/op_registry.h"
 #include "ir/printer.h"
 #include "runtime/exec/executable.h"
@@ -76,13 +78,42 @@ std::string markdownRow(const OpDef& op) {
 
 }  // namespace
 
+/// The example of `name` in `dtype` (empty: f32 where the op takes it, else its first dtype).
+int printExample(const std::string& name, const std::string& dtype) {
+  const OpDef* op = OpRegistry::global().find(name);
+  if (!op) {
+    fmt::print(stderr, "smelt ops: no op named {}\n", "'" + escapeControlCharacters(name) + "'");
+    return 2;
+  }
+  if (op->example.empty()) {
+    fmt::print(stderr, "smelt ops: {} has no example\n", name);
+    return 2;
+  }
+  std::string chosen = dtype;
+  if (chosen.empty()) chosen = dtypeName(op->dtypes.contains(DType::f32) ? DType::f32 : op->dtypes.list().front());
+  auto parsed = parseDType(chosen);
+  if (!parsed || !op->dtypes.contains(*parsed)) {
+    fmt::print(stderr, "smelt ops: {} takes {}, not {}\n", name, op->dtypes.toString(), "'" + escapeControlCharacters(chosen) + "'");
+    return 2;
+  }
+  std::string text = op->example;
+  for (size_t at = text.find("$T"); at != std::string::npos; at = text.find("$T", at)) text.replace(at, 2, chosen);
+  fmt::print("{}{}", text, text.ends_with('\n') ? "" : "\n");
+  return 0;
+}
+
 Action addOpsCommand(CLI::App& app) {
   auto markdown = std::make_shared<bool>(false);
+  auto example = std::make_shared<std::string>();
+  auto dtype = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand("ops", "List the registered ops: name, dtypes, backends, differentiable");
   cmd->add_flag("--markdown", *markdown,
                 "Print docs/ops.md's index: operands, attributes with defaults, dtypes, fusion role, gradient and "
                 "lowering of every op, as its registry entry declares them");
-  return [markdown]() {
+  cmd->add_option("--example", *example, "Print the op's example graph as IR text (the one the registry tests run)");
+  cmd->add_option("--dtype", *dtype, "With --example: the dtype to write it in (default f32 where the op takes it)");
+  return [markdown, example, dtype]() {
+    if (!example->empty()) return printExample(*example, *dtype);
     if (*markdown) {
       fmt::print("| op | operands | attributes | dtypes | role | gradient | runs as |\n");
       fmt::print("|---|---|---|---|---|---|---|\n");
