@@ -64,7 +64,8 @@ class DeviceEvent {
   virtual Status synchronize() = 0;
   virtual Expected<bool> done() = 0;
   /// Milliseconds of device time from `start` to this event, both recorded with timing on the same
-  /// device and both done (an error on devices that cannot time: OpenCL queues without profiling).
+  /// device and both done (an error on devices that cannot time: the CPU; an OpenCL queue without profiling,
+  /// which smelt never creates: opencl::kQueueProperties).
   virtual Expected<double> elapsedMsSince(DeviceEvent& start);
 };
 

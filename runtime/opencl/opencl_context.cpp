@@ -201,10 +201,10 @@ Expected<Context> Context::create(std::string_view selector) {
       decltype(c.context_)(clCreateContext(properties, 1, &c.device_.id, nullptr, nullptr, &rc));
   if (rc != CL_SUCCESS)
     return makeError("clCreateContext on '{}' failed: {}", c.device_.name, errorName(rc));
-    // clCreateCommandQueue is deprecated in 2.0 but is the 1.2 call; every 1.2+ platform has it.
+  // clCreateCommandQueue is deprecated in 2.0 but is the 1.2 call; every 1.2+ platform has it.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-  c.queue_ = decltype(c.queue_)(clCreateCommandQueue(c.get(), c.device_.id, 0, &rc));
+  c.queue_ = decltype(c.queue_)(clCreateCommandQueue(c.get(), c.device_.id, kQueueProperties, &rc));
 #pragma GCC diagnostic pop
   if (rc != CL_SUCCESS)
     return makeError("clCreateCommandQueue on '{}' failed: {}", c.device_.name, errorName(rc));

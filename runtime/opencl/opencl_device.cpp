@@ -57,6 +57,22 @@ class OpenClEvent final : public DeviceEvent {
     if (state < 0) return clError("opencl", "the work before the event", state);
     return state == CL_COMPLETE;
   }
+  /// From the two markers' completion times: the device time of the work enqueued between them (an
+  /// in-order queue completes a marker when everything before it has).
+  Expected<double> elapsedMsSince(DeviceEvent& start) override {
+    SMELT_TRY(cl_ulong from, static_cast<OpenClEvent&>(start).completedAt());
+    SMELT_TRY(cl_ulong to, completedAt());
+    return static_cast<double>(to - std::min(from, to)) * 1e-6;
+  }
+  /// CL_PROFILING_COMMAND_END in nanoseconds (the queue profiles: opencl::kQueueProperties).
+  Expected<cl_ulong> completedAt() {
+    cl_ulong ns = 0;
+    if (cl_int rc = clGetEventProfilingInfo(event_, CL_PROFILING_COMMAND_END, sizeof ns, &ns, nullptr);
+        rc != CL_SUCCESS) {
+      return clError("opencl", "clGetEventProfilingInfo", rc);
+    }
+    return ns;
+  }
 
  private:
   cl_event event_;
@@ -286,7 +302,7 @@ class OpenClDevice final : public Device {
     cl_int rc = CL_SUCCESS;
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // the OpenCL 1.2 call, as PoCL's devices are 1.2
-    cl_command_queue queue = clCreateCommandQueue(context_->get(), context_->device().id, 0, &rc);
+    cl_command_queue queue = clCreateCommandQueue(context_->get(), context_->device().id, opencl::kQueueProperties, &rc);
 #pragma GCC diagnostic pop
     if (rc != CL_SUCCESS) return clError(description_.id, "clCreateCommandQueue", rc);
     return std::unique_ptr<DeviceStream>(std::make_unique<OpenClStream>(description_.id, queue, true));

@@ -55,6 +55,7 @@ constexpr cl_int kUnavailable = -1001;
   X(clEnqueueUnmapMemObject)   \
   X(clWaitForEvents)           \
   X(clGetEventInfo)            \
+  X(clGetEventProfilingInfo)   \
   X(clReleaseEvent)            \
   X(clFlush)
 
@@ -370,6 +371,14 @@ CL_API_ENTRY cl_int CL_API_CALL clGetEventInfo(cl_event event, cl_event_info par
                                                void* param_value, size_t* param_value_size_ret) {
   return api().clGetEventInfo
              ? api().clGetEventInfo(event, param_name, param_value_size, param_value, param_value_size_ret)
+             : kUnavailable;
+}
+
+CL_API_ENTRY cl_int CL_API_CALL clGetEventProfilingInfo(cl_event event, cl_profiling_info param_name,
+                                                        size_t param_value_size, void* param_value,
+                                                        size_t* param_value_size_ret) {
+  return api().clGetEventProfilingInfo
+             ? api().clGetEventProfilingInfo(event, param_name, param_value_size, param_value, param_value_size_ret)
              : kUnavailable;
 }
 

@@ -24,6 +24,11 @@
 
 namespace smelt::opencl {
 
+/// Every queue smelt creates profiles its commands, so that events time device work (SMELT_PROFILE's
+/// per-step table, `smelt bench --device-time`) as CUDA's do; a timestamp per command costs nothing
+/// measurable beside a launch.
+inline constexpr cl_command_queue_properties kQueueProperties = CL_QUEUE_PROFILING_ENABLE;
+
 /// One OpenCL device and the facts codegen needs about it.
 struct DeviceInfo {
   cl_platform_id platform = nullptr;

@@ -108,6 +108,14 @@ class Cli(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("(timed: host)", r.stderr)
         self.assertIn("fused %0 = fused (4x512) [reduce_max %0, sub %1, exp %2, reduce_sum %3, div %4]", r.stderr)
+        # On OpenCL (PoCL here) each step is timed on the device between two events of the profiling queue,
+        # as on CUDA; `bench --device-time` times resident runs the same way.
+        if "opencl:0" in smelt("devices").stdout:
+            r = subprocess.run([SMELT, "bench", softmax, "--runs", "3", "--backend", "opencl", "--device-time"],
+                               capture_output=True, text=True, env=env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("(timed: device events)", r.stderr)
+            self.assertIn("(device events)", r.stdout)
 
     def test_dump_dot(self):
         r = smelt("dump", self.write_ir(), "--format", "dot")

@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cstring>
 #include <vector>
 
@@ -121,6 +122,43 @@ TEST_CASE("devices: an OpenCL kernel launched through the interface") {
   Status missing = (*kernels)->launch("nope", args, 1, stream);
   CHECK_FALSE(missing.ok());
   (*device)->release(*memory);
+}
+
+TEST_CASE("devices: timing events measure the device work between them (OpenCL's profiling queues, CUDA, HIP)") {
+  for (const auto& device : realDevices()) {
+    if (device->kind() == DeviceKind::kCpu) continue;  // host memory: the host times its own work
+    CAPTURE(device->id());
+    const size_t bytes = size_t{32} << 20;
+    auto a = device->allocate(bytes);
+    auto b = device->allocate(bytes);
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    DeviceStream& stream = device->defaultStream();
+    REQUIRE(device->fill(*a, 0, bytes, 0x3F, stream).ok());
+    REQUIRE(stream.synchronize().ok());
+    const auto hostStart = std::chrono::steady_clock::now();
+    auto start = stream.record(true);
+    REQUIRE(start.ok());
+    for (int i = 0; i < 4; ++i) REQUIRE(device->copy(*b, 0, *a, 0, bytes, stream).ok());
+    auto end = stream.record(true);
+    REQUIRE(end.ok());
+    REQUIRE((*end)->synchronize().ok());
+    const double wallMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - hostStart).count();
+    auto ms = (*end)->elapsedMsSince(**start);
+    REQUIRE_MESSAGE(ms.ok(), ms.error().message());
+    // 128 MB copied takes device time, and no more than the host waited for it.
+    CHECK(*ms > 0.0);
+    CHECK(*ms <= wallMs + 0.5);
+    // Nothing between two events: (almost) no time.
+    auto again = stream.record(true);
+    REQUIRE(again.ok());
+    REQUIRE((*again)->synchronize().ok());
+    auto none = (*again)->elapsedMsSince(**end);
+    REQUIRE(none.ok());
+    CHECK(*none < *ms);
+    device->release(*a);
+    device->release(*b);
+  }
 }
 
 TEST_CASE("devices: listing, ids, and absent devices are errors that say why") {
