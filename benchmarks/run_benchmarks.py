@@ -285,12 +285,13 @@ def run(a, cache):
         say("device runtime: the caching pool over a training run, and smelt tune's crossovers")
         pool = device_runtime.pool_allocations(os.path.dirname(a.smelt), 30 if a.quick else 100)
         place = device_runtime.placement(a.smelt, a.quick)
-        device = {"targets": device_runtime.targets(pool), "markdown": device_runtime.markdown(pool, place),
+        device = {"targets": [("device runtime",) + tuple(t) for t in device_runtime.targets(pool)],
+                  "markdown": device_runtime.markdown(pool, place),
                   "pool": pool, "placement": place}
-    def section(device, targets, markdown):
-        """`device` with one more section's targets and markdown."""
+    def section(device, targets, markdown, area):
+        """`device` with one more section's targets (named by `area` in the Targets table) and markdown."""
         device = device or {"targets": [], "markdown": []}
-        device["targets"] = device["targets"] + targets
+        device["targets"] = device["targets"] + [(area,) + tuple(t) for t in targets]
         device["markdown"] = device["markdown"] + markdown
         return device
 
@@ -298,34 +299,34 @@ def run(a, cache):
     if not a.no_shared_core:
         say("a shared machine: the workloads again with one core busy")
         shared = shared_core.measure(a, peers, budget, cache, say)
-        device = section(device, shared_core.targets(shared), shared_core.markdown(shared))
+        device = section(device, shared_core.targets(shared), shared_core.markdown(shared), "shared machine")
     if not a.no_symbolic:
         say("shape-polymorphic graphs: the workloads with a symbolic batch, and kernels across batch sizes")
         sym = symbolic_batch.measure(a, budget, cache, 1 if a.quick else 3, say)
         steps = symbolic_batch.measure_steps(a, budget, cache, 1 if a.quick else 3, say)
-        device = section(device, symbolic_batch.targets(sym, steps), symbolic_batch.markdown(sym, steps))
+        device = section(device, symbolic_batch.targets(sym, steps), symbolic_batch.markdown(sym, steps), "shape polymorphism")
     if not a.no_distributed:
         say("data-parallel training: all-reduce bandwidth on 2 MPI ranks")
         dp = data_parallel.measure(build_dir, a.quick, say)
-        device = section(device, data_parallel.targets(dp), data_parallel.markdown(dp))
+        device = section(device, data_parallel.targets(dp), data_parallel.markdown(dp), "data-parallel")
         say("data-parallel training: overlap and scaling, ranks on hosts behind a slowed link")
         overlap = data_parallel.measure_overlap(build_dir, a.quick, say)
-        device = section(device, data_parallel.overlap_targets(overlap), data_parallel.overlap_markdown(overlap))
+        device = section(device, data_parallel.overlap_targets(overlap), data_parallel.overlap_markdown(overlap), "data-parallel")
     if not a.no_memory_budget:
         say("training under a memory budget: the MLP and ResNet-18 steps at fractions of their planned peak")
         mb = memory_budget.measure(build_dir, a.quick, say)
-        device = section(device, memory_budget.targets(mb), memory_budget.markdown(mb))
+        device = section(device, memory_budget.targets(mb), memory_budget.markdown(mb), "memory budget")
     if not a.no_mixed_precision:
         say("mixed precision: the MLP and ResNet-18 steps in f32, bf16 and f16, and PyTorch's autocast")
         mp = mixed_precision.measure(build_dir, DEBIAN_PYTHON, budget, a.quick, say)
-        device = section(device, mixed_precision.targets(mp), mixed_precision.markdown(mp))
+        device = section(device, mixed_precision.targets(mp), mixed_precision.markdown(mp), "mixed precision")
     if not a.no_soak:
         say("trust: the pool's cycle time, and a soak")
         trust = soak.measure(build_dir, a.quick)
-        device = section(device, soak.targets(trust), soak.markdown(trust))
+        device = section(device, soak.targets(trust), soak.markdown(trust), "trust")
     print(report.console(rows, stream, peers))
-    for label, measured, met in (device or {}).get("targets", []):
-        print("  %-50s %-14s %s" % (label, measured, "met" if met else "NOT MET"))
+    for area, label, measured, met in (device or {}).get("targets", []):
+        print("  %-18s %-50s %-14s %s" % (area, label, measured, "met" if met else "NOT MET"))
     info = describe(a, peers, rows, budget)
     info["load"] = "%.1f at the start, %.1f at the end" % (load_start, os.getloadavg()[0])
     gpu = os.path.join(ROOT, "docs", "gpu_check.md")

@@ -166,8 +166,8 @@ def markdown(rows, stream, peers, info, device=None):
         for v in row.verdicts:
             md.append("| %s | %s | %s | %s |" % (row.workload.name, v.target.label, fmt_value(v.target, v.value),
                                                  "**met**" if v.met else verdict_text(v)))
-    for label, measured, met in (device or {}).get("targets", []):
-        md.append("| device runtime | %s | %s | %s |" % (label, measured, "**met**" if met else "NOT MET"))
+    for area, label, measured, met in (device or {}).get("targets", []):
+        md.append("| %s | %s | %s | %s |" % (area, label, measured, "**met**" if met else "NOT MET"))
     md += ["", "## Summary", "",
            "Median milliseconds per run (lower is better). *vs X* is X's time over smelt's: above 1, smelt "
            "is faster. libtorch is eager PyTorch at its better thread count (1 or 2) for each workload. "
