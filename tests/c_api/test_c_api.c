@@ -1,12 +1,14 @@
 /* The C API (include/smelt/c_api.h) from a C99 program: a model file loaded, fed, run and read at two
  * batch sizes against the same arithmetic done here; a classifier trained to separate a linearly
  * separable set, predicted and checkpointed; and bad calls answered with statuses and messages that
- * name the problem. Built in the tree (ctest c_api/c) and against the installed package
+ * name the problem; and four threads, each with a model handle of its own, running at once with their own
+ * batch sizes, each reading its own last error (as c_api.h documents). Built in the tree (ctest c_api/c) and against the installed package
  * (tests/package/check_package.sh). Usage: test_c_api [DEVICE ...] (default: cpu). */
 #define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #include <smelt/c_api.h>
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +119,78 @@ static void checkInference(const char* path, const char* device) {
   EXPECT(smelt_model_run(model) == SMELT_FAILED);
   EXPECT(strstr(smelt_last_error(), "x") != NULL);
   smelt_model_destroy(model);
+}
+
+/* One thread's share of checkThreads: its own handle, batch sizes and random inputs; a bad input's error
+ * is its own (smelt_last_error is per thread), while the other threads' runs succeed. */
+typedef struct {
+  const char* path;
+  const char* device;
+  unsigned seed;
+  int failures;
+} ThreadWork;
+
+#define THREAD_EXPECT(work, cond)                                                         \
+  do {                                                                                    \
+    if (!(cond)) {                                                                        \
+      fprintf(stderr, "%s:%d: FAILED in a thread: %s (last error: %s)\n", __FILE__, __LINE__, \
+              #cond, smelt_last_error());                                                 \
+      ++(work)->failures;                                                                 \
+    }                                                                                     \
+  } while (0)
+
+static void* runThread(void* arg) {
+  ThreadWork* work = (ThreadWork*)arg;
+  smelt_model* model = NULL;
+  THREAD_EXPECT(work, smelt_model_load(work->path, work->device, &model) == SMELT_OK);
+  if (!model) return NULL;
+  unsigned long long rng = 0x9E3779B97F4A7C15ULL * (work->seed + 1);
+  for (int i = 0; i < 40; ++i) {
+    const int64_t n = 1 + (int64_t)((work->seed + (unsigned)i) % 7);
+    float x[14];
+    for (int64_t k = 0; k < n * 2; ++k) {
+      rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+      x[k] = (float)((double)(rng >> 40) / (double)(1ULL << 24) * 2.0 - 1.0);
+    }
+    int64_t shape[2] = {n, 2};
+    smelt_tensor in = {SMELT_F32, 2, shape, x, (size_t)(n * 2) * sizeof(float)};
+    if (i == 20) {
+      /* This thread's error, named as its own. */
+      THREAD_EXPECT(work, smelt_model_set_input(model, "thread_input", &in) == SMELT_INVALID_ARGUMENT);
+      THREAD_EXPECT(work, strstr(smelt_last_error(), "'thread_input'") != NULL);
+    }
+    THREAD_EXPECT(work, smelt_model_set_input(model, "x", &in) == SMELT_OK);
+    THREAD_EXPECT(work, smelt_model_run(model) == SMELT_OK);
+    smelt_tensor out;
+    THREAD_EXPECT(work, smelt_model_output(model, 0, &out) == SMELT_OK);
+    THREAD_EXPECT(work, out.rank == 2 && out.shape[0] == n && out.shape[1] == 3);
+    const float* y = (const float*)out.data;
+    for (int64_t r = 0; r < n && out.rank == 2 && out.shape[0] == n; ++r) {
+      for (int c = 0; c < 3; ++c) {
+        double want = (double)x[r * 2] * kW[c] + (double)x[r * 2 + 1] * kW[3 + c] + kB[c];
+        THREAD_EXPECT(work, fabs((double)y[r * 3 + c] - want) < 1e-5);
+      }
+    }
+  }
+  smelt_model_destroy(model);
+  return NULL;
+}
+
+static void checkThreads(const char* path, const char* device) {
+  enum { kThreads = 4 };
+  pthread_t threads[kThreads];
+  ThreadWork work[kThreads];
+  for (int t = 0; t < kThreads; ++t) {
+    ThreadWork w = {path, device, (unsigned)t, 0};
+    work[t] = w;
+    EXPECT(pthread_create(&threads[t], NULL, runThread, &work[t]) == 0);
+  }
+  for (int t = 0; t < kThreads; ++t) {
+    pthread_join(threads[t], NULL);
+    failures += work[t].failures;
+  }
+  /* The main thread's last error is untouched by the threads' errors. */
+  EXPECT(strstr(smelt_last_error(), "thread_input") == NULL);
 }
 
 /* Class of a point: which of three sectors it falls in by the sign of two lines. */
@@ -241,6 +315,7 @@ int main(int argc, char** argv) {
   const int count = argc > 1 ? argc - 1 : 1;
   for (int d = 0; d < count; ++d) {
     checkInference(path, devices[d]);
+    checkThreads(path, devices[d]);
     checkTraining(path, devices[d], checkpoint);
   }
   remove(checkpoint);
