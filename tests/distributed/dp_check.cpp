@@ -231,8 +231,6 @@ bool equalF64Case(const F64Case& c, CollectiveGroup& group) {
   return ok;
 }
 
-}  // namespace
-
 /// Rank `stopped` stops answering before the first collective; the other rank's training must fail within the
 /// timeout ($SMELT_COLLECTIVE_TIMEOUT) with `words` in its error. The process then ends the job (mpirun stops the
 /// sleeping rank): exit 3 says the check passed.
@@ -251,6 +249,8 @@ int oneRankStops(int stopped, const Case& c, CollectiveGroup& group, const char*
   std::fflush(stdout);
   std::_Exit(ok ? 3 : 1);
 }
+
+}  // namespace
 
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "equal";

@@ -76,8 +76,6 @@ std::string markdownRow(const OpDef& op) {
                      dtypeGroup(op.dtypes), role, how, op.lower ? "kernel" : op.decompose ? "decomposed" : "reference");
 }
 
-}  // namespace
-
 /// The example of `name` in `dtype` (empty: f32 where the op takes it, else its first dtype).
 int printExample(const std::string& name, const std::string& dtype) {
   const OpDef* op = OpRegistry::global().find(name);
@@ -101,6 +99,8 @@ int printExample(const std::string& name, const std::string& dtype) {
   fmt::print("{}{}", text, text.ends_with('\n') ? "" : "\n");
   return 0;
 }
+
+}  // namespace
 
 Action addOpsCommand(CLI::App& app) {
   auto markdown = std::make_shared<bool>(false);
