@@ -1,6 +1,8 @@
-"""ONNX ops smelt composes from its own (Einsum, TopK) against torch (ctest onnx/composed_torch), in the
-forms the node tests leave out, in f64: `smelt run` gives torch's result (relative 1e-10) and
-`smelt grad` of the output's sum torch.autograd's gradients.
+"""ONNX ops smelt composes from its own against torch (ctest onnx/composed_torch), in the forms the node
+tests leave out, in f64: `smelt run` gives torch's result (relative 1e-10) and `smelt grad` of the
+outputs' sum torch.autograd's gradients.
+  - every converter that builds an op from smelt's (activations, normalizations, index ops, losses,
+    Resize, GridSample, pooling with Indices, ...): the cases in composed_torch_cases.py;
   - Einsum against torch.einsum: ellipsis broadcasting, three operands, implicit outputs, outer
     products, diagonals, uppercase labels, labels summed before contracting;
   - TopK against torch.topk (sorted): largest and smallest, inner and outer axes, k = 1 and k = the
@@ -14,7 +16,10 @@ import tempfile
 import numpy as np
 import onnx
 import torch
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from composed_torch_cases import all_cases  # noqa: E402
 
 # (equation, operand shapes)
 CASES = [
@@ -97,6 +102,71 @@ def check_topk(smelt, work, rng):
     return failures, 2 * len(TOPK_CASES)
 
 
+def case_model(case, want):
+    graph_inputs, initializers = [], []
+    for name, value, role in case.inputs:
+        if role == "init":
+            initializers.append(numpy_helper.from_array(value, name))
+        else:
+            dtype = helper.np_dtype_to_tensor_dtype(value.dtype) if hasattr(helper, "np_dtype_to_tensor_dtype") \
+                else onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[value.dtype]
+            graph_inputs.append(helper.make_tensor_value_info(name, dtype, list(value.shape)))
+    node = helper.make_node(case.op, [name for name, _, _ in case.inputs], list(case.outputs), **case.attrs)
+    outputs = [helper.make_tensor_value_info(o, TensorProto.DOUBLE if w.is_floating_point() else TensorProto.INT64, None)
+               for o, w in zip(case.outputs, want)]
+    graph = helper.make_graph([node], case.op, graph_inputs, outputs, initializers)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", case.opset)])
+
+
+def check_converters(smelt, work, rng):
+    """Each converter case: outputs (floats within 1e-10 relative, integers exactly) and the gradient of
+    the sum of the float outputs for every "wrt" input."""
+    failures = 0
+    cases = all_cases(rng)
+    for k, case in enumerate(cases):
+        feeds, wrt, tensors = [], [], {}
+        for name, value, role in case.inputs:
+            if role != "init":
+                np.save(os.path.join(work, f"{name}.npy"), value)
+                feeds += ["--input", f"{name}={work}/{name}.npy"]
+            t = torch.tensor(value)
+            if role == "wrt":
+                t.requires_grad_(True)
+                wrt.append(name)
+            tensors[name] = t
+        want = case.torch_fn(tensors)
+        want = want if isinstance(want, tuple) else (want,)
+        sum(w.sum() for w in want if w.is_floating_point()).backward()
+        path = os.path.join(work, f"c{k}.onnx")
+        onnx.save(case_model(case, want), path)
+        out, grads = os.path.join(work, f"cout{k}"), os.path.join(work, f"cgrad{k}")
+        rc, err = run(smelt, "run", path, *feeds, "--output-dir", out)
+        if not rc and wrt:
+            rc, err = run(smelt, "grad", path, "--wrt", ",".join(wrt), *feeds, "--output-dir", grads)
+        if rc:
+            print(f"FAIL {case.label}: {err}")
+            failures += 1
+            continue
+        pairs = [(f"output {o}", np.load(os.path.join(out, f"{o}.npy")), w.detach().numpy())
+                 for o, w in zip(case.outputs, want)]
+        pairs += [(f"d/d{n}", np.load(os.path.join(grads, f"{n}.grad.npy")), tensors[n].grad.numpy()) for n in wrt]
+        worst, what = 0.0, ""
+        for label, got, w in pairs:
+            if got.shape != w.shape:
+                error = float("inf")
+            elif not np.issubdtype(w.dtype, np.floating):
+                error = 0.0 if np.array_equal(got, w) else float("inf")
+            else:
+                error = float(np.abs(got - w).max(initial=0.0)) / max(1.0, float(np.abs(w).max(initial=0.0)))
+            if error > worst:
+                worst, what = error, f" ({label})"
+        ok = worst <= 1e-10
+        failures += 0 if ok else 1
+        print(f"{'ok  ' if ok else 'FAIL'} {case.label}: {len(case.outputs)} outputs and {len(wrt)} gradients, "
+              f"worst relative error {worst:.1e}{what if not ok else ''}")
+    return failures, len(cases)
+
+
 def run(*args):
     r = subprocess.run(list(args), capture_output=True, text=True)
     return r.returncode, r.stderr.strip()
@@ -134,8 +204,9 @@ def main():
             failures += 0 if ok else 1
             print(f"{'ok  ' if ok else 'FAIL'} {eq} {shapes}: output and {len(names)} gradients, worst relative error {worst:.1e}")
         topk_failures, topk_count = check_topk(smelt, work, rng)
-    failures += topk_failures
-    print(f"{len(CASES) + topk_count - failures} passed, {failures} failed")
+        converter_failures, converter_count = check_converters(smelt, work, rng)
+    failures += topk_failures + converter_failures
+    print(f"{len(CASES) + topk_count + converter_count - failures} passed, {failures} failed")
     return 1 if failures else 0
 
 
