@@ -112,4 +112,13 @@ Expected<AttrMap> completeAttributes(const OpDef& op, std::string_view label, si
   return attrs;
 }
 
+std::string substituteDType(std::string text, std::string_view dtype) {
+  for (size_t at = text.find("$T"); at != std::string::npos; at = text.find("$T", at + dtype.size())) {
+    text.replace(at, 2, dtype);
+  }
+  return text;
+}
+
+std::string OpDef::exampleIn(DType dtype) const { return substituteDType(example, dtypeName(dtype)); }
+
 }  // namespace smelt

@@ -178,6 +178,8 @@ struct OpDef {
   /// A complete IR graph using the op, with `$T` standing for each dtype in `dtypes`. The registry
   /// tests parse it for every dtype, verify it, round-trip it and run it on random inputs.
   std::string example;
+  /// `example` for `dtype` (`smelt ops --example`, the registry-wide tests).
+  std::string exampleIn(DType dtype) const;
   /// Reverse-mode rule (autodiff). Null when the op has none; see `decompose`.
   GradientFn gradient;
   /// The op in primitives: composite ops inherit their gradient (and gradients of gradients) from it.
@@ -257,6 +259,9 @@ class OpRegistry {
 /// takes them (OpDef::symbolicDims), and every result shape within checkShapeLimits (an extent an op
 /// computed from a symbol is an error naming the node, never a wrong shape).
 Expected<std::vector<TensorType>> inferResultTypes(const OpCall& call);
+
+/// `text` with every `$T` replaced by `dtype`: op examples and the tests' IR written for several dtypes.
+std::string substituteDType(std::string text, std::string_view dtype);
 
 /// Checks operand count and attribute names/kinds against `op`, fills in default attributes, and returns
 /// the complete attribute map. Errors start with `label`.

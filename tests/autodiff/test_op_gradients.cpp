@@ -15,11 +15,7 @@ using namespace smelt;
 
 namespace {
 
-std::string f64Example(const OpDef& op) {
-  std::string text = op.example;
-  for (size_t at = text.find("$T"); at != std::string::npos; at = text.find("$T", at)) text.replace(at, 2, "f64");
-  return text;
-}
+std::string f64Example(const OpDef& op) { return op.exampleIn(DType::f64); }
 
 // Random inputs away from trouble: both signs first; magnitudes only when the op's domain needs it
 // (log, sqrt, pow of negatives).
@@ -100,11 +96,7 @@ TEST_CASE("every decomposition computes what its op computes") {
       if (!op->dtypes.contains(dtype)) continue;
       CAPTURE(op->name);
       CAPTURE(dtypeName(dtype));
-      std::string text = op->example;
-      for (size_t at = text.find("$T"); at != std::string::npos; at = text.find("$T", at)) {
-        text.replace(at, 2, dtypeName(dtype));
-      }
-      Graph g = testing::parseOrFail(text);
+      Graph g = testing::parseOrFail(op->exampleIn(dtype));
       // Emit each node's decomposition next to it (appended: its operands are all defined) and
       // compare the two as outputs.
       std::vector<Node*> nodes;

@@ -65,7 +65,7 @@ TEST_CASE("fold and canonicalize preserve every op example's outputs bit for bit
     for (DType dtype : op->dtypes.list()) {
       CAPTURE(op->name);
       CAPTURE(dtypeName(dtype));
-      auto graph = parseGraph(testing::substituteDType(op->example, dtypeName(dtype)));
+      auto graph = parseGraph(op->exampleIn(dtype));
       REQUIRE(graph.ok());
       TensorMap feeds = testing::randomFeeds(*graph, seed);
       checkPreserved(*graph, feeds);

@@ -26,8 +26,7 @@ TEST_CASE("matmul: 2x3 @ 3x2 by hand, in several dtypes") {
 })";
   for (DType dtype : {DType::f32, DType::f64, DType::f16, DType::i32, DType::i64, DType::u16}) {
     CAPTURE(dtypeName(dtype));
-    std::string ir = text;
-    for (size_t at = ir.find("$T"); at != std::string::npos; at = ir.find("$T")) ir.replace(at, 2, dtypeName(dtype));
+    std::string ir = substituteDType(text, dtypeName(dtype));
     Tensor r = runFirstOutput(ir, {{"a", tensorOf(dtype, {2, 3}, {1, 2, 3, 4, 5, 6})},
                                    {"b", tensorOf(dtype, {3, 2}, {7, 8, 9, 10, 11, 12})}});
     // [1*7+2*9+3*11, 1*8+2*10+3*12; 4*7+5*9+6*11, 4*8+5*10+6*12]

@@ -126,8 +126,7 @@ TEST_CASE("logsumexp is stable for large values") {
   const char* text = "graph @t(%x: $T[2,2]) {\n  %0 = reduce_logsumexp(%x) {axes = [1]} : $T[2]\n  return r = %0\n}";
   for (DType dtype : {DType::f64, DType::f32}) {
     CAPTURE(dtypeName(dtype));
-    std::string t = text;
-    for (size_t at; (at = t.find("$T")) != std::string::npos;) t.replace(at, 2, dtypeName(dtype));
+    std::string t = substituteDType(text, dtypeName(dtype));
     TensorType in{dtype, {2, 2}};
     Tensor out = runOn(t, Tensor::fromDoubles(in, std::vector<double>{1000, 1000, -kInf, -kInf}));
     checkValues(out, TensorType{dtype, {2}}, {1000 + std::log(2.0), -kInf}, 1e-15);

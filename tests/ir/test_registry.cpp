@@ -28,7 +28,7 @@ TEST_CASE("every op's example parses, verifies, round-trips and runs for every d
   CAPTURE(seed);
   for (const OpDef* op : OpRegistry::global().all()) {
     for (DType dtype : op->dtypes.list()) {
-      std::string text = testing::substituteDType(op->example, dtypeName(dtype));
+      std::string text = op->exampleIn(dtype);
       CAPTURE(op->name);
       CAPTURE(dtypeName(dtype));
       auto graph = parseGraph(text);

@@ -175,7 +175,7 @@ TEST_CASE("symbolic executables: every op that takes symbols, its example with a
     if (!op->symbolicDims) continue;
     DType dtype = op->dtypes.contains(DType::f32) ? DType::f32 : op->dtypes.list().front();
     CAPTURE(op->name);
-    Graph example = testing::parseOrFail(testing::substituteDType(op->example, dtypeName(dtype)));
+    Graph example = testing::parseOrFail(op->exampleIn(dtype));
     const int64_t batch = example.inputs().empty() || example.inputs()[0]->type().rank() == 0
                               ? -1
                               : example.inputs()[0]->type().shape[0];

@@ -84,11 +84,6 @@ Graph parseOrFail(std::string_view text) {
   return std::move(graph).value();
 }
 
-std::string substituteDType(std::string text, std::string_view dtype) {
-  for (size_t at = text.find("$T"); at != std::string::npos; at = text.find("$T", at)) text.replace(at, 2, dtype);
-  return text;
-}
-
 double backendTolerance(DType dtype) {
   switch (dtype) {
     case DType::f16: return 2e-2;

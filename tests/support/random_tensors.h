@@ -21,8 +21,6 @@ double defaultTolerance(DType dtype);
 /// Empty when `actual` matches `expected` within `tolerance` (NaNs match NaNs); otherwise a message
 /// naming the first mismatching index and values.
 std::string compareTensors(const Tensor& actual, const Tensor& expected, double tolerance);
-/// `text` with every `$T` replaced by `dtype`: the registry's IR examples for one dtype.
-std::string substituteDType(std::string text, std::string_view dtype);
 /// Tolerances for compiled backends against the reference on the same graph: f32 computes in f32 (the
 /// reference in double, rounded once per op), f16/bf16 in f32 rounded per instruction, transcendentals
 /// within a few ulp: f16 2e-2, bf16 8e-2, f32 2e-5, f64 1e-12, integers and bool exact.

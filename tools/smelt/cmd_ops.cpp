@@ -94,8 +94,7 @@ int printExample(const std::string& name, const std::string& dtype) {
     fmt::print(stderr, "smelt ops: {} takes {}, not {}\n", name, op->dtypes.toString(), "'" + escapeControlCharacters(chosen) + "'");
     return 2;
   }
-  std::string text = op->example;
-  for (size_t at = text.find("$T"); at != std::string::npos; at = text.find("$T", at)) text.replace(at, 2, chosen);
+  std::string text = op->exampleIn(*parsed);
   fmt::print("{}{}", text, text.ends_with('\n') ? "" : "\n");
   return 0;
 }

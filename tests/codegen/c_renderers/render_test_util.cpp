@@ -23,21 +23,13 @@ namespace smelt::testing {
 using codegen::Kernel;
 using codegen::KernelBuilder;
 
-std::string exampleFor(std::string_view example, DType dtype) {
-  std::string text(example);
-  for (size_t at = text.find("$T"); at != std::string::npos; at = text.find("$T", at)) {
-    text.replace(at, 2, dtypeName(dtype));
-  }
-  return text;
-}
-
 std::vector<ExampleKernels> exampleKernels(const std::vector<DType>& dtypes) {
   std::vector<ExampleKernels> all;
   for (const OpDef* op : OpRegistry::global().all()) {
     if (op->name == "constant") continue;
     for (DType dtype : op->dtypes.list()) {
       if (!dtypes.empty() && std::find(dtypes.begin(), dtypes.end(), dtype) == dtypes.end()) continue;
-      Graph graph = parseOrFail(exampleFor(op->example, dtype));
+      Graph graph = parseOrFail(op->exampleIn(dtype));
       auto pm = PassManager::fromPipeline(kDefaultPipeline, PassManagerOptions{});
       REQUIRE(pm.ok());
       auto ran = pm->run(graph);
@@ -90,7 +82,7 @@ std::vector<ExampleKernels> blockKernels() {
     }
   }
   for (DType dtype : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
-    Graph graph = parseOrFail(exampleFor(R"(graph @t(%x: $T[6,1000], %w: $T[1000], %b: $T[1000], %t: $T[6,1000]) {
+    Graph graph = parseOrFail(substituteDType(R"(graph @t(%x: $T[6,1000], %w: $T[1000], %b: $T[1000], %t: $T[6,1000]) {
   %0 = layer_norm(%x, %w, %b) {axis = 1, epsilon = 1e-5} : $T[6,1000]
   %1 = softmax(%0) {axis = 1} : $T[6,1000]
   %2 = log_softmax(%x) {axis = 1} : $T[6,1000]
@@ -99,18 +91,18 @@ std::vector<ExampleKernels> blockKernels() {
   %5 = reduce_sum(%4) : $T[]
   return loss = %5
 })",
-                                         dtype));
+                                         dtypeName(dtype)));
     std::vector<std::string> wrt = {"x", "w", "b"};
     auto grads = gradientOfOutputs(graph, wrt);
     REQUIRE_MESSAGE(grads.ok(), (grads.ok() ? "" : grads.error().message()));
     for (size_t i = 0; i < wrt.size(); ++i) graph.addOutput(wrt[i] + ".grad", (*grads)[i]);
     all.push_back({"normalizations", dtype, mappedKernels(graph, "normalizations and their gradients")});
     // Batch norm's statistics: nests whose inner loops keep per-thread partials (map_to_blocks.h).
-    Graph bn = parseOrFail(exampleFor(R"(graph @t(%x: $T[3,8,10,13], %s: $T[8], %b: $T[8], %m: $T[8], %v: $T[8]) {
+    Graph bn = parseOrFail(substituteDType(R"(graph @t(%x: $T[3,8,10,13], %s: $T[8], %b: $T[8], %m: $T[8], %v: $T[8]) {
   %y, %nm, %nv = batch_norm_train(%x, %s, %b, %m, %v) {momentum = 0.9} : $T[3,8,10,13], $T[8], $T[8]
   return y = %y, nm = %nm, nv = %nv
 })",
-                                      dtype));
+                                      dtypeName(dtype)));
     all.push_back({"batch_norm_train", dtype, mappedKernels(bn, "batch_norm_train")});
   }
   return all;

@@ -12,9 +12,6 @@
 
 namespace smelt::testing {
 
-/// An op's IR example with $T replaced by `dtype`.
-std::string exampleFor(std::string_view example, DType dtype);
-
 /// The kernels one example graph compiles to (default pipeline, nodes that lower).
 struct ExampleKernels {
   std::string op;

@@ -50,7 +50,7 @@ void checkExamples(size_t shard, size_t shards) {
         skipped.push_back(what);
         continue;
       }
-      graphs.push_back(testing::parseOrFail(testing::substituteDType(op->example, dtypeName(dtype))));
+      graphs.push_back(testing::parseOrFail(op->exampleIn(dtype)));
       names.push_back(what);
     }
     CAPTURE(op->name);

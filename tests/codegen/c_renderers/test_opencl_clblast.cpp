@@ -24,7 +24,7 @@ int64_t checkBothWays(const std::string& text) {
   int64_t calls = -1;
   for (DType dtype : {DType::f32, DType::f64}) {
     if (dtype == DType::f64 && !context->device().fp64) continue;
-    Graph graph = testing::parseOrFail(testing::substituteDType(text, dtypeName(dtype)));
+    Graph graph = testing::parseOrFail(substituteDType(text, dtypeName(dtype)));
     TensorMap feeds = testing::randomFeeds(graph, testing::testSeed());
     auto expected = interpret(graph, feeds);
     REQUIRE(expected.ok());

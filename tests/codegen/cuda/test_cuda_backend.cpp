@@ -80,7 +80,7 @@ void checkExamples(size_t shard, size_t shards) {
     std::vector<std::string> names;
     // The CUDA renderer has every dtype (f64 natively, f16/bf16 as 16-bit patterns computed in f32).
     for (DType dtype : op->dtypes.list()) {
-      graphs.push_back(testing::parseOrFail(testing::substituteDType(op->example, dtypeName(dtype))));
+      graphs.push_back(testing::parseOrFail(op->exampleIn(dtype)));
       names.push_back(fmt::format("{} ({})", op->name, dtypeName(dtype)));
     }
     CAPTURE(op->name);
@@ -152,7 +152,7 @@ TEST_CASE("cuda backend: without a driver or GPU, compiling is a clear error and
   // into a crash).
   std::vector<Graph> graphs;
   graphs.push_back(graph.clone());
-  graphs.push_back(testing::parseOrFail(testing::substituteDType(
+  graphs.push_back(testing::parseOrFail(substituteDType(
       "graph @h(%a: $T[8]) {\n  %0 = neg(%a) : $T[8]\n  return y = %0\n}", "f64")));
   auto all = Executable::compileAll(graphs, {.device = "cuda", .fallback = false});
   REQUIRE_FALSE(all.ok());

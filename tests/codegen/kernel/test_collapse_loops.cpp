@@ -15,7 +15,7 @@ namespace {
 std::string checkAgainstReference(std::string_view ir, std::initializer_list<DType> dtypes) {
   std::string text;
   for (DType dtype : dtypes) {
-    Graph graph = testing::parseOrFail(testing::substituteDType(std::string(ir), dtypeName(dtype)));
+    Graph graph = testing::parseOrFail(substituteDType(std::string(ir), dtypeName(dtype)));
     Graph g = testing::optimizedOrFail(graph);
     uint64_t seed = testing::testSeed();
     TensorMap feeds = testing::randomFeeds(graph, seed);

@@ -43,7 +43,7 @@ TEST_CASE("every op with a lowering computes its example like the reference, alo
     }
     for (DType dtype : op->dtypes.list()) {
       std::string what = fmt::format("{} ({})", op->name, dtypeName(dtype));
-      Graph graph = testing::parseOrFail(testing::substituteDType(op->example, dtypeName(dtype)));
+      Graph graph = testing::parseOrFail(op->exampleIn(dtype));
       TensorMap feeds = testing::randomFeeds(graph, seed);
       auto expected = interpret(graph, feeds);
       REQUIRE_MESSAGE(expected.ok(), what, ": ", (expected.ok() ? "" : expected.error().message()));

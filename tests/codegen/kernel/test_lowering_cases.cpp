@@ -34,11 +34,7 @@ void checkKernels(std::string_view name, std::string_view ir, DTypeSet dtypes) {
   uint64_t seed = testing::testSeed();
   for (DType dtype : dtypes.list()) {
     std::string what = fmt::format("{} ({}, seed {})", name, dtypeName(dtype), seed);
-    std::string text(ir);
-    for (size_t at = text.find("$T"); at != std::string::npos; at = text.find("$T", at)) {
-      text.replace(at, 2, dtypeName(dtype));
-    }
-    Graph graph = testing::parseOrFail(text);
+    Graph graph = testing::parseOrFail(substituteDType(std::string(ir), dtypeName(dtype)));
     TensorMap feeds = testing::randomFeeds(graph, seed);
     auto expected = interpret(graph, feeds);
     REQUIRE_MESSAGE(expected.ok(), what, ": ", (expected.ok() ? "" : expected.error().message()));

@@ -91,7 +91,7 @@ TEST_CASE("size-general kernels: every op's example with a symbolic batch, gener
       if (!op->symbolicDims) continue;
       DType dtype = op->dtypes.contains(DType::f32) ? DType::f32 : op->dtypes.list().front();
       CAPTURE(op->name);
-      Graph example = testing::parseOrFail(testing::substituteDType(op->example, dtypeName(dtype)));
+      Graph example = testing::parseOrFail(op->exampleIn(dtype));
       if (example.inputs().empty() || example.inputs()[0]->type().rank() == 0) continue;
       const int64_t batch = example.inputs()[0]->type().shape[0];
       auto symbolic = testing::withSymbolicBatch(example, batch);

@@ -28,7 +28,7 @@ bool sameBits(const Tensor& a, const Tensor& b) {
 /// within tolerance of the reference.
 void checkSameResults(std::string_view ir, std::initializer_list<DType> dtypes) {
   for (DType dtype : dtypes) {
-    Graph graph = testing::parseOrFail(testing::substituteDType(std::string(ir), dtypeName(dtype)));
+    Graph graph = testing::parseOrFail(substituteDType(std::string(ir), dtypeName(dtype)));
     Graph g = testing::optimizedOrFail(graph);
     uint64_t seed = testing::testSeed();
     TensorMap feeds = testing::randomFeeds(graph, seed);
@@ -61,7 +61,7 @@ constexpr std::string_view kBiasGradient = R"(graph @t(%h: $T[24,128], %g: $T[24
 
 TEST_CASE("tileColumns: a bias gradient's column sums become tiles of columns walked row by row") {
   bool tiled = false;
-  codegen::Kernel kernel = lastKernel(testing::optimizedOrFail(testing::parseOrFail(testing::substituteDType(
+  codegen::Kernel kernel = lastKernel(testing::optimizedOrFail(testing::parseOrFail(substituteDType(
                                           std::string(kBiasGradient), "f32"))),
                                       tiled);
   std::string text = codegen::printKernel(kernel);

@@ -18,7 +18,7 @@ namespace {
 int64_t checkBothWays(const std::string& text) {
   int64_t blasCalls = -1;
   for (const char* dtype : {"f32", "f64"}) {
-    Graph graph = testing::parseOrFail(testing::substituteDType(text, dtype));
+    Graph graph = testing::parseOrFail(substituteDType(text, dtype));
     TensorMap feeds = testing::randomFeeds(graph, testing::testSeed());
     auto expected = interpret(graph, feeds);
     REQUIRE_MESSAGE(expected.ok(), (expected.ok() ? "" : expected.error().message()));

@@ -26,7 +26,7 @@ TEST_CASE("llvm: every op's example matches the reference in every dtype") {
       std::string what = fmt::format("{} ({})", op->name, dtypeName(dtype));
       CAPTURE(what);
       if (std::getenv("SMELT_TEST_TRACE")) fmt::print(stderr, "{}\n", what);
-      Graph graph = testing::parseOrFail(testing::substituteDType(op->example, dtypeName(dtype)));
+      Graph graph = testing::parseOrFail(op->exampleIn(dtype));
       TensorMap feeds = testing::randomFeeds(graph, seed);
       auto expected = interpret(graph, feeds);
       REQUIRE_MESSAGE(expected.ok(), what, ": ", (expected.ok() ? "" : expected.error().message()));
@@ -160,7 +160,7 @@ TEST_CASE("llvm: max_pool2d's gradient runs as its op's host scatter, matching t
   // max_pool2d_backward; the latter runs as OpDef::host, not as its gather kernel.
   for (const char* dtype : {"f32", "f64"}) {
     CAPTURE(dtype);
-    Graph graph = testing::parseOrFail(testing::substituteDType(R"(graph @g(%x: $T[2,3,9,8], %dy: $T[2,3,5,4]) {
+    Graph graph = testing::parseOrFail(substituteDType(R"(graph @g(%x: $T[2,3,9,8], %dy: $T[2,3,5,4]) {
   %i = max_pool2d_indices(%x) {kernel = [3, 3], padding = [1, 1, 1, 1], stride = [2, 2]} : i64[2,3,5,4]
   %dx = max_pool2d_backward(%dy, %i) {input_size = [9, 8], kernel = [3, 3], padding = [1, 1, 1, 1], stride = [2, 2]} : $T[2,3,9,8]
   return dx = %dx
@@ -203,7 +203,7 @@ TEST_CASE("llvm: concat runs as its op's host copies, bit for bit the kernel's, 
     for (const char* dtype : {"f32", "i64", "f16", "bool"}) {
       CAPTURE(text);
       CAPTURE(dtype);
-      Graph graph = testing::parseOrFail(testing::substituteDType(text, dtype));
+      Graph graph = testing::parseOrFail(substituteDType(text, dtype));
       TensorMap feeds = testing::randomFeeds(graph, testing::testSeed());
       const std::pair<Tensor, Tensor> results = hostAndKernelResults(graph, feeds);
       const Tensor& actual = results.first;
