@@ -49,6 +49,19 @@ Status checkOperands(const OpCall& call, int64_t weightRank) {
   return Status::success();
 }
 
+/// Only an image's batch (dim 0) may be symbolic, and no dim of a weight: channels and image sizes
+/// enter the result's extents through arithmetic, which a symbol does not take.
+Status expectSymbolicBatchOnly(const OpCall& call, size_t operand, size_t firstStatic) {
+  const TensorType& t = call.operand(operand);
+  for (size_t d = firstStatic; d < t.shape.size(); ++d) {
+    if (isSymbolic(t.shape[d])) {
+      return call.error("{} is {}: only {} may be symbolic", operandName(call, operand), t.toString(),
+                        firstStatic == 0 ? "no dimension of it" : "its batch (dim 0)");
+    }
+  }
+  return Status::success();
+}
+
 Expected<int64_t> readGroups(const OpCall& call, int64_t channels) {
   int64_t groups = call.getInt("groups");
   if (groups < 1 || groups > kMaxElements) return call.error("groups must be in [1, 2^40], got {}", groups);
@@ -91,6 +104,8 @@ Expected<std::vector<TensorType>> inferConv2d(const OpCall& call) {
 
 Expected<std::vector<TensorType>> inferConvTranspose2d(const OpCall& call) {
   SMELT_CHECK_OK(checkOperands(call, 4));
+  SMELT_CHECK_OK(expectSymbolicBatchOnly(call, 0, 1));
+  for (size_t i = 1; i < call.numOperands(); ++i) SMELT_CHECK_OK(expectSymbolicBatchOnly(call, i, 0));
   SMELT_TRY(Window win, readWindow(call));
   const Shape& x = call.operand(0).shape;
   const Shape& w = call.operand(1).shape;
@@ -141,12 +156,16 @@ Expected<std::vector<TensorType>> inferConv2dWeightGrad(const OpCall& call) {
   SMELT_CHECK_OK(checkOperands(call, 4));
   SMELT_TRY(Window win, readWindow(call));
   SMELT_CHECK_OK(expectIntsInRange(call, "kernel", 2, 1));
+  SMELT_CHECK_OK(expectSymbolicBatchOnly(call, 0, 1));
+  SMELT_CHECK_OK(expectSymbolicBatchOnly(call, 1, 1));
   const Shape& x = call.operand(0).shape;
   const Shape& dy = call.operand(1).shape;
   const auto& kernel = call.getInts("kernel");
   SMELT_TRY(int64_t groups, readGroups(call, x[1]));
   if (dy[1] % groups != 0) return call.error("groups = {} does not divide the {} output channels of dy", groups, dy[1]);
-  if (dy[0] != x[0]) return call.error("dy has {} images, the input {}", dy[0], x[0]);
+  if (dy[0] != x[0]) {
+    return call.error("dy has {} images, the input {}", extentToString(dy[0]), extentToString(x[0]));
+  }
   SMELT_TRY(int64_t oh, convOutputSize(call, 0, x[2], kernel[0], win));
   SMELT_TRY(int64_t ow, convOutputSize(call, 1, x[3], kernel[1], win));
   if (dy[2] != oh || dy[3] != ow) {
@@ -642,6 +661,7 @@ void registerConvOps(OpRegistry& registry) {
       .product = ProductFacet{.kind = ProductFacet::Kind::ConvTranspose, .addend = 2},
       .dtypes = dtypes::kFloat,
       .infer = inferConvTranspose2d,
+      .symbolicDims = true,
       .reference = referenceConvTranspose2d,
       .example = R"(graph @t(%x: $T[1,4,3,3], %w: $T[4,3,3,2], %b: $T[6]) {
   %0 = conv_transpose2d(%x, %w, %b) {groups = 2, output_padding = [1, 0], padding = [1, 0, 1, 1], stride = [2, 2]} : $T[1,6,6,5]
@@ -670,6 +690,7 @@ void registerConvOps(OpRegistry& registry) {
       .product = ProductFacet{.kind = ProductFacet::Kind::ConvWeightGrad, .addend = -1},
       .dtypes = dtypes::kFloat,
       .infer = inferConv2dWeightGrad,
+      .symbolicDims = true,
       .reference = referenceConv2dWeightGrad,
       .example = R"(graph @t(%x: $T[2,4,5,5], %dy: $T[2,6,3,3], %dd: $T[2,4,5,2]) {
   %0 = conv2d_weight_grad(%x, %dy) {groups = 2, kernel = [3, 3], padding = [1, 1, 1, 1], stride = [2, 2]} : $T[6,2,3,3]

@@ -29,7 +29,7 @@ Status checkBatchNorm(const OpCall& call) {
     SMELT_CHECK_OK(expectSameDType(call, 0, i));
     if (call.operand(i).shape != Shape{x.shape[1]}) {
       return call.error("{} must be [{}] (one value per channel of the input), got {}", operandName(call, i),
-                        x.shape[1], call.operand(i).toString());
+                        extentToString(x.shape[1]), call.operand(i).toString());
     }
   }
   SMELT_CHECK_OK(expectFiniteFloat(call, "epsilon", true));
@@ -290,6 +290,7 @@ void registerNormalizationOps(OpRegistry& registry) {
       .fusion = FusionKind::Reduction,
       .dtypes = dtypes::kFloat,
       .infer = inferBatchNormTrain,
+      .symbolicDims = true,
       .reference = referenceBatchNormTrain,
       .example = R"(graph @t(%x: $T[4,3,5], %s: $T[3], %b: $T[3], %m: $T[3], %v: $T[3]) {
   %a = mul(%v, %v) : $T[3]

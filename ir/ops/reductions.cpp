@@ -21,10 +21,13 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 /// What a reduction's gradient rule works with: the operand, the normalized reduced axes, the count
 /// of elements each result reduces, and `kept(v)`: a value of the result's shape (dy, y) reshaped to
 /// x's rank with 1s at the reduced dims (a no-op with keepdims = 1), so it broadcasts against x.
+/// A symbolic reduced extent (a mean over the batch N) is no number here: `count` is the product of
+/// the static ones and `symbolic` lists the others, which countOf() multiplies in at run time.
 struct Reduced {
   Value* x = nullptr;
   std::vector<int64_t> axes;
   int64_t count = 1;
+  Shape symbolic;
   Shape keptShape;
   Value* kept(Builder& b, Value* v) const { return b.reshape(v, keptShape); }
 };
@@ -40,7 +43,11 @@ Reduced reducedOf(const GradientContext& c) {
   for (size_t d = 0; d < shape.size(); ++d) {
     if (!reduced[d]) continue;
     r.axes.push_back(static_cast<int64_t>(d));
-    r.count *= shape[d];
+    if (isSymbolic(shape[d])) {
+      r.symbolic.push_back(shape[d]);
+    } else {
+      r.count *= shape[d];
+    }
     r.keptShape[d] = 1;
   }
   return r;
@@ -348,9 +355,20 @@ Value* gradSum(Builder& b, const Reduced& r, Value* dy, Value*, const GradientCo
   return b.expand(dy, r.x->shape());
 }
 
+/// The product of the symbolic reduced extents as a scalar like `like`: ones expanded to those extents
+/// and summed, which binding the graph's dimensions makes a sum of constants (never the number that
+/// stands for a symbol, which is no count).
+Value* symbolicCount(Builder& b, const Reduced& r, Value* like) {
+  std::vector<int64_t> all(r.symbolic.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+  return b.reduceSum(b.expand(b.scalarLike(1.0, like), r.symbolic), all, false);
+}
+
 Value* gradMean(Builder& b, const Reduced& r, Value* dy, Value*, const GradientContext&) {
   // count == 0 only when x has no elements, and then so does dx.
-  return b.expand(b.scale(dy, r.count == 0 ? 0.0 : 1.0 / static_cast<double>(r.count)), r.x->shape());
+  Value* scaled = b.scale(dy, r.count == 0 ? 0.0 : 1.0 / static_cast<double>(r.count));
+  if (!r.symbolic.empty()) scaled = b.div(scaled, symbolicCount(b, r, dy));
+  return b.expand(scaled, r.x->shape());
 }
 
 // PyTorch's amax/amin: dy is split evenly among the elements equal to the extreme. A NaN extreme
@@ -381,12 +399,20 @@ Value* gradProd(Builder& b, const Reduced& r, Value* dy, Value*, const GradientC
 Value* centered(Builder& b, const Reduced& r) {
   return b.sub(r.x, b.op("reduce_mean", {r.x}, {{"axes", r.axes}, {"keepdims", int64_t{1}}}));
 }
-double inverseDof(const Reduced& r, const GradientContext& c) {
-  return 1.0 / static_cast<double>(std::max<int64_t>(0, r.count - c.getInt("correction")));
+/// `dy` times `factor` / (n - correction), n the count each result reduces (with symbolic extents, in
+/// the graph: see symbolicCount).
+Value* scaleByInverseDof(Builder& b, const Reduced& r, const GradientContext& c, Value* dy, double factor) {
+  if (r.symbolic.empty()) {
+    return b.scale(dy, factor / static_cast<double>(std::max<int64_t>(0, r.count - c.getInt("correction"))));
+  }
+  Value* n = b.scale(symbolicCount(b, r, dy), static_cast<double>(r.count));
+  Value* dof = b.op("max", {b.sub(n, b.scalarLike(static_cast<double>(c.getInt("correction")), n)),
+                            b.scalarLike(0.0, n)});
+  return b.div(b.scale(dy, factor), dof);
 }
 
 Value* gradVariance(Builder& b, const Reduced& r, Value* dy, Value*, const GradientContext& c) {
-  return b.mul(b.scale(dy, 2.0 * inverseDof(r, c)), centered(b, r));
+  return b.mul(scaleByInverseDof(b, r, c, dy, 2.0), centered(b, r));
 }
 
 // PyTorch's std_backward: where the result is 0 (all elements equal) the gradient is 0, not NaN.
@@ -395,7 +421,7 @@ Value* gradStddev(Builder& b, const Reduced& r, Value* dy, Value* y, const Gradi
   Value* isZero = b.op("eq", {y, zero});
   // The denominator is made safe so the unused branch has no inf (which would poison second order).
   Value* safe = b.where(isZero, b.scalarLike(1.0, y), y);
-  Value* scaled = b.where(isZero, zero, b.div(b.scale(dy, inverseDof(r, c)), safe));
+  Value* scaled = b.where(isZero, zero, b.div(scaleByInverseDof(b, r, c, dy, 1.0), safe));
   return b.mul(scaled, centered(b, r));
 }
 

@@ -77,11 +77,34 @@ TEST_CASE("symbolic dims: inference carries them, and whatever would compute wit
   CHECK(flat.outputs()[0].value->type().toString() == "f32[N,12]");
   e = expectError("graph @g(%x: f32[N,3,4]) {\n  %0 = flatten(%x) {axis = 2} : f32[N,4]\n  return y = %0\n}\n");
   CHECK_MESSAGE(e.find("would be multiplied") != std::string::npos, e);
-  e = expectError(R"(graph @g(%x: f32[N,4,5,5], %s: f32[4], %b: f32[4], %m: f32[4], %v: f32[4]) {
+  Graph bn = testing::parseOrFail(R"(graph @g(%x: f32[N,4,5,5], %s: f32[4], %b: f32[4], %m: f32[4], %v: f32[4]) {
   %0, %1, %2 = batch_norm_train(%x, %s, %b, %m, %v) : f32[N,4,5,5], f32[4], f32[4]
+  return y = %0, m = %1
+})");
+  CHECK(bn.outputs()[0].value->type().toString() == "f32[N,4,5,5]");
+  CHECK(bn.outputs()[1].value->type().toString() == "f32[4]");
+  e = expectError(R"(graph @g(%x: f32[N,2,3,3], %w: f32[3,3,4,2,1,1]) {
+  %0 = locally_connected2d(%x, %w) : f32[N,4,3,3]
   return y = %0
 })");
-  CHECK_MESSAGE(e.find("batch_norm_train does not take symbolic dimensions") != std::string::npos, e);
+  CHECK_MESSAGE(e.find("locally_connected2d does not take symbolic dimensions") != std::string::npos, e);
+  // The convolutions' gradients keep a symbolic batch and refuse a symbolic image size or channel count.
+  Graph grads = testing::parseOrFail(R"(graph @g(%x: f32[N,2,5,5], %dy: f32[N,3,5,5], %w: f32[3,2,3,3]) {
+  %0 = conv2d_weight_grad(%x, %dy) {kernel = [3, 3], padding = [1, 1, 1, 1]} : f32[3,2,3,3]
+  %1 = conv_transpose2d(%dy, %w) {padding = [1, 1, 1, 1]} : f32[N,2,5,5]
+  return dw = %0, dx = %1
+})");
+  CHECK(grads.outputs()[1].value->type().toString() == "f32[N,2,5,5]");
+  e = expectError(R"(graph @g(%dy: f32[1,3,H,5], %w: f32[3,2,3,3]) {
+  %0 = conv_transpose2d(%dy, %w) {padding = [1, 1, 1, 1]} : f32[1,2,5,5]
+  return dx = %0
+})");
+  CHECK_MESSAGE(e.find("only its batch (dim 0) may be symbolic") != std::string::npos, e);
+  e = expectError(R"(graph @g(%x: f32[N,2,5,5], %dy: f32[M,3,5,5]) {
+  %0 = conv2d_weight_grad(%x, %dy) {kernel = [3, 3], padding = [1, 1, 1, 1]} : f32[3,2,3,3]
+  return dw = %0
+})");
+  CHECK_MESSAGE(e.find("dy has M images, the input N") != std::string::npos, e);
   // A gather copies extents: it takes them, along the symbolic axis or another.
   Graph gathered = testing::parseOrFail(R"(graph @g(%x: f32[N,3]) {
   %i = constant() {value = dense<i64[2]> [0, 2]} : i64[2]

@@ -2,6 +2,7 @@
 // device, and each run equals the reference on the static graph of that size; a size seen before
 // compiles nothing, and a bad one is an error naming the input and the dimension. Every op that takes
 // symbols does so in its registry example: symbolic inference bound is static inference, and CPU runs match.
+#include "autodiff/gradient_tape.h"
 #include "ir/dims.h"
 #include "ir/interpreter.h"
 #include "ir/printer.h"
@@ -220,4 +221,63 @@ TEST_CASE("symbolic executables: every op that takes symbols, its example with a
                       "another operand and were refused with an error naming the node",
                       checked, refused));
   CHECK(checked >= 20);
+}
+
+TEST_CASE("symbolic executables: a CNN's training graph differentiated with its batch symbolic (batch statistics, the convolutions' gradients, means and variances over the batch) gives the static graph's gradients at every size") {
+  // tanh, not relu: no kink for rounding to flip between the two graphs.
+  constexpr const char* kConvTrain = R"(graph @conv_train(%x: f64[N,2,5,5], %t: f64[N,3], %w: f64[4,2,3,3], %cb: f64[4], %s: f64[4], %b: f64[4], %m: f64[4], %v: f64[4], %fw: f64[4,3]) {
+  dim N in [2, 16]
+  %c = conv2d(%x, %w, %cb) {padding = [1, 1, 1, 1], stride = [2, 2]} : f64[N,4,3,3]
+  %y, %nm, %nv = batch_norm_train(%c, %s, %b, %m, %v) : f64[N,4,3,3], f64[4], f64[4]
+  %r = tanh(%y) : f64[N,4,3,3]
+  %p = global_avg_pool2d(%r) : f64[N,4,1,1]
+  %f = reshape(%p) {shape = [-1, 4]} : f64[N,4]
+  %l = matmul(%f, %fw) : f64[N,3]
+  %d = sub(%l, %t) : f64[N,3]
+  %sq = mul(%d, %d) : f64[N,3]
+  %mse = reduce_mean(%sq) : f64[]
+  %var = reduce_variance(%l) {axes = [0], correction = 1} : f64[3]
+  %sd = reduce_stddev(%f) {axes = [0]} : f64[4]
+  %vs = reduce_sum(%var) : f64[]
+  %ss = reduce_sum(%sd) : f64[]
+  %a = add(%mse, %vs) : f64[]
+  %loss = add(%a, %ss) : f64[]
+  return loss = %loss
+}
+)";
+  const std::vector<std::string> wrt = {"x", "w", "cb", "s", "b", "fw"};
+  auto withGradients = [&](Graph g) {
+    auto grads = gradientOfOutputs(g, wrt);
+    REQUIRE_MESSAGE(grads.ok(), grads.error().message());
+    for (size_t i = 0; i < wrt.size(); ++i) g.addOutput(wrt[i] + ".grad", (*grads)[i]);
+    return g;
+  };
+  Graph symbolic = withGradients(testing::parseOrFail(kConvTrain));
+  // The backward graph keeps the batch symbolic: no extent computed from the symbol's number.
+  CHECK(symbolic.outputs()[1].value->type().toString() == "f64[N,2,5,5]");
+  auto exe = Executable::compile(symbolic, {.device = "cpu"});
+  REQUIRE_MESSAGE(exe.ok(), exe.error().message());
+  const uint64_t seed = testing::testSeed();
+  for (int64_t n : {2, 3, 7}) {
+    CAPTURE(n);
+    auto bound = bindDims(symbolic, {{"N", n}});
+    REQUIRE_MESSAGE(bound.ok(), bound.error().message());
+    auto staticSource = bindDims(testing::parseOrFail(kConvTrain), {{"N", n}});
+    REQUIRE(staticSource.ok());
+    Graph differentiatedStatic = withGradients(std::move(*staticSource));
+    TensorMap feeds = testing::randomFeeds(differentiatedStatic, seed + static_cast<uint64_t>(n));
+    auto want = interpret(differentiatedStatic, feeds);
+    REQUIRE_MESSAGE(want.ok(), want.error().message());
+    auto reference = interpret(*bound, feeds);
+    REQUIRE_MESSAGE(reference.ok(), reference.error().message());
+    auto compiled = (*exe)->run(feeds);
+    REQUIRE_MESSAGE(compiled.ok(), compiled.error().message());
+    REQUIRE(want->size() == wrt.size() + 1);
+    for (size_t i = 0; i < want->size(); ++i) {
+      CAPTURE(i);
+      testing::checkClose((*reference)[i], (*want)[i], 1e-12);
+      testing::checkClose((*compiled)[i], (*want)[i], 1e-10);
+    }
+  }
+  CHECK((*exe)->specializations() == 3);
 }
