@@ -1,7 +1,8 @@
 // A graph with a symbolic batch dimension compiles once per batch size its runs bring, on every
 // device, and each run equals the reference on the static graph of that size; a size seen before
 // compiles nothing, and a bad one is an error naming the input and the dimension. Every op that takes
-// symbols does so in its registry example: symbolic inference bound is static inference, and CPU runs match.
+// symbols does so in its registry example: symbolic inference bound is static inference, and runs on every
+// device match. A CNN training graph differentiated with a symbolic batch gives the static gradients.
 #include "autodiff/gradient_tape.h"
 #include "ir/dims.h"
 #include "ir/interpreter.h"
@@ -172,6 +173,7 @@ TEST_CASE("symbolic executables: every op that takes symbols, its example with a
   uint64_t seed = testing::testSeed();
   CAPTURE(seed);
   int checked = 0, refused = 0;
+  const std::vector<std::shared_ptr<Device>> devices = testing::everyDevice();
   for (const OpDef* op : OpRegistry::global().all()) {
     if (!op->symbolicDims) continue;
     DType dtype = op->dtypes.contains(DType::f32) ? DType::f32 : op->dtypes.list().front();
@@ -203,23 +205,25 @@ TEST_CASE("symbolic executables: every op that takes symbols, its example with a
       auto want = interpret(*bound, feeds);
       REQUIRE_MESSAGE(want.ok(), want.error().message());
       // Compiled at a size other than the example's (whose static compile every backend test runs), on
-      // the CPU: the symbolic executable's path on OpenCL and CUDA is the tests above, on every device,
-      // and a PoCL build per op here would take half a minute of CI.
+      // every device (the CPU, PoCL): about half a minute of PoCL builds, in the main build only.
       if (n != batch + 3) continue;
-      auto exe = Executable::compile(*symbolic, {.device = "cpu"});
-      REQUIRE_MESSAGE(exe.ok(), exe.error().message());
-      auto got = (*exe)->run(feeds);
-      REQUIRE_MESSAGE(got.ok(), got.error().message());
-      for (size_t i = 0; i < want->size(); ++i) {
-        std::string d = testing::compareTensors((*got)[i], (*want)[i], testing::backendTolerance((*want)[i].dtype()));
-        CHECK_MESSAGE(d.empty(), "cpu output ", i, ": ", d);
+      for (const std::shared_ptr<Device>& device : devices) {
+        auto exe = Executable::compile(*symbolic, {.device = device->id()});
+        REQUIRE_MESSAGE(exe.ok(), device->id(), ": ", exe.error().message());
+        auto got = (*exe)->run(feeds);
+        REQUIRE_MESSAGE(got.ok(), device->id(), ": ", got.error().message());
+        for (size_t i = 0; i < want->size(); ++i) {
+          std::string d =
+              testing::compareTensors((*got)[i], (*want)[i], testing::backendTolerance((*want)[i].dtype()));
+          CHECK_MESSAGE(d.empty(), device->id(), " output ", i, ": ", d);
+        }
       }
     }
     ++checked;
   }
-  MESSAGE(fmt::format("{} ops' examples with a symbolic batch matched their static graphs; {} tie the batch to "
-                      "another operand and were refused with an error naming the node",
-                      checked, refused));
+  MESSAGE(fmt::format("{} ops' examples with a symbolic batch matched their static graphs on {} devices; {} tie "
+                      "the batch to another operand and were refused with an error naming the node",
+                      checked, devices.size(), refused));
   CHECK(checked >= 20);
 }
 
@@ -255,8 +259,12 @@ TEST_CASE("symbolic executables: a CNN's training graph differentiated with its 
   Graph symbolic = withGradients(testing::parseOrFail(kConvTrain));
   // The backward graph keeps the batch symbolic: no extent computed from the symbol's number.
   CHECK(symbolic.outputs()[1].value->type().toString() == "f64[N,2,5,5]");
-  auto exe = Executable::compile(symbolic, {.device = "cpu"});
-  REQUIRE_MESSAGE(exe.ok(), exe.error().message());
+  std::vector<std::unique_ptr<Executable>> executables;
+  for (const std::shared_ptr<Device>& device : testing::everyDevice()) {
+    auto exe = Executable::compile(symbolic, {.device = device->id()});
+    REQUIRE_MESSAGE(exe.ok(), device->id(), ": ", exe.error().message());
+    executables.push_back(std::move(*exe));
+  }
   const uint64_t seed = testing::testSeed();
   for (int64_t n : {2, 3, 7}) {
     CAPTURE(n);
@@ -270,14 +278,20 @@ TEST_CASE("symbolic executables: a CNN's training graph differentiated with its 
     REQUIRE_MESSAGE(want.ok(), want.error().message());
     auto reference = interpret(*bound, feeds);
     REQUIRE_MESSAGE(reference.ok(), reference.error().message());
-    auto compiled = (*exe)->run(feeds);
-    REQUIRE_MESSAGE(compiled.ok(), compiled.error().message());
     REQUIRE(want->size() == wrt.size() + 1);
     for (size_t i = 0; i < want->size(); ++i) {
       CAPTURE(i);
       testing::checkClose((*reference)[i], (*want)[i], 1e-12);
-      testing::checkClose((*compiled)[i], (*want)[i], 1e-10);
+    }
+    for (const std::unique_ptr<Executable>& exe : executables) {
+      CAPTURE(exe->deviceId());
+      auto compiled = exe->run(feeds);
+      REQUIRE_MESSAGE(compiled.ok(), compiled.error().message());
+      for (size_t i = 0; i < want->size(); ++i) {
+        CAPTURE(i);
+        testing::checkClose((*compiled)[i], (*want)[i], 1e-10);
+      }
     }
   }
-  CHECK((*exe)->specializations() == 3);
+  for (const std::unique_ptr<Executable>& exe : executables) CHECK(exe->specializations() == 3);
 }
