@@ -22,7 +22,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 /// of elements each result reduces, and `kept(v)`: a value of the result's shape (dy, y) reshaped to
 /// x's rank with 1s at the reduced dims (a no-op with keepdims = 1), so it broadcasts against x.
 /// A symbolic reduced extent (a mean over the batch N) is no number here: `count` is the product of
-/// the static ones and `symbolic` lists the others, which countOf() multiplies in at run time.
+/// the static ones and `symbolic` lists the others, which symbolicCount() multiplies in at run time.
 struct Reduced {
   Value* x = nullptr;
   std::vector<int64_t> axes;
