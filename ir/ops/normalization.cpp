@@ -73,9 +73,11 @@ Expected<std::vector<Tensor>> referenceBatchNorm(const OpCall& call, std::span<c
 Expected<std::vector<TensorType>> inferBatchNormTrain(const OpCall& call) {
   SMELT_CHECK_OK(checkBatchNorm(call));
   const TensorType& x = call.operand(0);
-  ChannelLayout l = channelLayout(x.shape);
-  if (l.batch * l.inner == 0) {
-    return call.error("input {} has no elements per channel to take batch statistics of", x.toString());
+  // Each extent compared, not multiplied: a symbolic one (the batch) is no count to multiply.
+  for (size_t d = 0; d < x.shape.size(); ++d) {
+    if (d != 1 && x.shape[d] == 0) {
+      return call.error("input {} has no elements per channel to take batch statistics of", x.toString());
+    }
   }
   TensorType stat{x.dtype, {x.shape[1]}};
   return std::vector<TensorType>{x, stat, stat};
