@@ -19,7 +19,7 @@ import torch
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from composed_torch_cases import all_cases  # noqa: E402
+from composed_torch_cases import Case, all_cases  # noqa: E402
 
 # (equation, operand shapes)
 CASES = [
@@ -46,12 +46,15 @@ CASES = [
 TOPK_CASES = [((4, 7), 3, -1, 1), ((4, 7), 2, 0, 0), ((2, 5, 3), 5, 1, 1), ((6,), 1, 0, 0), ((3, 4, 5), 4, -1, 0)]
 
 
-def model(eq, shapes):
-    names = [f"x{i}" for i in range(len(shapes))]
-    node = helper.make_node("Einsum", names, ["y"], equation=eq)
-    inputs = [helper.make_tensor_value_info(n, TensorProto.DOUBLE, list(s)) for n, s in zip(names, shapes)]
-    graph = helper.make_graph([node], "einsum", inputs, [helper.make_tensor_value_info("y", TensorProto.DOUBLE, None)])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), names
+def einsum_cases(rng):
+    """The Einsum forms as converter cases (composed_torch_cases.Case), every operand differentiated."""
+    cases = []
+    for eq, shapes in CASES:
+        names = [f"x{i}" for i in range(len(shapes))]
+        inputs = [(n, rng.standard_normal(shape), "wrt") for n, shape in zip(names, shapes)]
+        cases.append(Case(f"Einsum {eq} {shapes}", "Einsum", {"equation": eq}, inputs,
+                          lambda t, eq=eq, names=names: torch.einsum(eq, *[t[n] for n in names]), 14))
+    return cases
 
 
 def topk_model(shape, k, axis, largest):
@@ -108,8 +111,7 @@ def case_model(case, want):
         if role == "init":
             initializers.append(numpy_helper.from_array(value, name))
         else:
-            dtype = helper.np_dtype_to_tensor_dtype(value.dtype) if hasattr(helper, "np_dtype_to_tensor_dtype") \
-                else onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[value.dtype]
+            dtype = onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[value.dtype]  # Debian's onnx 1.12
             graph_inputs.append(helper.make_tensor_value_info(name, dtype, list(value.shape)))
     node = helper.make_node(case.op, [name for name, _, _ in case.inputs], list(case.outputs), **case.attrs)
     outputs = [helper.make_tensor_value_info(o, TensorProto.DOUBLE if w.is_floating_point() else TensorProto.INT64, None)
@@ -118,17 +120,17 @@ def case_model(case, want):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", case.opset)])
 
 
-def check_converters(smelt, work, rng):
+def check_converters(smelt, work, cases):
     """Each converter case: outputs (floats within 1e-10 relative, integers exactly) and the gradient of
     the sum of the float outputs for every "wrt" input."""
     failures = 0
-    cases = all_cases(rng)
-    for k, case in enumerate(cases):
+    for case in cases:
+        here = tempfile.mkdtemp(dir=work)  # a folder per case: no file of an earlier case is read
         feeds, wrt, tensors = [], [], {}
         for name, value, role in case.inputs:
             if role != "init":
-                np.save(os.path.join(work, f"{name}.npy"), value)
-                feeds += ["--input", f"{name}={work}/{name}.npy"]
+                np.save(os.path.join(here, f"{name}.npy"), value)
+                feeds += ["--input", f"{name}={here}/{name}.npy"]
             t = torch.tensor(value)
             if role == "wrt":
                 t.requires_grad_(True)
@@ -137,9 +139,9 @@ def check_converters(smelt, work, rng):
         want = case.torch_fn(tensors)
         want = want if isinstance(want, tuple) else (want,)
         sum(w.sum() for w in want if w.is_floating_point()).backward()
-        path = os.path.join(work, f"c{k}.onnx")
+        path = os.path.join(here, "model.onnx")
         onnx.save(case_model(case, want), path)
-        out, grads = os.path.join(work, f"cout{k}"), os.path.join(work, f"cgrad{k}")
+        out, grads = os.path.join(here, "out"), os.path.join(here, "grad")
         rc, err = run(smelt, "run", path, *feeds, "--output-dir", out)
         if not rc and wrt:
             rc, err = run(smelt, "grad", path, "--wrt", ",".join(wrt), *feeds, "--output-dir", grads)
@@ -175,38 +177,13 @@ def run(*args):
 def main():
     smelt = sys.argv[1]
     rng = np.random.default_rng(int(os.environ.get("SMELT_TEST_SEED", "3")))
-    failures = 0
     with tempfile.TemporaryDirectory() as work:
-        for k, (eq, shapes) in enumerate(CASES):
-            m, names = model(eq, shapes)
-            path = os.path.join(work, f"e{k}.onnx")
-            onnx.save(m, path)
-            xs = [rng.standard_normal(s) for s in shapes]
-            feeds = []
-            for n, x in zip(names, xs):
-                np.save(os.path.join(work, f"{n}.npy"), x)
-                feeds += ["--input", f"{n}={work}/{n}.npy"]
-            ts = [torch.tensor(x, requires_grad=True) for x in xs]
-            want = torch.einsum(eq, *ts)
-            want.sum().backward()
-            out, grads = os.path.join(work, f"out{k}"), os.path.join(work, f"grad{k}")
-            rc1, err1 = run(smelt, "run", path, *feeds, "--output-dir", out)
-            rc2, err2 = run(smelt, "grad", path, "--wrt", ",".join(names), *feeds, "--output-dir", grads)
-            if rc1 or rc2:
-                print(f"FAIL {eq}: {err1 or err2}")
-                failures += 1
-                continue
-            pairs = [(np.load(os.path.join(out, "y.npy")), want.detach().numpy())]
-            pairs += [(np.load(os.path.join(grads, f"{n}.grad.npy")), t.grad.numpy()) for n, t in zip(names, ts)]
-            worst = max(float(np.abs(g - w).max()) / max(1.0, float(np.abs(w).max())) if g.shape == w.shape
-                        else float("inf") for g, w in pairs)
-            ok = worst <= 1e-10
-            failures += 0 if ok else 1
-            print(f"{'ok  ' if ok else 'FAIL'} {eq} {shapes}: output and {len(names)} gradients, worst relative error {worst:.1e}")
+        einsum_failures, einsum_count = check_converters(smelt, work, einsum_cases(rng))
         topk_failures, topk_count = check_topk(smelt, work, rng)
-        converter_failures, converter_count = check_converters(smelt, work, rng)
-    failures += topk_failures + converter_failures
-    print(f"{len(CASES) + topk_count + converter_count - failures} passed, {failures} failed")
+        converter_failures, converter_count = check_converters(smelt, work, all_cases(rng))
+    failures = einsum_failures + topk_failures + converter_failures
+    total = einsum_count + topk_count + converter_count
+    print(f"{total - failures} passed, {failures} failed")
     return 1 if failures else 0
 
 
