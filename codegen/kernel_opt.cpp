@@ -219,8 +219,8 @@ void reciprocalsOf(Kernel& kernel, KBlock& body, const std::unordered_set<int32_
 
 /// `defined`: the values defined before `block` runs, in it or around it (a copy: a loop body's values
 /// stay inside it). Outer loops first, so a reciprocal goes before the outermost loop it can.
-void hoistReciprocals(Kernel& kernel, KBlock& block, std::unordered_set<int32_t> defined,
-                      const std::unordered_set<int32_t>& sensitive) {
+void hoistReciprocalsIn(Kernel& kernel, KBlock& block, std::unordered_set<int32_t> defined,
+                        const std::unordered_set<int32_t>& sensitive) {
   std::vector<KStmt> out;
   for (KStmt& s : block.stmts) {
     if (LoopPtr* l = std::get_if<LoopPtr>(&s)) {
@@ -234,7 +234,7 @@ void hoistReciprocals(Kernel& kernel, KBlock& block, std::unordered_set<int32_t>
       std::unordered_set<int32_t> inside = defined;
       inside.insert((*l)->index);
       inside.insert((*l)->carried.begin(), (*l)->carried.end());
-      hoistReciprocals(kernel, (*l)->body, std::move(inside), sensitive);
+      hoistReciprocalsIn(kernel, (*l)->body, std::move(inside), sensitive);
       defined.insert((*l)->results.begin(), (*l)->results.end());
     } else {
       forEachDef(s, [&](int32_t v) { defined.insert(v); });
@@ -250,7 +250,7 @@ bool fuseSiblingLoops(Kernel& kernel) { return fuseLoops(kernel.body); }
 
 bool hoistReciprocals(Kernel& kernel) {
   const size_t before = kernel.types.size();
-  hoistReciprocals(kernel, kernel.body, {}, roundingSensitive(kernel));
+  hoistReciprocalsIn(kernel, kernel.body, {}, roundingSensitive(kernel));
   return kernel.types.size() != before;  // each hoisted reciprocal is a new value
 }
 

@@ -15,6 +15,9 @@
 
 namespace smelt {
 
+/// How an error names a window axis (0 = height, 1 = width).
+inline constexpr const char* kWindowAxisName[2] = {"height", "width"};
+
 struct Window2d {
   int64_t kernel[2] = {1, 1};
   int64_t stride[2] = {1, 1};

@@ -15,9 +15,6 @@ namespace smelt {
 namespace {
 using namespace ops;
 
-constexpr const char* kAxisName[2] = {"height", "width"};
-
-
 using Window = Window2d;
 
 /// Stride, padding and dilation from the attributes, checked (the kernel comes from the weight).
@@ -34,7 +31,7 @@ Expected<int64_t> convOutputSize(const OpCall& call, int axis, int64_t in, int64
   std::optional<int64_t> out = win.outputSize(axis, in);
   if (!out) {
     return call.error("kernel {} {} with dilation {} does not fit the padded input {} {} (the output would be empty)",
-                      kAxisName[axis], kernel, win.dilation[axis], kAxisName[axis],
+                      kWindowAxisName[axis], kernel, win.dilation[axis], kWindowAxisName[axis],
                       static_cast<int64_t>(win.padded(axis, in)));
   }
   return *out;
@@ -123,12 +120,12 @@ Expected<std::vector<TensorType>> inferConvTranspose2d(const OpCall& call) {
     // PyTorch's rule: the extra rows must fall inside what one more stride or dilation step reaches.
     if (outPad[axis] >= std::max(win.stride[axis], win.dilation[axis])) {
       return call.error("output_padding {} must be smaller than the stride {} or the dilation {} in the {}",
-                        outPad[axis], win.stride[axis], win.dilation[axis], kAxisName[axis]);
+                        outPad[axis], win.stride[axis], win.dilation[axis], kWindowAxisName[axis]);
     }
     __int128 size = static_cast<__int128>(x[2 + axis] - 1) * win.stride[axis] - win.padBegin[axis] - win.padEnd[axis] +
                     static_cast<__int128>(win.dilation[axis]) * (w[2 + axis] - 1) + outPad[axis] + 1;
-    if (size < 1) return call.error("output {} {} is not positive", kAxisName[axis], static_cast<int64_t>(size));
-    if (size > kMaxElements) return call.error("output {} is too large (more than 2^40)", kAxisName[axis]);
+    if (size < 1) return call.error("output {} {} is not positive", kWindowAxisName[axis], static_cast<int64_t>(size));
+    if (size > kMaxElements) return call.error("output {} is too large (more than 2^40)", kWindowAxisName[axis]);
     result[2 + axis] = static_cast<int64_t>(size);
   }
   return single(TensorType{call.operand(0).dtype, result});

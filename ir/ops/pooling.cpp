@@ -17,10 +17,6 @@ namespace smelt {
 namespace {
 using namespace ops;
 
-constexpr const char* kAxisName[2] = {"height", "width"};
-
-
-
 using PoolWindow = Window2d;
 
 /// Reads and checks kernel, stride (empty = kernel), padding, ceil_mode and, when declared, dilation.
@@ -46,7 +42,7 @@ Expected<int64_t> poolOutputSize(const OpCall& call, int axis, int64_t in, const
   std::optional<int64_t> out = win.outputSize(axis, in);
   if (!out) {
     return call.error("kernel {} {} with dilation {} does not fit the padded input {} {} (the output would be empty)",
-                      kAxisName[axis], win.kernel[axis], win.dilation[axis], kAxisName[axis],
+                      kWindowAxisName[axis], win.kernel[axis], win.dilation[axis], kWindowAxisName[axis],
                       static_cast<int64_t>(win.padded(axis, in)));
   }
   return *out;
@@ -177,7 +173,7 @@ Expected<std::vector<TensorType>> inferMaxPoolBackward(const OpCall& call) {
     SMELT_TRY(int64_t pooled, poolOutputSize(call, a, size[static_cast<size_t>(a)], win));
     if (pooled != dy[2 + static_cast<size_t>(a)]) {
       return call.error("dy has {} {} {}, max_pool2d of an input {} {} gives {}", dy[2 + static_cast<size_t>(a)],
-                        kAxisName[a], "windows", kAxisName[a], size[static_cast<size_t>(a)], pooled);
+                        kWindowAxisName[a], "windows", kWindowAxisName[a], size[static_cast<size_t>(a)], pooled);
     }
   }
   return single(TensorType{call.operand(0).dtype, {dy[0], dy[1], size[0], size[1]}});

@@ -24,7 +24,7 @@ namespace {
 
 using Handle = void*;  // cublasHandle_t
 using CublasStatus = int;
-constexpr CublasStatus kSuccess = 0;
+constexpr CublasStatus kCublasSuccess = 0;
 constexpr int kOpN = 0, kOpT = 1;
 constexpr int kR32F = 0, kR64F = 1, kR16F = 2, kR16BF = 14;                  // cudaDataType
 constexpr int kCompute32F = 68, kCompute32FFastTf32 = 77, kCompute64F = 70;  // cublasComputeType_t
@@ -32,7 +32,7 @@ constexpr int kGemmDefault = -1;                                             // 
 constexpr int kMajorVersion = 0, kMinorVersion = 1, kPatchLevel = 2;         // libraryPropertyType
 
 #if SMELT_HAVE_CUDA_TOOLKIT
-static_assert(CUBLAS_STATUS_SUCCESS == kSuccess && CUBLAS_OP_N == kOpN && CUBLAS_OP_T == kOpT);
+static_assert(CUBLAS_STATUS_SUCCESS == kCublasSuccess && CUBLAS_OP_N == kOpN && CUBLAS_OP_T == kOpT);
 static_assert(CUDA_R_32F == kR32F && CUDA_R_64F == kR64F && CUDA_R_16F == kR16F && CUDA_R_16BF == kR16BF);
 static_assert(CUBLAS_COMPUTE_32F == kCompute32F && CUBLAS_COMPUTE_32F_FAST_TF32 == kCompute32FFastTf32 &&
               CUBLAS_COMPUTE_64F == kCompute64F && CUBLAS_GEMM_DEFAULT == kGemmDefault);
@@ -144,12 +144,13 @@ Status cublasGemm(Context& context, void* stream, const CublasGemm& g) {
   return context.withCurrent([&]() -> Status {
     Handle& handle = handles().byContext[{&context, context.epoch()}];
     if (!handle) {
-      if (CublasStatus s = api->create(&handle); s != kSuccess) {
+      if (CublasStatus s = api->create(&handle); s != kCublasSuccess) {
         handle = nullptr;
         return cublasError(*api, s, "cublasCreate");
       }
     }
-    if (CublasStatus s = api->setStream(handle, stream); s != kSuccess) return cublasError(*api, s, "cublasSetStream");
+    if (CublasStatus s = api->setStream(handle, stream); s != kCublasSuccess)
+      return cublasError(*api, s, "cublasSetStream");
     // cuBLAS is column-major: row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, so B
     // goes first and m and n swap.
     CublasStatus s = api->gemm(handle, g.transB ? kOpT : kOpN, g.transA ? kOpT : kOpN, static_cast<int>(g.n),
@@ -157,7 +158,7 @@ Status cublasGemm(Context& context, void* stream, const CublasGemm& g) {
                                type, static_cast<int>(g.ldb), g.strideB, reinterpret_cast<const void*>(g.a), type,
                                static_cast<int>(g.lda), g.strideA, beta, reinterpret_cast<void*>(g.c), type,
                                static_cast<int>(g.ldc), g.strideC, static_cast<int>(g.batch), compute, kGemmDefault);
-    if (s != kSuccess) {
+    if (s != kCublasSuccess) {
       return cublasError(*api, s,
                          fmt::format("cublasGemmStridedBatchedEx ({} {}x{}x{}, batch {})", dtypeName(g.dtype), g.m, g.n,
                                      g.k, g.batch));

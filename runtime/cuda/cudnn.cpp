@@ -31,7 +31,7 @@ namespace {
 using Handle = void*;      // cudnnHandle_t
 using Descriptor = void*;  // cudnnTensorDescriptor_t, cudnnFilterDescriptor_t, cudnnConvolutionDescriptor_t
 using CudnnStatus = int;
-constexpr CudnnStatus kSuccess = 0;
+constexpr CudnnStatus kCudnnSuccess = 0;
 constexpr int kFloat = 0, kDouble = 1, kHalf = 2, kBfloat16 = 9;  // cudnnDataType_t
 constexpr int kNchw = 0;                                          // cudnnTensorFormat_t
 constexpr int kCrossCorrelation = 1;                              // cudnnConvolutionMode_t
@@ -50,7 +50,7 @@ struct AlgoPerf {
 };
 
 #if SMELT_CHECK_CUDNN_ABI
-static_assert(CUDNN_STATUS_SUCCESS == kSuccess && CUDNN_DATA_FLOAT == kFloat && CUDNN_DATA_DOUBLE == kDouble &&
+static_assert(CUDNN_STATUS_SUCCESS == kCudnnSuccess && CUDNN_DATA_FLOAT == kFloat && CUDNN_DATA_DOUBLE == kDouble &&
               CUDNN_DATA_HALF == kHalf && CUDNN_DATA_BFLOAT16 == kBfloat16 && CUDNN_TENSOR_NCHW == kNchw &&
               CUDNN_CROSS_CORRELATION == kCrossCorrelation && CUDNN_DEFAULT_MATH == kDefaultMath &&
               CUDNN_TENSOR_OP_MATH == kTensorOpMath && CUDNN_FMA_MATH == kFmaMath &&
@@ -265,7 +265,7 @@ class Descriptors {
                     "cudnnSetConvolution2dDescriptor"},
           std::pair{api_.setGroups(conv_, i(c.groups)), "cudnnSetConvolutionGroupCount"},
           std::pair{api_.setMath(conv_, math), "cudnnSetConvolutionMathType"}}) {
-      if (status != kSuccess) return cudnnError(api_, status, what);
+      if (status != kCudnnSuccess) return cudnnError(api_, status, what);
     }
     return Status::success();
   }
@@ -306,7 +306,7 @@ class Descriptors {
         s = api_.filter(handle, alpha, x_, p(first), y_, p(second), conv_, algo, ws, bytes, beta, filter_, p(result));
         break;
     }
-    if (s != kSuccess) return cudnnError(api_, s, "cudnnConvolution* call");
+    if (s != kCudnnSuccess) return cudnnError(api_, s, "cudnnConvolution* call");
     return Status::success();
   }
 
@@ -323,18 +323,18 @@ class Descriptors {
                     : kind == CudnnConvolution::BackwardData
                         ? query(api_.dataAlgos, api_.dataTimed, filter_, y_, x_)
                         : query(api_.filterAlgos, api_.filterTimed, x_, y_, filter_);
-    if (s != kSuccess)
+    if (s != kCudnnSuccess)
       return cudnnError(api_, s, timed ? "cudnnFindConvolution*Algorithm" : "cudnnGetConvolution*Algorithm_v7");
     for (int r = 0; r < returned; ++r) {
       // Ranked fastest first; the non-deterministic ones (atomics in gradients) are skipped.
-      if (perf[r].status != kSuccess || perf[r].determinism != kDeterministic) continue;
+      if (perf[r].status != kCudnnSuccess || perf[r].determinism != kDeterministic) continue;
       size_t bytes = 0;
       s = kind == CudnnConvolution::Forward
               ? api_.forwardWorkspace(handle, x_, filter_, conv_, y_, perf[r].algo, &bytes)
           : kind == CudnnConvolution::BackwardData
               ? api_.dataWorkspace(handle, filter_, y_, conv_, x_, perf[r].algo, &bytes)
               : api_.filterWorkspace(handle, x_, y_, conv_, filter_, perf[r].algo, &bytes);
-      if (s == kSuccess) return std::pair{perf[r].algo, bytes};
+      if (s == kCudnnSuccess) return std::pair{perf[r].algo, bytes};
     }
     return makeError("cuDNN has no deterministic algorithm for this convolution ({} candidates)", returned);
   }
@@ -347,7 +347,7 @@ class Descriptors {
 Expected<Handle> handleFor(const CudnnApi& api, const Context& context) {
   Handle& handle = state().handles[{&context, context.epoch()}];
   if (!handle) {
-    if (CudnnStatus s = api.create(&handle); s != kSuccess) {
+    if (CudnnStatus s = api.create(&handle); s != kCudnnSuccess) {
       handle = nullptr;
       return cudnnError(api, s, "cudnnCreate");
     }
@@ -402,7 +402,8 @@ Expected<size_t> cudnnWorkspace(Context& context, const CudnnConvolution& conv) 
     // The handle is the context's, shared by its executables: the stream the last of them ran on may
     // be destroyed by now. Choosing an algorithm by timing runs kernels on the handle's stream, so it
     // gets the context's default stream here (the run sets its own again).
-    if (CudnnStatus s = api->setStream(handle, nullptr); s != kSuccess) return cudnnError(*api, s, "cudnnSetStream");
+    if (CudnnStatus s = api->setStream(handle, nullptr); s != kCudnnSuccess)
+      return cudnnError(*api, s, "cudnnSetStream");
     SMELT_TRY(Plan * plan, planFor(*api, context, handle, conv));
     bytes = plan->workspace;
     return Status::success();
@@ -416,7 +417,8 @@ Status cudnnConvolve(Context& context, void* stream, const CudnnConvolution& con
   std::lock_guard lock(state().mutex);
   return context.withCurrent([&]() -> Status {
     SMELT_TRY(Handle handle, handleFor(*api, context));
-    if (CudnnStatus s = api->setStream(handle, stream); s != kSuccess) return cudnnError(*api, s, "cudnnSetStream");
+    if (CudnnStatus s = api->setStream(handle, stream); s != kCudnnSuccess)
+      return cudnnError(*api, s, "cudnnSetStream");
     SMELT_TRY(Plan * plan, planFor(*api, context, handle, conv));
     if (plan->workspace > workspaceBytes) {
       return makeError("cuDNN: the convolution needs {} bytes of workspace, {} given", plan->workspace, workspaceBytes);

@@ -12,13 +12,13 @@ namespace smelt {
 
 namespace {
 
-constexpr std::size_t kLargeBlock = std::size_t{64} << 20;
-constexpr std::size_t kLargeStep = std::size_t{2} << 20;
+constexpr std::size_t kStagingLargeBlock = std::size_t{64} << 20;
+constexpr std::size_t kStagingLargeStep = std::size_t{2} << 20;
 
 /// Blocks come in powers of two from 64 KiB to 64 MiB, so a block serves every copy up to its size;
 /// above that in steps of 2 MiB (a 2.2 GB feed pins 2.2 GB, not 4).
 std::size_t blockSize(std::size_t bytes) {
-  if (bytes > kLargeBlock) return (bytes + kLargeStep - 1) / kLargeStep * kLargeStep;
+  if (bytes > kStagingLargeBlock) return (bytes + kStagingLargeStep - 1) / kStagingLargeStep * kStagingLargeStep;
   return std::bit_ceil(std::max<std::size_t>(bytes, std::size_t{64} << 10));
 }
 

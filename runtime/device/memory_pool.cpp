@@ -11,8 +11,8 @@ namespace smelt {
 
 namespace {
 
-constexpr std::size_t kMinBlock = 512;
-constexpr std::size_t kLargeStep = std::size_t{1} << 20;
+constexpr std::size_t kPoolMinBlock = 512;
+constexpr std::size_t kPoolLargeStep = std::size_t{1} << 20;
 constexpr std::uint8_t kPoison = 0xFF;
 
 bool envIs(const char* name, std::string_view value) {
@@ -89,13 +89,13 @@ MemoryPool::~MemoryPool() {
 }
 
 std::size_t MemoryPool::roundSize(std::size_t bytes) {
-  if (bytes <= kMinBlock) return kMinBlock;
-  if (bytes <= kLargeStep) {
-    std::size_t size = kMinBlock;
+  if (bytes <= kPoolMinBlock) return kPoolMinBlock;
+  if (bytes <= kPoolLargeStep) {
+    std::size_t size = kPoolMinBlock;
     while (size < bytes) size <<= 1;
     return size;
   }
-  return (bytes + kLargeStep - 1) / kLargeStep * kLargeStep;
+  return (bytes + kPoolLargeStep - 1) / kPoolLargeStep * kPoolLargeStep;
 }
 
 Expected<DeviceMemory> MemoryPool::allocateLocked(std::size_t rounded) {

@@ -17,8 +17,9 @@ namespace {
 //   x = np.round(np.random.default_rng(3).uniform(-2, 2, size=(1,2,3,4)), 2)
 //   grid = 12 (x, y) points, 7 of them outside [-1,1] on some axis; (-0.5, 0.5) and (0, -0.5) land
 //   exactly half-way between pixels, which checks nearest's round-half-to-even.
-const std::vector<double> kX = {-1.66, -1.05, 1.21,  0.33,  -1.62, -0.27, -0.08, -1.36, 0.94,  -1.55, -0.44, 0.07,
-                                -0.28, 0.35,  0.95,  1.83,  -0.86, 0.59,  0.78,  -0.83, -1.99, 1.89,  -0.81, -0.74};
+const std::vector<double> kSampledX = {-1.66, -1.05, 1.21,  0.33,  -1.62, -0.27, -0.08, -1.36,
+                                       0.94,  -1.55, -0.44, 0.07,  -0.28, 0.35,  0.95,  1.83,
+                                       -0.86, 0.59,  0.78,  -0.83, -1.99, 1.89,  -0.81, -0.74};
 const std::vector<double> kGrid = {-0.5, 0.5,  0.0,   -0.5, 0.3,  0.1,  -1.0, -1.0, 1.0,  1.0,  -1.7, 0.4,
                                    1.3,  -1.2, 2.6,   2.2,  -3.1, 0.75, 0.62, -2.9, 0.95, 0.05, -0.21, 1.6};
 
@@ -105,7 +106,7 @@ const GridSampleCase kCases[] = {
 }  // namespace
 
 TEST_CASE("grid_sample matches PyTorch for every mode, padding mode and align_corners") {
-  TensorMap feeds{{"x", Tensor::of<double>({1, 2, 3, 4}, kX)}, {"g", Tensor::of<double>({1, 3, 4, 2}, kGrid)}};
+  TensorMap feeds{{"x", Tensor::of<double>({1, 2, 3, 4}, kSampledX)}, {"g", Tensor::of<double>({1, 3, 4, 2}, kGrid)}};
   CHECK(std::size(kCases) == 18);
   for (const GridSampleCase& c : kCases) {
     std::string mode = c.mode, padding = c.padding;
@@ -123,7 +124,7 @@ TEST_CASE("grid_sample matches PyTorch for every mode, padding mode and align_co
 }
 
 TEST_CASE("grid_sample defaults to bilinear, zeros, align_corners 0 and rounds once per dtype") {
-  TensorMap feeds{{"x", Tensor::of<double>({1, 2, 3, 4}, kX)}, {"g", Tensor::of<double>({1, 3, 4, 2}, kGrid)}};
+  TensorMap feeds{{"x", Tensor::of<double>({1, 2, 3, 4}, kSampledX)}, {"g", Tensor::of<double>({1, 3, 4, 2}, kGrid)}};
   auto out = runOutputs(R"(graph @t(%x: f64[1,2,3,4], %g: f64[1,3,4,2]) {
   %0 = grid_sample(%x, %g) : f64[1,2,3,4]
   return r = %0
@@ -132,7 +133,7 @@ TEST_CASE("grid_sample defaults to bilinear, zeros, align_corners 0 and rounds o
   CHECK(testing::compareTensors(out[0], Tensor::of<double>({1, 2, 3, 4}, kCases[0].expected), 1e-9) == "");
 
   // The f32 result is the f64 one rounded (inputs differ only by their own rounding to f32).
-  Tensor x32 = Tensor::fromDoubles({DType::f32, {1, 2, 3, 4}}, kX);
+  Tensor x32 = Tensor::fromDoubles({DType::f32, {1, 2, 3, 4}}, kSampledX);
   Tensor g32 = Tensor::fromDoubles({DType::f32, {1, 3, 4, 2}}, kGrid);
   auto out32 = runOutputs(R"(graph @t(%x: f32[1,2,3,4], %g: f32[1,3,4,2]) {
   %0 = grid_sample(%x, %g) {mode = "bicubic", padding_mode = "reflection"} : f32[1,2,3,4]

@@ -29,7 +29,7 @@ std::pair<Tensor, Tensor> clusters(int64_t rows, uint64_t seed) {
   return {x, y};
 }
 
-nn::ModulePtr mlp() { return nn::sequential({nn::linear(2, 8), nn::relu(), nn::linear(8, 3)}); }
+nn::ModulePtr fitMlp() { return nn::sequential({nn::linear(2, 8), nn::relu(), nn::linear(8, 3)}); }
 
 std::unique_ptr<nn::TrainStep> stepFor(nn::Model& model, int64_t batch) {
   auto step = nn::TrainStep::create(model, nn::crossEntropy, nn::adam({.lr = 0.05}), TensorType{DType::f32, {batch, 2}},
@@ -42,7 +42,7 @@ std::unique_ptr<nn::TrainStep> stepFor(nn::Model& model, int64_t batch) {
 
 TEST_CASE("fit: the steps of the hand-written loop, bit for bit, with the partial batch and the callbacks' counts") {
   auto [x, y] = clusters(20, 4);  // batches of 8, 8 and 4
-  nn::Model fitted(mlp(), 9), manual(mlp(), 9);
+  nn::Model fitted(fitMlp(), 9), manual(fitMlp(), 9);
   auto fitStep = stepFor(fitted, 8), manualStep = stepFor(manual, 8);
 
   auto batches = nn::Batches::make(x, y, {.batch = 8, .seed = 2});
@@ -97,7 +97,7 @@ TEST_CASE("fit: the steps of the hand-written loop, bit for bit, with the partia
 
 TEST_CASE("fit: each rank trains on its share of every batch") {
   auto [x, y] = clusters(10, 7);  // batches of 4, 4 and 2: two rows, then one, per rank
-  nn::Model model(mlp(), 3);
+  nn::Model model(fitMlp(), 3);
   auto step = stepFor(model, 2);
   auto batches = nn::Batches::make(x, y, {.batch = 4, .shuffle = false});
   REQUIRE(batches.ok());
@@ -128,7 +128,7 @@ TEST_CASE("fit: each rank trains on its share of every batch") {
 TEST_CASE("fit: a failing step and an error from the epoch callback end the loop with where they happened") {
   auto [x, y] = clusters(12, 1);
   y.setInt(9, 7);  // a label outside the three classes, in the third batch of 4
-  nn::Model model(mlp(), 2);
+  nn::Model model(fitMlp(), 2);
   auto step = stepFor(model, 4);
   auto batches = nn::Batches::make(x, y, {.batch = 4, .shuffle = false});
   REQUIRE(batches.ok());
@@ -142,7 +142,7 @@ TEST_CASE("fit: a failing step and an error from the epoch callback end the loop
   y.setInt(9, 1);
   auto good = nn::Batches::make(x, y, {.batch = 4, .shuffle = false});
   REQUIRE(good.ok());
-  nn::Model other(mlp(), 2);
+  nn::Model other(fitMlp(), 2);
   step = stepFor(other, 4);
   int64_t epochs = 0;
   auto stopped = nn::fit(*step, *good, {.epochs = 5, .onEpoch = [&](const nn::EpochSummary& e) -> Status {

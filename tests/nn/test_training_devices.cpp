@@ -25,7 +25,7 @@ using namespace smelt;
 
 namespace {
 
-void makeBatch(std::mt19937_64& rng, Tensor& x, Tensor& y) {
+void makeGaussianBatch(std::mt19937_64& rng, Tensor& x, Tensor& y) {
   std::normal_distribution<double> normal(0.0, 1.0);
   for (int64_t i = 0; i < x.numel(); ++i) x.setDouble(i, normal(rng));
   for (int64_t i = 0; i < y.numel(); ++i) y.setInt(i, static_cast<int64_t>(rng() % 3));
@@ -74,7 +74,7 @@ TEST_CASE("training on devices: the device's losses and state are the CPU's, ste
     std::shared_ptr<MemoryPool> pool = MemoryPool::forDevice(*openDevice(id));
     int64_t allocationsWarm = 0;
     for (int s = 0; s < 12; ++s) {
-      makeBatch(rng, x, y);
+      makeGaussianBatch(rng, x, y);
       auto a = (*cpuStep)->run(x, y, &cpuLogits);
       auto b = (*deviceStep)->run(x, y, &deviceLogits);
       REQUIRE(a.ok());
@@ -103,7 +103,7 @@ TEST_CASE("training on devices: the device's losses and state are the CPU's, ste
     REQUIRE(devicePredict.ok());
     REQUIRE(cpuPredict.ok());
     CHECK((*devicePredict)->deviceId() == id);
-    makeBatch(rng, x, y);
+    makeGaussianBatch(rng, x, y);
     auto p = (*devicePredict)->run(x);
     auto q = (*cpuPredict)->run(x);
     REQUIRE(p.ok());
@@ -112,7 +112,7 @@ TEST_CASE("training on devices: the device's losses and state are the CPU's, ste
     // The model trained on the device goes on training on the CPU from where it was.
     auto thenCpu = nn::TrainStep::create(onDevice, nn::crossEntropy, nn::adam({.lr = 0.01}), xType, yType, cpuOptions);
     REQUIRE(thenCpu.ok());
-    makeBatch(rng, x, y);
+    makeGaussianBatch(rng, x, y);
     auto c = (*cpuStep)->run(x, y);
     auto d = (*thenCpu)->run(x, y);
     REQUIRE(c.ok());
@@ -141,7 +141,7 @@ TEST_CASE(
     std::vector<std::pair<Tensor, Tensor>> batches;
     for (int b = 0; b < 7; ++b) {
       batches.emplace_back(Tensor(xType), Tensor(yType));
-      makeBatch(rng, batches.back().first, batches.back().second);
+      makeGaussianBatch(rng, batches.back().first, batches.back().second);
     }
     // Three steps on both; the device's state copied to the host; two more on the device only.
     for (int b = 0; b < 3; ++b) {
@@ -206,7 +206,7 @@ TEST_CASE("training on devices: 'auto' places a TrainStep and a Predictor by the
     std::mt19937_64 rng(4);
     Tensor x(xType), y(yType);
     for (int s = 0; s < 3; ++s) {
-      makeBatch(rng, x, y);
+      makeGaussianBatch(rng, x, y);
       auto a = (*automatic)->run(x, y);
       auto b = (*cpu)->run(x, y);
       REQUIRE_MESSAGE(a.ok(), (a.ok() ? "" : a.error().message()));

@@ -20,7 +20,7 @@ using namespace smelt;
 
 namespace {
 
-constexpr const char* kMlp =
+constexpr const char* kRematMlp =
     R"(graph @mlp(%x: f32[64,64], %w1: f32[64,64], %w2: f32[64,64], %w3: f32[64,64], %w4: f32[64,10]) {
   %0 = matmul(%x, %w1) : f32[64,64]
   %1 = relu(%0) : f32[64,64]
@@ -34,7 +34,7 @@ constexpr const char* kMlp =
   return loss = %8
 })";
 
-constexpr const char* kCnn =
+constexpr const char* kRematCnn =
     R"(graph @cnn(%x: f32[4,3,16,16], %c1: f32[8,3,3,3], %s: f32[8], %bb: f32[8], %rm: f32[8], %rv: f32[8], %c2: f32[8,8,3,3], %c3: f32[8,8,3,3], %c4: f32[8,8,3,3], %fc: f32[10,8]) {
   %0 = conv2d(%x, %c1) {padding = [1, 1, 1, 1]} : f32[4,8,16,16]
   %1, %2, %3 = batch_norm_train(%0, %s, %bb, %rm, %rv) : f32[4,8,16,16], f32[8], f32[8]
@@ -118,15 +118,15 @@ void checkBudgets(const Graph& graph, std::initializer_list<double> fractions, c
 }  // namespace
 
 TEST_CASE("rematerialize: an MLP's forward + backward fits budgets below its peak and computes the same") {
-  checkBudgets(training(kMlp, {"w1", "w2", "w3", "w4"}), {0.9, 0.75}, "mlp");
+  checkBudgets(training(kRematMlp, {"w1", "w2", "w3", "w4"}), {0.9, 0.75}, "mlp");
 }
 
 TEST_CASE("rematerialize: a CNN with batch norm fits budgets below its peak and computes the same") {
-  checkBudgets(training(kCnn, {"c1", "c2", "c3", "c4", "fc"}), {0.9, 0.7}, "cnn");
+  checkBudgets(training(kRematCnn, {"c1", "c2", "c3", "c4", "fc"}), {0.9, 0.7}, "cnn");
 }
 
 TEST_CASE("rematerialize: a budget at or above the peak fuses as the fuse pass does") {
-  Graph graph = training(kMlp, {"w1", "w2", "w3", "w4"});
+  Graph graph = training(kRematMlp, {"w1", "w2", "w3", "w4"});
   int64_t peak = fusedPeak(graph);
   Graph copy = graph.clone();
   Expected<RematReport> report = fuseWithinBudget(copy, peak);
@@ -136,7 +136,7 @@ TEST_CASE("rematerialize: a budget at or above the peak fuses as the fuse pass d
 }
 
 TEST_CASE("rematerialize: a budget no plan fits names the buffers at the peak and the smallest budget found") {
-  Graph graph = training(kMlp, {"w1", "w2", "w3", "w4"});
+  Graph graph = training(kRematMlp, {"w1", "w2", "w3", "w4"});
   size_t nodes = graph.numNodes();
   Expected<RematReport> report = fuseWithinBudget(graph, 4096);
   REQUIRE_FALSE(report.ok());
@@ -150,9 +150,9 @@ TEST_CASE("rematerialize: a budget no plan fits names the buffers at the peak an
   CHECK(graph.numNodes() == nodes);                     // unchanged
   CHECK_FALSE(fuseWithinBudget(graph, 0).ok());
   // Long searches (recomputations that make earlier ones dead) end in a plan that fits or this error.
-  for (const char* text : {kCnn, kMlp}) {
-    Graph model =
-        text == kCnn ? training(kCnn, {"c1", "c2", "c3", "c4", "fc"}) : training(kMlp, {"w1", "w2", "w3", "w4"});
+  for (const char* text : {kRematCnn, kRematMlp}) {
+    Graph model = text == kRematCnn ? training(kRematCnn, {"c1", "c2", "c3", "c4", "fc"})
+                                    : training(kRematMlp, {"w1", "w2", "w3", "w4"});
     int64_t peak = fusedPeak(model);
     for (int64_t percent : {25, 40, 50, 60}) {
       Graph copy = model.clone();

@@ -16,9 +16,6 @@ using namespace smelt;
 
 namespace {
 
-/// The devices to exercise: every one that opens here (the CPU, PoCL, a GPU where present).
-std::vector<std::shared_ptr<Device>> realDevices() { return testing::everyDevice(); }
-
 std::vector<float> randomFloats(size_t n, uint64_t seed) {
   Tensor t = testing::randomTensor(TensorType{DType::f32, {static_cast<int64_t>(n)}}, seed);
   return std::vector<float>(t.data<float>(), t.data<float>() + n);
@@ -28,7 +25,7 @@ std::vector<float> randomFloats(size_t n, uint64_t seed) {
 
 TEST_CASE("devices: copies in, across and out, fills, on the default and a second stream") {
   uint64_t seed = testing::testSeed();
-  for (const auto& device : realDevices()) {
+  for (const auto& device : testing::everyDevice()) {
     CAPTURE(device->id());
     const size_t n = 1000;
     std::vector<float> values = randomFloats(n, seed);
@@ -72,7 +69,7 @@ TEST_CASE("devices: copies in, across and out, fills, on the default and a secon
 
 TEST_CASE("devices: pinned host memory feeds asynchronous copies") {
   uint64_t seed = testing::testSeed();
-  for (const auto& device : realDevices()) {
+  for (const auto& device : testing::everyDevice()) {
     CAPTURE(device->id());
     const size_t n = 4096;
     auto pinned = device->allocatePinned(n * sizeof(float));
@@ -125,7 +122,7 @@ TEST_CASE("devices: an OpenCL kernel launched through the interface") {
 }
 
 TEST_CASE("devices: timing events measure the device work between them (OpenCL's profiling queues, CUDA, HIP)") {
-  for (const auto& device : realDevices()) {
+  for (const auto& device : testing::everyDevice()) {
     if (device->kind() == DeviceKind::kCpu) continue;  // host memory: the host times its own work
     CAPTURE(device->id());
     const size_t bytes = size_t{32} << 20;

@@ -17,8 +17,6 @@ using namespace smelt;
 
 namespace {
 
-std::vector<std::shared_ptr<Device>> realDevices() { return testing::everyDevice(); }
-
 /// Clears injected faults when a test ends, whatever happens.
 struct FaultScope {
   explicit FaultScope(std::string_view spec) { REQUIRE(faultInjector().configure(spec).ok()); }
@@ -43,7 +41,7 @@ TEST_CASE("memory pool: size classes") {
 }
 
 TEST_CASE("memory pool: returned blocks are reused, counted, and zeroed before reuse") {
-  for (const auto& device : realDevices()) {
+  for (const auto& device : testing::everyDevice()) {
     CAPTURE(device->id());
     auto pool = MemoryPool::create(device, PoolOptions{.caching = true, .poison = false});
     std::vector<uint8_t> ones(3000, 0x5A);
@@ -84,7 +82,7 @@ TEST_CASE("memory pool: returned blocks are reused, counted, and zeroed before r
 }
 
 TEST_CASE("memory pool: a block rented to be overwritten has only its tail zeroed") {
-  for (const auto& device : realDevices()) {
+  for (const auto& device : testing::everyDevice()) {
     CAPTURE(device->id());
     auto pool = MemoryPool::create(device, PoolOptions{.caching = true, .poison = false});
     std::vector<uint8_t> old(4096, 0x5A);
@@ -105,7 +103,7 @@ TEST_CASE("memory pool: a block rented to be overwritten has only its tail zeroe
 }
 
 TEST_CASE("memory pool: poisoning fills returned blocks with 0xFF") {
-  for (const auto& device : realDevices()) {
+  for (const auto& device : testing::everyDevice()) {
     CAPTURE(device->id());
     auto pool = MemoryPool::create(device, PoolOptions{.caching = true, .poison = true});
     { auto b = pool->rent(1000); REQUIRE(b.ok()); }
@@ -166,7 +164,7 @@ TEST_CASE("memory pool: caching off allocates and frees every time") {
 }
 
 TEST_CASE("memory pool: 16 threads renting and returning at once keep the books straight") {
-  for (const auto& device : realDevices()) {
+  for (const auto& device : testing::everyDevice()) {
     CAPTURE(device->id());
     auto pool = MemoryPool::create(device, PoolOptions{.caching = true, .poison = false});
     std::vector<std::thread> threads;
@@ -191,7 +189,7 @@ TEST_CASE("memory pool: 16 threads renting and returning at once keep the books 
 
 TEST_CASE("device tensors: host round trip, and zeros") {
   uint64_t seed = testing::testSeed();
-  for (const auto& device : realDevices()) {
+  for (const auto& device : testing::everyDevice()) {
     CAPTURE(device->id());
     Tensor host = testing::randomTensor(TensorType{DType::f32, {7, 9}}, seed);
     auto t = DeviceTensor::fromHost(device, host);

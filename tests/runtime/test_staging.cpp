@@ -38,7 +38,7 @@ std::vector<unsigned char> randomBytes(size_t n, uint64_t seed) {
 
 // One step of a linear model trained by gradient descent on a new batch each step:
 // w' = w - 0.01 x^T tanh(x w), with the batch's transpose fed beside it.
-constexpr const char* kStep = R"(graph @step(%x: f32[128,96], %xt: f32[96,128]) {
+constexpr const char* kStagedStep = R"(graph @step(%x: f32[128,96], %xt: f32[96,128]) {
   param %w: f32[96,32]
   %0 = matmul(%x, %w) : f32[128,32]
   %1 = tanh(%0) : f32[128,32]
@@ -192,7 +192,7 @@ TEST_CASE("staging: blocks are reused, never shared by two transfers in flight")
 TEST_CASE("staging: the next batch uploads on a second stream while the step runs, as the reference computes") {
   for (const std::shared_ptr<Device>& device : stagingDevices()) {
     CAPTURE(device->id());
-    Graph g = testing::parseOrFail(kStep);
+    Graph g = testing::parseOrFail(kStagedStep);
     auto exe = Executable::compile(g, {.device = device->id()});
     REQUIRE(exe.ok());
     CHECK((*exe)->device() == device);

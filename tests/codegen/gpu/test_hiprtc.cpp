@@ -18,7 +18,7 @@ using namespace smelt::hip;
 namespace {
 
 // __half and __hmul come from HIPRTC's own preamble: including hip_fp16.h breaks on ROCm 5.2.
-constexpr const char* kHalfKernel = R"(
+constexpr const char* kHipHalfKernel = R"(
 extern "C" __global__ void axpy_half(const __half* x, __half* y, __half a, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[i] = __hadd(__hmul(a, x[i]), y[i]);
@@ -57,7 +57,7 @@ TEST_CASE("hiprtc: compiles a __half kernel for gfx90a and gfx1030 to AMDGPU ELF
   if (skipWithoutHip()) return;
   for (std::string arch : {"gfx90a", "gfx1030"}) {
     CAPTURE(arch);
-    auto out = compileHip(kHalfKernel, {.arch = arch, .flags = {"-O3"}});
+    auto out = compileHip(kHipHalfKernel, {.arch = arch, .flags = {"-O3"}});
     REQUIRE_MESSAGE(out.ok(), out.error().message());
     const std::string& elf = out->code_object;
     REQUIRE(elf.size() > 64);
@@ -75,7 +75,7 @@ TEST_CASE("hiprtc: archs outside the allowlist are refused before anything runs"
   CHECK(checkArch("gfx1030").ok());
   CHECK(checkArch("gfx90a:sramecc+:xnack-").ok());
   CHECK_FALSE(checkArch("gfx90a:bogus").ok());
-  auto out = compileHip(kHalfKernel, {.arch = "gfx942"});
+  auto out = compileHip(kHipHalfKernel, {.arch = "gfx942"});
   REQUIRE_FALSE(out.ok());
   const std::string& message = out.error().message();
   CHECK(message.find("'gfx942' is not in smelt's allowlist (gfx90a, gfx1030)") !=
@@ -86,7 +86,7 @@ TEST_CASE("hiprtc: a HIPRTC crash in the helper comes back as an error") {
   if (skipWithoutHip()) return;
   // HIPRTC 5.2 aborts (or segfaults) for gfx942; with the allowlist skipped, the helper dies, smelt
   // does not. Under ASan the helper exits 1 instead of dying by a signal: the same error.
-  auto out = compileHip(kHalfKernel, {.arch = "gfx942", .skip_allowlist = true});
+  auto out = compileHip(kHipHalfKernel, {.arch = "gfx942", .skip_allowlist = true});
   REQUIRE_FALSE(out.ok());
   CHECK(out.error().message().starts_with("HIPRTC aborted compiling for gfx942 ("));
   MESSAGE(out.error().message());
@@ -105,7 +105,7 @@ TEST_CASE("hiprtc: a broken source comes back with the compile log") {
 TEST_CASE("hiprtc: a missing helper, missing HIP or a hanging helper is a clear error") {
   // Missing: SMELT_HIPRTC_HELPER points nowhere.
   setenv("SMELT_HIPRTC_HELPER", "/nonexistent/smelt-hiprtc", 1);
-  auto missing = compileHip(kHalfKernel);
+  auto missing = compileHip(kHipHalfKernel);
   unsetenv("SMELT_HIPRTC_HELPER");
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.error().message().find("SMELT_HIPRTC_HELPER=/nonexistent/smelt-hiprtc") !=
@@ -122,9 +122,8 @@ TEST_CASE("hiprtc: a missing helper, missing HIP or a hanging helper is a clear 
   std::ofstream(sleepy) << "#!/bin/sh\nexec sleep 30\n";
   REQUIRE(chmod(no_hip.c_str(), 0700) == 0);
   REQUIRE(chmod(sleepy.c_str(), 0700) == 0);
-  auto unavailable = compileHip(kHalfKernel, {.helper_path = no_hip});
-  auto hung =
-      compileHip(kHalfKernel, {.timeout = std::chrono::milliseconds(300), .helper_path = sleepy});
+  auto unavailable = compileHip(kHipHalfKernel, {.helper_path = no_hip});
+  auto hung = compileHip(kHipHalfKernel, {.timeout = std::chrono::milliseconds(300), .helper_path = sleepy});
   unlink(no_hip.c_str());
   unlink(sleepy.c_str());
   rmdir(dir);

@@ -10,9 +10,9 @@
 #include <thread>
 #include <vector>
 
-using namespace smelt;
-using namespace smelt::opencl;
-
+// The tests live in smelt::opencl rather than importing it: in a unity build another file's `using namespace
+// smelt::cuda` would make Context ambiguous.
+namespace smelt::opencl {
 namespace {
 
 /// The default context, or nullopt (with the reason as a MESSAGE) on machines without OpenCL.
@@ -213,3 +213,5 @@ TEST_CASE("opencl: a build error returns the build log") {
   CHECK(message.find("-DSMELT_TEST=1") != std::string::npos);
   CHECK(message.find("undefined_name") != std::string::npos);  // from the compiler's log
 }
+
+}  // namespace smelt::opencl

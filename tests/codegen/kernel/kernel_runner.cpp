@@ -1,15 +1,28 @@
 // Graph execution through lowered kernels on the kernel interpreter.
 #include "tests/codegen/kernel/kernel_runner.h"
 
-#include "codegen/kernel_interpreter.h"
-#include "codegen/lower_kernel.h"
-#include "passes/pass_manager.h"
-
 #include <doctest/doctest.h>
 
 #include <unordered_map>
 
+#include "codegen/kernel_interpreter.h"
+#include "codegen/lower_kernel.h"
+#include "ir/printer.h"
+#include "passes/pass_manager.h"
+#include "tests/support/random_tensors.h"
+
 namespace smelt::testing {
+
+void checkKernelRun(const Graph& graph, const TensorMap& feeds, const std::vector<Tensor>& expected, const char* how,
+                    const std::string& what) {
+  auto actual = runWithKernels(graph, feeds);
+  REQUIRE_MESSAGE(actual.ok(), what, " (", how, "): ", (actual.ok() ? "" : actual.error().message()), "\n",
+                  toText(graph));
+  for (size_t i = 0; i < expected.size(); ++i) {
+    std::string d = compareTensors((*actual)[i], expected[i], kernelTolerance(expected[i].dtype()));
+    CHECK_MESSAGE(d.empty(), what, " (", how, ") output ", graph.outputs()[i].name, ": ", d, "\n", toText(graph));
+  }
+}
 
 Graph optimizedOrFail(const Graph& graph) {
   Graph g = graph.clone();

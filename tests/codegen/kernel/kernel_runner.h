@@ -21,6 +21,11 @@ Expected<std::vector<Tensor>> runWithKernels(const Graph& graph, const TensorMap
 /// pass fails the test.
 Graph optimizedOrFail(const Graph& graph);
 
+/// Runs `graph` through lowered kernels and checks each output against `expected` within
+/// kernelTolerance(); a failure names `what`, `how` it ran (alone, after a pipeline) and the graph.
+void checkKernelRun(const Graph& graph, const TensorMap& feeds, const std::vector<Tensor>& expected, const char* how,
+                    const std::string& what);
+
 /// The kernel lowered from the graph's last node that is not a constant; a failure fails the test.
 codegen::Kernel lastNodeKernelOrFail(const Graph& graph);
 

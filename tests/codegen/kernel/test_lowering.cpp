@@ -15,21 +15,6 @@
 
 using namespace smelt;
 
-namespace {
-
-void checkRun(const Graph& graph, const TensorMap& feeds, const std::vector<Tensor>& expected, const char* how,
-              const std::string& what) {
-  auto actual = testing::runWithKernels(graph, feeds);
-  REQUIRE_MESSAGE(actual.ok(), what, " (", how, "): ", (actual.ok() ? "" : actual.error().message()), "\n",
-                  toText(graph));
-  for (size_t i = 0; i < expected.size(); ++i) {
-    std::string d = testing::compareTensors((*actual)[i], expected[i], testing::kernelTolerance(expected[i].dtype()));
-    CHECK_MESSAGE(d.empty(), what, " (", how, ") output ", graph.outputs()[i].name, ": ", d, "\n", toText(graph));
-  }
-}
-
-}  // namespace
-
 TEST_CASE("every op with a lowering computes its example like the reference, alone and fused") {
   uint64_t seed = testing::testSeed();
   CAPTURE(seed);
@@ -48,7 +33,7 @@ TEST_CASE("every op with a lowering computes its example like the reference, alo
       auto expected = interpret(graph, feeds);
       REQUIRE_MESSAGE(expected.ok(), what, ": ", (expected.ok() ? "" : expected.error().message()));
       // Composite ops run only decomposed; ops with a lowering also alone.
-      if (op->lower) checkRun(graph, feeds, *expected, "alone", what);
+      if (op->lower) testing::checkKernelRun(graph, feeds, *expected, "alone", what);
       Graph optimized = graph.clone();
       auto pm = PassManager::defaultPipeline(PassManagerOptions{});
       REQUIRE(pm.ok());
@@ -60,7 +45,7 @@ TEST_CASE("every op with a lowering computes its example like the reference, alo
                         toText(optimized));
       }
       if (!op->decompose) {
-        checkRun(optimized, feeds, *expected, "after the default pipeline", what);
+        testing::checkKernelRun(optimized, feeds, *expected, "after the default pipeline", what);
       } else {
         // A decomposed op's kernels must compute what its decomposition computes (the reference
         // interpreter on the optimized graph). How close the decomposition comes to the op's own
@@ -68,7 +53,7 @@ TEST_CASE("every op with a lowering computes its example like the reference, alo
         // dtypes that stray past the kernel tolerance are listed below rather than failed.
         auto decomposed = interpret(optimized, feeds);
         REQUIRE_MESSAGE(decomposed.ok(), what, ": ", (decomposed.ok() ? "" : decomposed.error().message()));
-        checkRun(optimized, feeds, *decomposed, "after the default pipeline", what);
+        testing::checkKernelRun(optimized, feeds, *decomposed, "after the default pipeline", what);
         for (size_t i = 0; i < expected->size(); ++i) {
           if (!testing::compareTensors((*decomposed)[i], (*expected)[i], testing::kernelTolerance(dtype)).empty()) {
             offReference.push_back(what);

@@ -18,17 +18,6 @@ using namespace smelt;
 
 namespace {
 
-void checkRun(const Graph& graph, const TensorMap& feeds, const std::vector<Tensor>& expected, const char* how,
-              const std::string& what) {
-  auto actual = testing::runWithKernels(graph, feeds);
-  REQUIRE_MESSAGE(actual.ok(), what, " (", how, "): ", (actual.ok() ? "" : actual.error().message()), "\n",
-                  toText(graph));
-  for (size_t i = 0; i < expected.size(); ++i) {
-    std::string d = testing::compareTensors((*actual)[i], expected[i], testing::kernelTolerance(expected[i].dtype()));
-    CHECK_MESSAGE(d.empty(), what, " (", how, ") output ", graph.outputs()[i].name, ": ", d, "\n", toText(graph));
-  }
-}
-
 /// Runs `ir` ($T = each dtype of `dtypes`) through kernels alone and after the default pipeline.
 void checkKernels(std::string_view name, std::string_view ir, DTypeSet dtypes) {
   uint64_t seed = testing::testSeed();
@@ -38,13 +27,13 @@ void checkKernels(std::string_view name, std::string_view ir, DTypeSet dtypes) {
     TensorMap feeds = testing::randomFeeds(graph, seed);
     auto expected = interpret(graph, feeds);
     REQUIRE_MESSAGE(expected.ok(), what, ": ", (expected.ok() ? "" : expected.error().message()));
-    checkRun(graph, feeds, *expected, "alone", what);
+    testing::checkKernelRun(graph, feeds, *expected, "alone", what);
     Graph optimized = graph.clone();
     auto pm = PassManager::defaultPipeline(PassManagerOptions{});
     REQUIRE(pm.ok());
     auto ran = pm->run(optimized);
     REQUIRE_MESSAGE(ran.ok(), what, ": ", (ran.ok() ? "" : ran.error().message()));
-    checkRun(optimized, feeds, *expected, "after the default pipeline", what);
+    testing::checkKernelRun(optimized, feeds, *expected, "after the default pipeline", what);
   }
 }
 
@@ -275,7 +264,7 @@ TEST_CASE("a float division inside a loop by a per-row value becomes a multiplic
   TensorMap feeds = testing::randomFeeds(graph, testing::testSeed());
   auto expected = interpret(graph, feeds);
   REQUIRE(expected.ok());
-  checkRun(optimized, feeds, *expected, "after the default pipeline", "softmax and floor(x / max)");
+  testing::checkKernelRun(optimized, feeds, *expected, "after the default pipeline", "softmax and floor(x / max)");
 }
 
 
@@ -294,7 +283,7 @@ TEST_CASE("softmax computes exp once: its sum sweep keeps exp in the output, the
   TensorMap feeds = testing::randomFeeds(graph, testing::testSeed());
   auto expected = interpret(graph, feeds);
   REQUIRE(expected.ok());
-  checkRun(optimized, feeds, *expected, "after the default pipeline", "softmax of x * w");
+  testing::checkKernelRun(optimized, feeds, *expected, "after the default pipeline", "softmax of x * w");
 }
 
 TEST_CASE("exp is computed again when the output may be written in place over an input the write sweep reads") {
@@ -313,5 +302,5 @@ TEST_CASE("exp is computed again when the output may be written in place over an
   TensorMap feeds = testing::randomFeeds(graph, testing::testSeed());
   auto expected = interpret(graph, feeds);
   REQUIRE(expected.ok());
-  checkRun(optimized, feeds, *expected, "after the default pipeline", "softmax(x) + z");
+  testing::checkKernelRun(optimized, feeds, *expected, "after the default pipeline", "softmax(x) + z");
 }
