@@ -6,5 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh
-bash scripts/build.sh build
+# A unity build, as scripts/test.sh's (it reuses this folder): a fresh build compiles in about a third
+# of the time. For small edits afterwards, `bash scripts/build.sh build -DCMAKE_UNITY_BUILD=OFF`
+# recompiles one file per edited source instead of its batch of eight.
+bash scripts/build.sh build -DCMAKE_UNITY_BUILD=ON
 build/bin/train_digits "$@"
