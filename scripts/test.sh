@@ -18,8 +18,8 @@ if grep -rnE 'TEST_CASE\("[^"]*\[[^]"]*"' tests/; then echo "test names must not
 
 # Every build here is a unity build: CMake compiles the sources of a target eight to a file, so the
 # standard library's, fmt's and the IR's headers are parsed, and their templates instantiated and
-# optimized, once per eight sources instead of once per source: the sanitizer build's compile time went
-# from 1913 to 1014 s of CPU, the main build's from 943 to 767 s (docs/testing.md). (A file's
+# optimized, once per eight sources instead of once per source: runtime/exec's eight files compile in
+# 16 s instead of 47 (GCC, -O2), 35 s instead of 64 (clang, ASan+UBSan) (docs/testing.md). (A file's
 # file-local names must therefore differ from its batch neighbours': a clash fails the build here.)
 unity=(-DCMAKE_UNITY_BUILD=ON)
 
