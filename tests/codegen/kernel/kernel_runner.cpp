@@ -1,15 +1,15 @@
 // Graph execution through lowered kernels on the kernel interpreter.
 #include "tests/codegen/kernel/kernel_runner.h"
 
-#include <doctest/doctest.h>
-
-#include <unordered_map>
-
 #include "codegen/kernel_interpreter.h"
 #include "codegen/lower_kernel.h"
 #include "ir/printer.h"
 #include "passes/pass_manager.h"
 #include "tests/support/random_tensors.h"
+
+#include <doctest/doctest.h>
+
+#include <unordered_map>
 
 namespace smelt::testing {
 
