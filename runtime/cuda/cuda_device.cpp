@@ -101,9 +101,6 @@ class CudaPinned final : public PinnedHostMemory {
   std::size_t bytes_;
 };
 
-/// Threads per block: 1-D launches, one thread per outer point of the kernel's domain.
-constexpr unsigned kCudaBlockSize = 256;
-
 /// A launch with its argument values (each buffer's device address, then the number of points) and
 /// cuLaunchKernel's pointers to them fixed once; setBuffer writes one address.
 class CudaLaunch final : public PreparedLaunch {
@@ -121,10 +118,8 @@ class CudaLaunch final : public PreparedLaunch {
   Status launch(DeviceStream& stream) override {
     if (shape_.points <= 0) return Status::success();
     // One block per point for a block-mapped kernel; else one thread per point in blocks of 256.
-    const unsigned threads =
-        shape_.threadsPerPoint > 0 ? static_cast<unsigned>(shape_.threadsPerPoint) : kCudaBlockSize;
-    auto blocks = static_cast<unsigned>(
-        shape_.threadsPerPoint > 0 ? shape_.points : (shape_.threads() + kCudaBlockSize - 1) / kCudaBlockSize);
+    const auto threads = static_cast<unsigned>(shape_.blockThreads());
+    const auto blocks = static_cast<unsigned>(shape_.blocks());
     return context_.launch(function_, {blocks, 1, 1}, {threads, 1, 1}, params_, 0,
                            static_cast<CudaStream&>(stream).get());
   }
@@ -143,10 +138,8 @@ class CudaKernels final : public DeviceKernels {
   Expected<std::unique_ptr<PreparedLaunch>> prepare(const std::string& symbol, std::span<const KernelBufferArg> buffers,
                                                     const LaunchShape& shape) override {
     // One 1-D grid covers the domain; cuLaunchKernel takes < 2^31 blocks.
-    const int64_t blocks =
-        shape.threadsPerPoint > 0 ? shape.points : (shape.threads() + kCudaBlockSize - 1) / kCudaBlockSize;
-    if (blocks > std::numeric_limits<int32_t>::max()) {
-      return makeError("{}: {} points need more than 2^31 - 1 blocks of {}", symbol, shape.points, kCudaBlockSize);
+    if (shape.blocks() > std::numeric_limits<int32_t>::max()) {
+      return makeError("{}: {} points need more than 2^31 - 1 blocks of {}", symbol, shape.points, shape.blockThreads());
     }
     SMELT_TRY(cuda::Function function, module_.function(symbol));
     return std::unique_ptr<PreparedLaunch>(std::make_unique<CudaLaunch>(context_, function, buffers, shape));

@@ -155,6 +155,15 @@ struct LaunchShape {
   std::int32_t pointsPerThread = 1;
   /// The threads of a kernel that is not block-mapped.
   std::int64_t threads() const { return (points + pointsPerThread - 1) / pointsPerThread; }
+
+  /// A GPU's 1-D launch (CUDA, HIP) of a kernel that is not block-mapped: blocks of this many threads.
+  static constexpr std::int32_t kFlatBlockThreads = 256;
+  /// Threads per block of a GPU launch: the block-mapped kernel's, else kFlatBlockThreads.
+  std::int64_t blockThreads() const { return threadsPerPoint > 0 ? threadsPerPoint : kFlatBlockThreads; }
+  /// Blocks of a GPU launch: one per point when block-mapped, else enough to cover threads().
+  std::int64_t blocks() const {
+    return threadsPerPoint > 0 ? points : (threads() + kFlatBlockThreads - 1) / kFlatBlockThreads;
+  }
 };
 
 /// One kernel launch with its arguments fixed once: what an executable prepares when it compiles and

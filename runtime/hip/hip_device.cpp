@@ -195,9 +195,6 @@ class HipPinned final : public PinnedHostMemory {
   std::size_t bytes_;
 };
 
-/// Threads per block: 1-D launches, one thread per outer point.
-constexpr unsigned kHipBlockSize = 256;
-
 /// A launch with its argument values and hipModuleLaunchKernel's pointers to them fixed once.
 class HipLaunch final : public PreparedLaunch {
  public:
@@ -211,9 +208,8 @@ class HipLaunch final : public PreparedLaunch {
   void setBuffer(std::size_t index, const KernelBufferArg& arg) override { args_[index] = addressOf(arg); }
   Status launch(DeviceStream& stream) override {
     if (shape_.points <= 0) return Status::success();
-    const unsigned threads = shape_.threadsPerPoint > 0 ? static_cast<unsigned>(shape_.threadsPerPoint) : kHipBlockSize;
-    auto blocks = static_cast<unsigned>(
-        shape_.threadsPerPoint > 0 ? shape_.points : (shape_.threads() + kHipBlockSize - 1) / kHipBlockSize);
+    const auto threads = static_cast<unsigned>(shape_.blockThreads());
+    const auto blocks = static_cast<unsigned>(shape_.blocks());
     SMELT_HIP_CALL(hipSetDevice(ordinal_), "hipSetDevice");
     if (HipError rc = injected(Fault::kDeviceLost); rc != kHipSuccess) {
       return hipError(api_, rc, "hipModuleLaunchKernel(" + symbol_ + ")");
