@@ -276,12 +276,47 @@ class Planner {
     merged->members = groups_[a].members;
     merged->members.insert(merged->members.end(), groups_[b].members.begin(), groups_[b].members.end());
     if (!keepsRecomputationLate(merged->members)) return false;
+    if (waitsForComputedValues(groups_[a], groups_[b])) return false;
     if (!membersFit(*merged) || externalOperands(*merged) > kMaxKernelOperands || wouldCycle(a, b)) return false;
     for (const Node* m : groups_[b].members) groupOf_[m] = a;
     groups_[b].alive = false;
     groups_[b].members.clear();
     groups_[a] = std::move(*merged);
     return true;
+  }
+
+  /// True when `producer` reads only the graph's inputs, parameters and constants, other kernels read its
+  /// results too, and `consumer` reads a value computed after it (in the graph's order): merged, it would wait
+  /// for that value, and its other readers with it (a training step's check of its labels, which every update
+  /// reads, merged into the update of a bias with as many elements as the batch, held every weight update to
+  /// the end of the backward pass).
+  bool waitsForComputedValues(const Group& producer, const Group& consumer) const {
+    size_t last = 0;
+    for (const Node* m : producer.members) last = std::max(last, positionOf(m));
+    std::unordered_set<const Node*> inProducer(producer.members.begin(), producer.members.end());
+    std::unordered_set<const Node*> inConsumer(consumer.members.begin(), consumer.members.end());
+    auto computedOutside = [&](const Value* v, const std::unordered_set<const Node*>& inside) {
+      const Node* p = v->producer();
+      return p && !inside.count(p) && !inProducer.count(p) && p->opName() != "constant";
+    };
+    for (const Node* m : producer.members) {
+      for (const Value* o : m->operands()) {
+        if (computedOutside(o, inProducer)) return false;
+      }
+    }
+    bool shared = false;
+    for (const Node* m : producer.members) {
+      for (const Value* r : m->results()) {
+        for (const Node* user : r->users()) shared = shared || (!inProducer.count(user) && !inConsumer.count(user));
+      }
+    }
+    if (!shared) return false;
+    for (const Node* m : consumer.members) {
+      for (const Value* o : m->operands()) {
+        if (computedOutside(o, inConsumer) && positionOf(o->producer()) > last) return true;
+      }
+    }
+    return false;
   }
 
   /// No member is placed before the recomputation of a recomputed member (FusionOptions::recomputedAt).

@@ -47,8 +47,8 @@ OperandRange rangeOf(const Graph& graph, const Node& node) {
 
 }  // namespace
 
-Expected<std::vector<IndexCheck>> addIndexChecks(Graph& graph) {
-  std::vector<IndexCheck> checks;
+Expected<std::vector<IndexFlag>> buildIndexChecks(Graph& graph) {
+  std::vector<IndexFlag> checks;
   std::set<std::tuple<const Value*, int64_t, int64_t>> checked;  // a gather and its gradient's scatter_add: one check
   struct Guarded {
     const Node* node;
@@ -68,6 +68,9 @@ Expected<std::vector<IndexCheck>> addIndexChecks(Graph& graph) {
       continue;
     }
     if (!checked.emplace(values, range.lo, range.hi).second) continue;
+    // Right before the node it guards: scheduled with it, not after everything else (a training step's updates
+    // wait for its flags).
+    graph.setInsertionPoint(node);
     Builder b(graph, node->sourceName());
     const DType type = values->dtype();
     Value* outside = nullptr;
@@ -76,9 +79,9 @@ Expected<std::vector<IndexCheck>> addIndexChecks(Graph& graph) {
     Value* above = b.op("ge", {values, b.scalar(static_cast<double>(range.hi), type)});
     outside = outside ? b.op("or", {outside, above}) : above;
     Value* raised = b.op("reduce_max", {b.cast(outside, DType::i32)});
+    graph.clearInsertionPoint();
     SMELT_CHECK_OK(b.status());
-    graph.addOutput(fmt::format("{}{}", kIndexCheckPrefix, checks.size()), raised);
-    checks.push_back({graph.labelOf(*node), range.lo, range.hi, range.words});
+    checks.push_back({{graph.labelOf(*node), range.lo, range.hi, range.words}, raised});
   }
   // A check_range has done its work once checked: its operand goes on.
   std::vector<Node*> identities;
@@ -86,7 +89,23 @@ Expected<std::vector<IndexCheck>> addIndexChecks(Graph& graph) {
     if (node->opName() == "check_range") identities.push_back(node.get());
   }
   for (Node* node : identities) graph.replaceAllUsesWith(node->result(0), node->operand(0));
-  if (!identities.empty()) graph.removeDeadNodes();
+  return checks;
+}
+
+Expected<std::vector<IndexCheck>> addIndexChecks(Graph& graph) {
+  SMELT_TRY(std::vector<IndexFlag> flags, buildIndexChecks(graph));
+  std::vector<IndexCheck> checks;
+  for (IndexFlag& flag : flags) {
+    graph.addOutput(fmt::format("{}{}", kIndexCheckPrefix, checks.size()), flag.raised);
+    checks.push_back(std::move(flag.check));
+  }
+  // The check_range nodes buildIndexChecks bypassed (and nothing else: a graph without them stays as it was).
+  for (const auto& node : graph.nodes()) {
+    if (node->opName() == "check_range") {
+      graph.removeDeadNodes();
+      break;
+    }
+  }
   return checks;
 }
 

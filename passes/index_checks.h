@@ -30,8 +30,20 @@ struct IndexCheck {
 /// The prefix of the checks' output names.
 inline constexpr std::string_view kIndexCheckPrefix = "__index_check_";
 
+/// A check and its flag: an i32 scalar, 1 when a value was out of range in the run.
+struct IndexFlag {
+  IndexCheck check;
+  Value* raised = nullptr;
+};
+
+/// Computes the checks' flags in `graph` (in node order) without making them outputs, for a caller that
+/// uses them itself (a training step counts them on the device and skips the update: frontend/nn/train_step.h),
+/// and replaces the check_range nodes by their operands (dead from then on: the caller removes them once its
+/// flags have users). Values that are constants in range, or empty, need none.
+Expected<std::vector<IndexFlag>> buildIndexChecks(Graph& graph);
+
 /// Appends the checks' outputs to `graph` (after its own outputs, in node order) and returns what each
-/// guards. Values that are constants in range, or empty, need none.
+/// guards.
 Expected<std::vector<IndexCheck>> addIndexChecks(Graph& graph);
 
 /// The error a raised check reports.
