@@ -1,14 +1,19 @@
 // See train_step.h.
 #include "frontend/nn/train_step.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstring>
+#include <limits>
+#include <string>
+#include <utility>
+
 #include "autodiff/gradient_tape.h"
 #include "codegen/log.h"
 #include "frontend/nn/loss_scaling.h"
 #include "passes/pass_manager.h"
 #include "runtime/exec/size_general_kernels.h"
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 namespace smelt::nn {
 
@@ -22,12 +27,18 @@ std::vector<int64_t> batchSizesOf(const std::map<int64_t, CompiledBatch>& byBatc
 }
 
 /// The model's state (on the host, or on a device) for each of the graph's parameters, by position
-/// (null: the graph's initial value).
+/// (null: the graph's initial value), and a training step's check counts for theirs.
 template <typename T>
-std::vector<const T*> stateFor(const Graph& graph, const std::map<std::string, T, std::less<>>& state) {
+std::vector<const T*> stateFor(const Graph& graph, const std::map<std::string, T, std::less<>>& state,
+                               const std::vector<T>& checkCounts = {}) {
   std::vector<const T*> params;
   for (const Value* p : graph.parameters()) {
-    auto it = state.find(p->name());
+    std::string_view name = p->name();
+    if (name.starts_with(kCheckCountPrefix)) {
+      params.push_back(&checkCounts.at(std::stoul(std::string(name.substr(kCheckCountPrefix.size())))));
+      continue;
+    }
+    auto it = state.find(name);
     params.push_back(it == state.end() ? nullptr : &it->second);
   }
   return params;
@@ -40,8 +51,7 @@ TensorType withBatch(TensorType full, int64_t batch) {
 }
 
 /// The number of examples in `t`, a batch of `full`'s examples or fewer (the same type otherwise).
-Expected<int64_t> batchOf(const char* what, const Tensor& t, const TensorType& full) {
-  const TensorType& got = t.type();
+Expected<int64_t> batchOf(const char* what, const TensorType& got, const TensorType& full) {
   if (got == full) return full.rank() > 0 ? full.shape[0] : 0;
   if (full.rank() > 0 && got.rank() == full.rank() && got.shape[0] >= 1 && got.shape[0] < full.shape[0] &&
       got == withBatch(full, got.shape[0])) {
@@ -222,11 +232,43 @@ Status TrainStep::compileBatch(int64_t batch, bool accumulateOnly) {
     for (auto& [name, value] : updates) value = ctx.b().where(overflow, graph.findParameter(name), value);
     for (auto& u : updateLossScale(ctx, scaling, overflow)) updates.push_back(std::move(u));
   }
+  // The index checks (labels in range, indices a gather can read) as the step's own instead of the
+  // executable's, which a device-resident run would wait for: a batch that raises one updates nothing (every
+  // state entry keeps its value, the loss is NaN), and each check counts such batches on the device, read at
+  // the next synchronizing call (run(), sync()) instead of after every step.
+  SMELT_TRY(std::vector<IndexFlag> flags, buildIndexChecks(graph));
+  std::vector<Value*> checkCounts;
+  if (!flags.empty()) {
+    Builder& b = ctx.b();
+    // Computed where the last flag is (early: the labels are checked before the loss), not after the updates'
+    // nodes: the schedule keeps the graph's order where it can, and every update waits for this.
+    size_t last = 0;
+    for (size_t i = 0; i < graph.numNodes(); ++i) {
+      for (const IndexFlag& f : flags) {
+        if (graph.nodes()[i].get() == f.raised->producer()) last = i;
+      }
+    }
+    graph.setInsertionPoint(graph.nodes()[last + 1].get());
+    Value* raised = nullptr;
+    for (const IndexFlag& f : flags) raised = raised ? b.op("max", {raised, f.raised}) : f.raised;
+    Value* rejected = b.op("gt", {raised, b.scalarLike(0.0, raised)});
+    graph.clearInsertionPoint();
+    for (auto& [name, value] : updates) value = b.where(rejected, graph.findParameter(name), value);
+    lossValue = b.where(rejected, b.scalarLike(std::numeric_limits<double>::quiet_NaN(), lossValue), lossValue);
+    // One count per check, then one of the batches any rejected.
+    for (size_t k = 0; k <= flags.size(); ++k) {
+      Value* count = graph.addParameter(fmt::format("{}{}", kCheckCountPrefix, k), Tensor(TensorType{DType::i32, {}}),
+                                        /*trainable=*/false);
+      checkCounts.push_back(b.add(count, k < flags.size() ? flags[k].raised : raised));
+    }
+    SMELT_CHECK_OK(b.status());
+  }
 
   CompiledBatch c;
   graph.addOutput("loss", lossValue);
   graph.addOutput("output", output);
   CompileOptions compile = options_.compile;
+  compile.checkIndices = false;  // the step's own, above
   if (!options_.device.empty()) compile.device = options_.device;
   if (options_.memoryBudget > 0) {
     SMELT_TRY(std::string budgeted, pipelineWithMemoryBudget(compile.pipeline, options_.memoryBudget));
@@ -242,6 +284,16 @@ Status TrainStep::compileBatch(int64_t batch, bool accumulateOnly) {
     // one copy of the state instead of two.
     if (graph.findParameter(updates[i].first)) compile.donate.emplace_back(updates[i].first, name);
   }
+  c.firstCheckOutput = graph.outputs().size();
+  for (size_t k = 0; k < checkCounts.size(); ++k) {
+    std::string name = fmt::format("checked{}", k);
+    graph.addOutput(name, checkCounts[k]);
+    compile.donate.emplace_back(fmt::format("{}{}", kCheckCountPrefix, k), name);
+    if (k < flags.size()) c.checks.push_back(std::move(flags[k].check));
+    c.checkCounts.emplace_back(TensorType{DType::i32, {}});
+  }
+  graph.removeDeadNodes();  // the check_range nodes the checks replaced
+  c.updating = !accumulateOnly;
   if (!byBatch_.empty()) {
     logger().info("train step: compiling for batches of {} (compiled for {} before)", batch,
                   fmt::join(batchSizesOf(byBatch_), ", "));
@@ -265,29 +317,122 @@ Status TrainStep::compileBatch(int64_t batch, bool accumulateOnly) {
 
 double TrainStep::learningRate() const { return schedule_(steps_ + 1); }
 
-Expected<double> TrainStep::run(const Tensor& input, const Tensor& target, Tensor* output) {
+Expected<CompiledBatch*> TrainStep::prepareRun(const TensorType& input, const TensorType& target) {
   SMELT_TRY(int64_t batch, batchOf("input", input, input_));
   if (targetBatched()) {
     SMELT_TRY(int64_t targetBatch, batchOf("target", target, target_));
     if (batch != targetBatch) return makeError("input: a batch of {} examples, target: of {}", batch, targetBatch);
-  } else if (!(target.type() == target_)) {
-    return makeError("target: the step was compiled for {}, got {}", target_.toString(), target.type().toString());
+  } else if (!(target == target_)) {
+    return makeError("target: the step was compiled for {}, got {}", target_.toString(), target.toString());
   }
   // With gradient accumulation every `accumulate`-th run updates; the others only accumulate.
   const bool updating = options_.accumulate <= 1 || runs_ % options_.accumulate == options_.accumulate - 1;
   auto& table = updating ? byBatch_ : accumulateByBatch_;
   if (!table.count(batch)) SMELT_CHECK_OK(compileBatch(batch, !updating));
-  for (const InputRange& range : inputRanges_) SMELT_CHECK_OK(checkInputRange(range, range.input == "input" ? input : target));
   CompiledBatch& c = table.at(batch);
   for (const auto& [name, value] : optimizer_->feeds(steps_ + 1, learningRate())) {
     if (auto it = c.scalars.find(name); it != c.scalars.end()) it->second.setDouble(0, value);
   }
   // Random ops draw new masks every run (micro-batches too).
   if (auto it = c.scalars.find("step"); it != c.scalars.end()) it->second.setInt(0, runs_ + 1);
-  SMELT_TRY(double loss, onCpu(*c.exe) ? runOnHost(c, input, target, output) : runOnDevice(c, input, target, output));
+  return &c;
+}
+
+void TrainStep::countRun(const CompiledBatch& c) {
   ++runs_;
-  if (updating) ++steps_;
+  if (c.updating) ++steps_;
+}
+
+Expected<double> TrainStep::run(const Tensor& input, const Tensor& target, Tensor* output) {
+  // Steps queued before report what their checks rejected first.
+  if (queued_) SMELT_CHECK_OK(sync());
+  SMELT_TRY(CompiledBatch * c, prepareRun(input.type(), target.type()));
+  for (const InputRange& range : inputRanges_)
+    SMELT_CHECK_OK(checkInputRange(range, range.input == "input" ? input : target));
+  SMELT_TRY(double loss,
+            onCpu(*c->exe) ? runOnHost(*c, input, target, output) : runOnDevice(*c, input, target, output));
+  countRun(*c);
   return loss;
+}
+
+Expected<DeviceTensor> TrainStep::runAsync(const DeviceTensor& input, const DeviceTensor& target) {
+  if (!input.defined() || !target.defined())
+    return makeError("train step: runAsync needs defined input and target tensors");
+  SMELT_TRY(CompiledBatch * c, prepareRun(input.type(), target.type()));
+  const std::shared_ptr<Device>& device = c->exe->device();
+  for (const auto& [what, t] : {std::pair{"input", &input}, std::pair{"target", &target}}) {
+    if (t->devicePtr() != device) {
+      return makeError("train step: the {} lives on {}, the step runs on {}", what, t->device().id(), device->id());
+    }
+  }
+  if (onCpu(*c->exe)) {
+    // The CPU runs the step now, its checks on the host as run()'s.
+    SMELT_TRY(Tensor x, input.toHost());
+    SMELT_TRY(Tensor y, target.toHost());
+    SMELT_TRY(double loss, run(x, y));
+    Tensor value(c->exe->graph().outputs()[0].value->type());
+    value.setDouble(0, loss);
+    return DeviceTensor::fromHost(device, value);
+  }
+  Status queued = enqueueDeviceStep(*c, input, target);
+  if (!queued.ok()) {
+    if (isDeviceLost(queued.error())) return recoverFromLostDevice(*c, queued.error());
+    return queued.error();
+  }
+  model_->deviceStateChanged(true);  // done as far as losing the device goes: it is queued behind the others
+  c->countsUnread = true;
+  queued_ = true;
+  countRun(*c);
+  // The loss into a tensor of its own, so that the step's loss output stays where a recorded step wrote it.
+  const DeviceTensor& loss = c->deviceOutputs[0];
+  SMELT_TRY(DeviceTensor mine, DeviceTensor::toOverwrite(device, loss.type()));
+  SMELT_CHECK_OK(device->copy(mine.memory(), 0, loss.memory(), 0, loss.byteSize(), device->defaultStream()));
+  return mine;
+}
+
+Status TrainStep::sync() {
+  queued_ = false;
+  Status first = Status::success();
+  for (auto* table : {&byBatch_, &accumulateByBatch_}) {
+    for (auto& [batch, c] : *table) {
+      if (!c.countsUnread) continue;
+      Status read = readChecks(c, /*counted=*/true);
+      if (!read.ok() && first.ok()) first = read;
+    }
+  }
+  if (!first.ok()) return first;
+  // A step without checks: its loss, which it wrote last, says that it is done.
+  for (auto* table : {&byBatch_, &accumulateByBatch_}) {
+    for (auto& [batch, c] : *table) {
+      if (!onCpu(*c.exe)) return c.exe->device()->defaultStream().synchronize();
+    }
+  }
+  return Status::success();
+}
+
+Status TrainStep::readChecks(CompiledBatch& c, bool counted) {
+  c.countsUnread = false;
+  // One count per check, then the batches any check rejected.
+  std::vector<int64_t> counts;
+  for (size_t k = 0; k < c.checkCounts.size(); ++k) {
+    if (onCpu(*c.exe)) {
+      counts.push_back(c.checkCounts[k].getInt(0));
+      c.checkCounts[k].setInt(0, 0);
+    } else {
+      Tensor count(c.checkCounts[k].type());
+      SMELT_CHECK_OK(c.deviceCheckCounts[k].toHost(count));  // waits for the steps before
+      counts.push_back(count.getInt(0));
+      if (counts.back() != 0) SMELT_CHECK_OK(c.deviceCheckCounts[k].copyFrom(c.checkCounts[k]));  // zeros
+    }
+  }
+  const int64_t rejected = counts.empty() ? 0 : counts.back();
+  if (rejected == 0) return Status::success();
+  if (counted && c.updating) steps_ -= rejected;
+  size_t which = 0;
+  while (which + 1 < counts.size() && counts[which] == 0) ++which;
+  return makeError(
+      "training step: {}: {}; {} batch{} since the last check trained nothing (the update skipped, the loss NaN)",
+      c.checks[which].label, c.checks[which].words, rejected, rejected == 1 ? "" : "es");
 }
 
 Expected<double> TrainStep::runOnHost(CompiledBatch& c, const Tensor& input, const Tensor& target, Tensor* output) {
@@ -296,13 +441,17 @@ Expected<double> TrainStep::runOnHost(CompiledBatch& c, const Tensor& input, con
   (void)state;
   c.inputs[0] = &input;
   c.inputs[1] = &target;
-  SMELT_CHECK_OK(c.exe->run(c.inputs, stateFor(g, model_->state), c.outputs));
+  SMELT_CHECK_OK(c.exe->run(c.inputs, stateFor(g, model_->state, c.checkCounts), c.outputs));
   // The new state is in the model's tensors where it was donated; elsewhere it lands in outputs, and
   // swapping gives the model the new tensors and the executable the old ones to overwrite next time.
   for (size_t i = 0; i < c.stateNames.size(); ++i) {
     if (!c.exe->donated(2 + i)) std::swap(model_->state[c.stateNames[i]], c.outputs[2 + i]);
   }
+  for (size_t k = 0; k < c.checkCounts.size(); ++k) {
+    if (!c.exe->donated(c.firstCheckOutput + k)) std::swap(c.checkCounts[k], c.outputs[c.firstCheckOutput + k]);
+  }
   model_->stateChanged();
+  SMELT_CHECK_OK(readChecks(c, /*counted=*/false));
   if (output) *output = c.outputs[1];
   return c.outputs[0].getDouble(0);
 }
@@ -310,6 +459,10 @@ Expected<double> TrainStep::runOnHost(CompiledBatch& c, const Tensor& input, con
 Expected<double> TrainStep::runOnDevice(CompiledBatch& c, const Tensor& input, const Tensor& target, Tensor* output) {
   Expected<double> loss = runDeviceStep(c, input, target, output);
   if (loss.ok() || !isDeviceLost(loss.error())) return loss;
+  return recoverFromLostDevice(c, loss.error());
+}
+
+Error TrainStep::recoverFromLostDevice(CompiledBatch& c, const Error& lostError) {
   // The device's context is gone with the model's state on it: the model goes back to its state as
   // last copied to the host, every compiled batch compiles again (on the reset device, or the CPU),
   // and the next run trains on from there. This step and those since the copy are lost: an error.
@@ -317,38 +470,74 @@ Expected<double> TrainStep::runOnDevice(CompiledBatch& c, const Tensor& input, c
   const int64_t lost = model_->unsyncedSteps();
   model_->deviceStateLost();
   steps_ = std::max<int64_t>(0, steps_ - lost);
+  queued_ = false;
   for (auto* table : {&byBatch_, &accumulateByBatch_}) {
     for (auto& [batch, compiled] : *table) {
       compiled.deviceInputs.clear();
       compiled.deviceOutputs.clear();
-      if (compiled.exe->deviceId() == device) SMELT_CHECK_OK(compiled.exe->recoverDevice(loss.error()));
+      compiled.deviceCheckCounts.clear();
+      compiled.countsUnread = false;
+      if (compiled.exe->deviceId() == device) {
+        if (Status recovered = compiled.exe->recoverDevice(lostError); !recovered.ok()) return recovered.error();
+      }
     }
   }
-  return loss.error().withContext(fmt::format(
+  return lostError.withContext(fmt::format(
       "training step {}: {} was lost; the model's state is back at its last copy on the host, {} step{} ago (step "
       "{}); the next step trains on from there on {}",
       steps_ + lost + 1, device, lost, lost == 1 ? "" : "s", steps_, c.exe->deviceId()));
 }
 
-Expected<double> TrainStep::runDeviceStep(CompiledBatch& c, const Tensor& input, const Tensor& target, Tensor* output) {
+Status TrainStep::enqueueDeviceStep(CompiledBatch& c, const DeviceTensor& input, const DeviceTensor& target) {
   const Graph& g = c.exe->graph();
   const std::shared_ptr<Device>& device = c.exe->device();
   SMELT_TRY(DeviceTensorMap * state, model_->stateOn(device));
-  // The batch and the step's scalars into device tensors kept across steps (no allocation).
+  // The step's scalars into device tensors kept across steps (no allocation), the check counts from 0.
   c.deviceInputs.resize(g.inputs().size());
-  std::vector<const DeviceTensor*> inputs;
-  for (size_t i = 0; i < g.inputs().size(); ++i) {
-    const Tensor& host = i == 0 ? input : i == 1 ? target : *c.inputs[i];
-    SMELT_CHECK_OK(upload(device, host, c.deviceInputs[i]));
+  std::vector<const DeviceTensor*> inputs{&input, &target};
+  c.uploadedScalars.resize(g.inputs().size());
+  for (size_t i = 2; i < g.inputs().size(); ++i) {
+    // Only the scalars that changed (Adam's step size does every step, SGD's learning rate rarely): each
+    // upload is a call into the driver.
+    const Tensor& value = *c.inputs[i];
+    Tensor& last = c.uploadedScalars[i];
+    if (!c.deviceInputs[i].defined() || !(last.type() == value.type()) ||
+        std::memcmp(last.raw(), value.raw(), value.byteSize()) != 0) {
+      SMELT_CHECK_OK(upload(device, value, c.deviceInputs[i]));
+      last = value;
+    }
     inputs.push_back(&c.deviceInputs[i]);
   }
-  SMELT_CHECK_OK(c.exe->run(inputs, stateFor(g, *state), c.deviceOutputs));
+  if (c.deviceCheckCounts.size() != c.checkCounts.size()) {
+    c.deviceCheckCounts.clear();
+    for (const Tensor& zero : c.checkCounts) {
+      SMELT_TRY(DeviceTensor count, DeviceTensor::zeros(device, zero.type()));
+      c.deviceCheckCounts.push_back(std::move(count));
+    }
+  }
+  SMELT_CHECK_OK(c.exe->run(inputs, stateFor(g, *state, c.deviceCheckCounts), c.deviceOutputs));
   // Donated state was updated in place; the rest is the outputs' new tensors, which the state now
   // shares (the next step writes its outputs into fresh pool blocks).
   for (size_t i = 0; i < c.stateNames.size(); ++i) {
     if (!c.exe->donated(2 + i)) (*state)[c.stateNames[i]] = c.deviceOutputs[2 + i];
   }
+  for (size_t k = 0; k < c.deviceCheckCounts.size(); ++k) {
+    if (!c.exe->donated(c.firstCheckOutput + k)) c.deviceCheckCounts[k] = c.deviceOutputs[c.firstCheckOutput + k];
+  }
+  // Counted as done once queued: a device lost later loses it with the rest (runDeviceStep, which waits for
+  // its loss, counts it only then).
   model_->deviceStateChanged(false);
+  return Status::success();
+}
+
+Expected<double> TrainStep::runDeviceStep(CompiledBatch& c, const Tensor& input, const Tensor& target, Tensor* output) {
+  const std::shared_ptr<Device>& device = c.exe->device();
+  // The batch into device tensors kept across steps (no allocation).
+  c.deviceInputs.resize(std::max<size_t>(2, c.deviceInputs.size()));
+  SMELT_CHECK_OK(upload(device, input, c.deviceInputs[0]));
+  SMELT_CHECK_OK(upload(device, target, c.deviceInputs[1]));
+  DeviceTensor x = c.deviceInputs[0], y = c.deviceInputs[1];
+  SMELT_CHECK_OK(enqueueDeviceStep(c, x, y));
   if (output) {
     SMELT_TRY(*output, c.deviceOutputs[1].toHost());
   }
@@ -356,6 +545,7 @@ Expected<double> TrainStep::runDeviceStep(CompiledBatch& c, const Tensor& input,
   // is the step done, and counted as one the host copy lacks (a device lost before it is not).
   SMELT_TRY(Tensor loss, c.deviceOutputs[0].toHost());
   model_->deviceStateChanged(true);
+  if (!c.checks.empty()) SMELT_CHECK_OK(readChecks(c, /*counted=*/false));
   return loss.getDouble(0);
 }
 
@@ -420,7 +610,7 @@ Expected<Tensor> Predictor::run(const Tensor& input) {
 }
 
 Status Predictor::run(const Tensor& input, Tensor& output) {
-  SMELT_TRY(int64_t batch, batchOf("input", input, input_));
+  SMELT_TRY(int64_t batch, batchOf("input", input.type(), input_));
   if (!byBatch_.count(batch)) SMELT_CHECK_OK(compileBatch(batch));
   CompiledBatch& c = byBatch_.at(batch);
   const Graph& g = c.exe->graph();

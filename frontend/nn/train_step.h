@@ -9,19 +9,22 @@
 //   SMELT_TRY(auto step, nn::TrainStep::create(model, nn::crossEntropy, nn::adam({}), inputType, labelType,
 //                                              {.device = "cuda"}));
 //   SMELT_TRY(double loss, step->run(images, labels));
+//   SMELT_TRY(DeviceTensor pending, step->runAsync(imagesOnGpu, labelsOnGpu));  // no wait for the device
 //   SMELT_TRY(auto predict, nn::Predictor::create(model, testInputType, {.device = "cuda"}));
 //   SMELT_CHECK_OK(nn::saveSafetensors(path, model.hostState()));   // the state back on the host
 #pragma once
 
-#include "frontend/nn/data_parallel.h"
-#include "frontend/nn/layers.h"
-#include "frontend/nn/optimizers.h"
-#include "runtime/device/device_tensor.h"
-#include "runtime/exec/executable.h"
-
 #include <functional>
 #include <map>
 #include <memory>
+#include <string_view>
+
+#include "frontend/nn/data_parallel.h"
+#include "frontend/nn/layers.h"
+#include "frontend/nn/optimizers.h"
+#include "passes/index_checks.h"
+#include "runtime/device/device_tensor.h"
+#include "runtime/exec/executable.h"
 
 namespace smelt::nn {
 
@@ -97,6 +100,9 @@ struct TrainStepOptions {
   CompileOptions compile;
 };
 
+/// The prefix of a training step's parameters that carry its checks' counts from run to run.
+inline constexpr std::string_view kCheckCountPrefix = "__check_count_";
+
 /// A batch size's compiled step or forward pass, and the tensors it reuses from run to run.
 struct CompiledBatch {
   std::unique_ptr<Executable> exe;
@@ -107,6 +113,16 @@ struct CompiledBatch {
   // On a device: the batch and the scalars uploaded into the same tensors every step, by position.
   std::vector<DeviceTensor> deviceInputs;
   std::vector<DeviceTensor> deviceOutputs;
+  std::vector<Tensor> uploadedScalars;  // the values last uploaded into deviceInputs, by position
+  // A training step's index checks (labels in range, indices a gather can read): a batch that raises one
+  // updates nothing, and each check counts such batches where the step runs, in the outputs from
+  // firstCheckOutput on (fed back as the parameters kCheckCountPrefix + N), read at the next synchronizing call.
+  std::vector<IndexCheck> checks;
+  size_t firstCheckOutput = 0;
+  std::vector<Tensor> checkCounts;              // on the CPU
+  std::vector<DeviceTensor> deviceCheckCounts;  // on a device
+  bool updating = true;       // whether its runs update (false: gradient accumulation's runs without the update)
+  bool countsUnread = false;  // whether steps ran since its counts were last read
 };
 
 class TrainStep {
@@ -120,6 +136,17 @@ class TrainStep {
   /// first of each size compiles its own step (logged with SMELT_LOG=info), sharing the model's
   /// state and the optimizer's step count, so Adam's bias correction goes on across sizes.
   Expected<double> run(const Tensor& input, const Tensor& target, Tensor* output = nullptr);
+  /// One step on a batch already on the step's device, queued without waiting for it: the loss comes back
+  /// as a device tensor (toHost() waits for it), so steps queue up behind each other and, where the device
+  /// records its work (CUDA graphs), each is one launch. Fed the same tensors (or a pool's blocks in turn)
+  /// the step replays as it was recorded. A batch a check rejects (a label out of range) trains nothing and
+  /// its loss is NaN; the error naming the check comes from the next sync() or run(). On the CPU the step
+  /// runs before the call returns, checks included.
+  Expected<DeviceTensor> runAsync(const DeviceTensor& input, const DeviceTensor& target);
+  /// Waits for the steps runAsync queued; an error names a check that rejected batches among them (those
+  /// batches trained nothing) and how many.
+  Status sync();
+  /// Optimizer updates applied (batches a check rejected do not count once sync() or run() has seen them).
   int64_t steps() const { return steps_; }
   /// The learning rate the next step uses.
   double learningRate() const;
@@ -143,6 +170,18 @@ class TrainStep {
   Expected<double> runOnDevice(CompiledBatch& c, const Tensor& input, const Tensor& target, Tensor* output);
   /// One step on the device, without the recovery from a lost device runOnDevice adds.
   Expected<double> runDeviceStep(CompiledBatch& c, const Tensor& input, const Tensor& target, Tensor* output);
+  /// The compiled step for a batch of these types (compiled on first use), its scalars set for the next run.
+  Expected<CompiledBatch*> prepareRun(const TensorType& input, const TensorType& target);
+  /// Runs the device step on tensors there (`input`, `target`, the scalars uploaded), without waiting.
+  Status enqueueDeviceStep(CompiledBatch& c, const DeviceTensor& input, const DeviceTensor& target);
+  /// After a step that failed because its device was lost: the model back at its host copy, every compiled
+  /// batch compiled again; returns `lost` with what was lost.
+  Error recoverFromLostDevice(CompiledBatch& c, const Error& lost);
+  /// Counts the run just done on the host or queued on a device.
+  void countRun(const CompiledBatch& c);
+  /// The batches `c`'s checks rejected since they were last read (waits for its device), as an error naming
+  /// the check; the counts start again from 0. `counted`: whether countRun() counted those runs already.
+  Status readChecks(CompiledBatch& c, bool counted);
   Model* model_ = nullptr;
   /// The full batch's collectives, one line each (data-parallel steps).
   std::vector<std::string> collectiveSchedule_;
@@ -156,6 +195,7 @@ class TrainStep {
   std::map<int64_t, CompiledBatch> accumulateByBatch_;  // gradient accumulation's steps without the update
   int64_t steps_ = 0;  // optimizer updates
   int64_t runs_ = 0;   // batches run (micro-batches with gradient accumulation)
+  bool queued_ = false;  // whether runAsync queued steps since the last sync()
 };
 
 /// The model's forward pass for evaluation as a graph of its own, its parameters holding the model's
