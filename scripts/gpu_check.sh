@@ -155,12 +155,16 @@ for w in "${names[@]}"; do
 done
 
 step "the model API on the GPU: smelt_train_steps --device cuda"
-declare -A smelt_model
+declare -A smelt_model smelt_host_us
 if timeout "$(limit 150)" "$build/bin/smelt_train_steps" --device cuda --seconds "$seconds" >"$logs/smelt_model.log" 2>&1; then
   while read -r key value; do
     [ "$key" = workload ] && current=$value
     [ "$key" = median_ms ] && smelt_model[$current]=$value
+    # The same step queued with runAsync on a batch already on the GPU: host time per call, and per step.
+    [ "$key" = host_us ] && smelt_host_us[$current]=$value
+    [ "$key" = async_ms ] && smelt_model[${current}_async]=$value
   done <"$logs/smelt_model.log"
+  for w in "${!smelt_host_us[@]}"; do echo "$w queued (runAsync): ${smelt_host_us[$w]} us on the host per step"; done
   for w in "${!smelt_model[@]}"; do echo "$w: ${smelt_model[$w]} ms"; done
 else
   echo "FAILED: $(tail -1 "$logs/smelt_model.log")"
@@ -259,7 +263,15 @@ targets() {
     awk -v o="$ours" -v t="$theirs" 'BEGIN {
       printf "| gemm 4096^3 within 5%% of torch.matmul | %.3f ms vs %.3f ms, x%.3f | %s |\n", o, t, o / t, (o <= 1.05 * t ? "met" : "NOT MET") }'
   fi
-  echo "| host time per replayed training step at most 10 us | not measured (no asynchronous step to time the launch alone) | NOT MET (not measured) |"
+  # The host time of a queued training step (TrainStep::runAsync, replayed as one CUDA graph): the larger of
+  # the MLP's (few kernels) and ResNet-18's (hundreds).
+  local mlp=${smelt_host_us[mlp_train_step]:-} resnet=${smelt_host_us[resnet18_train_step]:-}
+  if [ -z "$mlp" ] || [ -z "$resnet" ]; then
+    echo "| host time per replayed training step at most 10 us | not measured | NOT MET (not measured) |"
+  else
+    awk -v m="$mlp" -v r="$resnet" 'BEGIN { worst = m > r ? m : r
+      printf "| host time per replayed training step at most 10 us | mlp_train_step %.1f us, resnet18_train_step %.1f us | %s |\n", m, r, (worst <= 10 ? "met" : "NOT MET") }'
+  fi
 }
 
 step "summary"

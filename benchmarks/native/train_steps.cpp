@@ -8,14 +8,9 @@
 // than the workload's, and timed at the workload's batch: a partial batch's step, whose kernels are the
 // ones every size shares, to set beside the step compiled for that batch alone.)
 // prints, per workload, `workload NAME` then `median_ms X`, `compile_ms X` (graph to executable, autodiff
-// included) and `peak_mb X`: the process's peak resident memory above its resident memory just before
-// the model was built, the runtime already started (run one workload per process to compare it with
-// another framework's).
-#include "benchmarks/native/training_data.h"
-#include "frontend/nn/losses.h"
-#include "frontend/nn/models.h"
-#include "frontend/nn/train_step.h"
-
+// included), `peak_mb X` (the process's peak resident memory above its resident memory just before the
+// model was built, the runtime already started: run one workload per process to compare it with another
+// framework's) and, for the training steps on a device, `host_us X` and `async_ms X` (timeQueuedSteps).
 #include <fmt/format.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -29,6 +24,12 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "benchmarks/native/training_data.h"
+#include "frontend/nn/losses.h"
+#include "frontend/nn/models.h"
+#include "frontend/nn/train_step.h"
+#include "runtime/device/device_list.h"
 
 using namespace smelt;
 
@@ -166,8 +167,44 @@ int budgetCurve(const char* name, const std::function<nn::ModulePtr()>& makeModu
   return 0;
 }
 
+/// On a device: the batch uploaded once and the step queued with runAsync (nn::TrainStep) in bursts of
+/// kBurst, each call timed on the host, then sync(). Prints `host_us X`, the median host time of a queued
+/// step (the launch alone: with CUDA graphs, one replay), and `async_ms X`, a burst's time per step (the
+/// device's pace with no wait between steps).
+Status timeQueuedSteps(nn::TrainStep& step, const Tensor& x, const Tensor& y, double seconds) {
+  constexpr int kBurst = 20;
+  SMELT_TRY(std::shared_ptr<Device> on, openDevice(step.deviceId()));
+  SMELT_TRY(DeviceTensor dx, DeviceTensor::fromHost(on, x));
+  SMELT_TRY(DeviceTensor dy, DeviceTensor::fromHost(on, y));
+  auto queue = [&]() -> Status {
+    auto loss = step.runAsync(dx, dy);
+    return loss.ok() ? Status::success() : Status(loss.error());
+  };
+  for (int i = 0; i < 3; ++i) SMELT_CHECK_OK(queue());  // warm-up: recorded, then replayed
+  SMELT_CHECK_OK(step.sync());
+  std::vector<double> hostUs, perStepMs;
+  auto start = std::chrono::steady_clock::now();
+  while (perStepMs.size() < 3 || msSince(start) < seconds * 1000) {
+    auto burst = std::chrono::steady_clock::now();
+    for (int i = 0; i < kBurst; ++i) {
+      auto t = std::chrono::steady_clock::now();
+      SMELT_CHECK_OK(queue());
+      hostUs.push_back(msSince(t) * 1000);
+    }
+    SMELT_CHECK_OK(step.sync());
+    perStepMs.push_back(msSince(burst) / kBurst);
+  }
+  auto median = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  fmt::print("host_us {:.2f}\nasync_ms {:.6f}\n", median(hostUs), median(perStepMs));
+  std::fflush(stdout);
+  return Status::success();
+}
+
 /// Builds a model, compiles its training step and times it (each step returns its loss, so a step on
-/// a device is timed to its end).
+/// a device is timed to its end); on a device, then the same step queued (timeQueuedSteps).
 int trainStep(const char* name, nn::ModulePtr module, nn::OptimizerPtr optimizer, const TensorType& input,
               int64_t classes, double seconds) {
   double baseline = residentMb();
@@ -195,6 +232,9 @@ int trainStep(const char* name, nn::ModulePtr module, nn::OptimizerPtr optimizer
   if (auto first = (*step)->run(x, y); !first.ok()) return fail(first.error());
   double ms = medianMs([&] { (void)(*step)->run(x, y); }, seconds, 10);
   report(name, ms, compileMs, baseline);
+  if ((*step)->deviceId() != "cpu") {
+    if (Status queued = timeQueuedSteps(**step, x, y, seconds); !queued.ok()) return fail(queued.error());
+  }
   return 0;
 }
 
