@@ -38,7 +38,7 @@ set(smelt_public_headers
   frontend/nn/optimizers.h frontend/nn/safetensors.h frontend/nn/train_step.h
   ir/attribute.h ir/builder.h ir/collective.h ir/dtype.h ir/graph.h ir/half.h ir/interpreter.h ir/lowering.h
   ir/op_registry.h ir/parser.h ir/printer.h ir/support/expected.h ir/support/host_block_cache.h ir/tensor.h ir/type.h
-  passes/pass.h passes/pass_manager.h
+  passes/index_checks.h passes/pass.h passes/pass_manager.h
   runtime/distributed/mpi_group.h runtime/exec/executable.h runtime/device/device.h runtime/device/device_list.h runtime/device/device_tensor.h
   runtime/device/memory_pool.h runtime/placement/graph_work.h runtime/placement/placement.h
   runtime/placement/placement_table.h)

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <set>
+#include <string>
 #include <tuple>
 #include <utility>
 
@@ -54,13 +55,15 @@ Expected<std::vector<IndexFlag>> buildIndexChecks(Graph& graph) {
     const Node* node;
     Value* values;
     OperandRange range;
+    std::string label;  // as the graph numbers it before the checks' nodes go in
   };
   std::vector<Guarded> guarded;  // collected first: the checks add nodes
   for (const auto& node : graph.nodes()) {
     if (!node->op().checked) continue;
-    guarded.push_back({node.get(), node->operand(node->op().checked->operand), rangeOf(graph, *node)});
+    guarded.push_back(
+        {node.get(), node->operand(node->op().checked->operand), rangeOf(graph, *node), graph.labelOf(*node)});
   }
-  for (const auto& [node, values, range] : guarded) {
+  for (const auto& [node, values, range, label] : guarded) {
     // Empty values hold nothing; a dtype whose every value is in range cannot leave it.
     if (values->type().numel() == 0 || dtypeInRange(values->dtype(), range.lo, range.hi)) continue;
     if (values->kind() == ValueKind::Result && values->producer()->opName() == "constant" &&
@@ -81,7 +84,7 @@ Expected<std::vector<IndexFlag>> buildIndexChecks(Graph& graph) {
     Value* raised = b.op("reduce_max", {b.cast(outside, DType::i32)});
     graph.clearInsertionPoint();
     SMELT_CHECK_OK(b.status());
-    checks.push_back({{graph.labelOf(*node), range.lo, range.hi, range.words}, raised});
+    checks.push_back({{label, range.lo, range.hi, range.words}, raised});
   }
   // A check_range has done its work once checked: its operand goes on.
   std::vector<Node*> identities;

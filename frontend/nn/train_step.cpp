@@ -30,15 +30,14 @@ std::vector<int64_t> batchSizesOf(const std::map<int64_t, CompiledBatch>& byBatc
 /// (null: the graph's initial value), and a training step's check counts for theirs.
 template <typename T>
 std::vector<const T*> stateFor(const Graph& graph, const std::map<std::string, T, std::less<>>& state,
-                               const std::vector<T>& checkCounts = {}) {
+                               const T* checkCounts = nullptr) {
   std::vector<const T*> params;
   for (const Value* p : graph.parameters()) {
-    std::string_view name = p->name();
-    if (name.starts_with(kCheckCountPrefix)) {
-      params.push_back(&checkCounts.at(std::stoul(std::string(name.substr(kCheckCountPrefix.size())))));
+    if (p->name() == kCheckCountsName) {
+      params.push_back(checkCounts);
       continue;
     }
-    auto it = state.find(name);
+    auto it = state.find(p->name());
     params.push_back(it == state.end() ? nullptr : &it->second);
   }
   return params;
@@ -237,7 +236,7 @@ Status TrainStep::compileBatch(int64_t batch, bool accumulateOnly) {
   // state entry keeps its value, the loss is NaN), and each check counts such batches on the device, read at
   // the next synchronizing call (run(), sync()) instead of after every step.
   SMELT_TRY(std::vector<IndexFlag> flags, buildIndexChecks(graph));
-  std::vector<Value*> checkCounts;
+  Value* checkCounts = nullptr;
   if (!flags.empty()) {
     Builder& b = ctx.b();
     // Computed where the last flag is (early: the labels are checked before the loss), not after the updates'
@@ -255,12 +254,16 @@ Status TrainStep::compileBatch(int64_t batch, bool accumulateOnly) {
     graph.clearInsertionPoint();
     for (auto& [name, value] : updates) value = b.where(rejected, graph.findParameter(name), value);
     lossValue = b.where(rejected, b.scalarLike(std::numeric_limits<double>::quiet_NaN(), lossValue), lossValue);
-    // One count per check, then one of the batches any rejected.
-    for (size_t k = 0; k <= flags.size(); ++k) {
-      Value* count = graph.addParameter(fmt::format("{}{}", kCheckCountPrefix, k), Tensor(TensorType{DType::i32, {}}),
-                                        /*trainable=*/false);
-      checkCounts.push_back(b.add(count, k < flags.size() ? flags[k].raised : raised));
-    }
+    // One count per check, then one of the batches any rejected, as one vector updated by a loop kernel of its
+    // own (the concat between keeps it out of the flags' reduction kernel), so it is written over its parameter
+    // in place: the step's buffers stay where a recorded run (a CUDA graph) has them.
+    std::vector<Value*> parts;
+    for (const IndexFlag& f : flags) parts.push_back(b.reshape(f.raised, {1}));
+    parts.push_back(b.reshape(raised, {1}));
+    Value* counts = graph.addParameter(std::string(kCheckCountsName),
+                                       Tensor(TensorType{DType::i32, {static_cast<int64_t>(parts.size())}}),
+                                       /*trainable=*/false);
+    checkCounts = b.add(counts, b.op("concat", parts, {{"axis", int64_t{0}}}));
     SMELT_CHECK_OK(b.status());
   }
 
@@ -284,13 +287,12 @@ Status TrainStep::compileBatch(int64_t batch, bool accumulateOnly) {
     // one copy of the state instead of two.
     if (graph.findParameter(updates[i].first)) compile.donate.emplace_back(updates[i].first, name);
   }
-  c.firstCheckOutput = graph.outputs().size();
-  for (size_t k = 0; k < checkCounts.size(); ++k) {
-    std::string name = fmt::format("checked{}", k);
-    graph.addOutput(name, checkCounts[k]);
-    compile.donate.emplace_back(fmt::format("{}{}", kCheckCountPrefix, k), name);
-    if (k < flags.size()) c.checks.push_back(std::move(flags[k].check));
-    c.checkCounts.emplace_back(TensorType{DType::i32, {}});
+  c.checkOutput = graph.outputs().size();
+  if (checkCounts) {
+    graph.addOutput("checked", checkCounts);
+    compile.donate.emplace_back(kCheckCountsName, "checked");
+    for (IndexFlag& f : flags) c.checks.push_back(std::move(f.check));
+    c.checkCounts = Tensor(checkCounts->type());
   }
   graph.removeDeadNodes();  // the check_range nodes the checks replaced
   c.updating = !accumulateOnly;
@@ -412,24 +414,20 @@ Status TrainStep::sync() {
 
 Status TrainStep::readChecks(CompiledBatch& c, bool counted) {
   c.countsUnread = false;
-  // One count per check, then the batches any check rejected.
-  std::vector<int64_t> counts;
-  for (size_t k = 0; k < c.checkCounts.size(); ++k) {
-    if (onCpu(*c.exe)) {
-      counts.push_back(c.checkCounts[k].getInt(0));
-      c.checkCounts[k].setInt(0, 0);
-    } else {
-      Tensor count(c.checkCounts[k].type());
-      SMELT_CHECK_OK(c.deviceCheckCounts[k].toHost(count));  // waits for the steps before
-      counts.push_back(count.getInt(0));
-      if (counts.back() != 0) SMELT_CHECK_OK(c.deviceCheckCounts[k].copyFrom(c.checkCounts[k]));  // zeros
-    }
+  if (c.checks.empty()) return Status::success();
+  // One count per check, then the batches any check rejected; back to zeros once read.
+  Tensor counts = c.checkCounts;
+  if (onCpu(*c.exe)) {
+    c.checkCounts = Tensor(counts.type());
+  } else {
+    SMELT_CHECK_OK(c.deviceCheckCounts.toHost(counts));  // waits for the steps before
   }
-  const int64_t rejected = counts.empty() ? 0 : counts.back();
+  const int64_t rejected = counts.getInt(counts.numel() - 1);
   if (rejected == 0) return Status::success();
+  if (!onCpu(*c.exe)) SMELT_CHECK_OK(c.deviceCheckCounts.copyFrom(Tensor(counts.type())));
   if (counted && c.updating) steps_ -= rejected;
   size_t which = 0;
-  while (which + 1 < counts.size() && counts[which] == 0) ++which;
+  while (which + 1 < c.checks.size() && counts.getInt(static_cast<int64_t>(which)) == 0) ++which;
   return makeError(
       "training step: {}: {}; {} batch{} since the last check trained nothing (the update skipped, the loss NaN)",
       c.checks[which].label, c.checks[which].words, rejected, rejected == 1 ? "" : "es");
@@ -441,15 +439,13 @@ Expected<double> TrainStep::runOnHost(CompiledBatch& c, const Tensor& input, con
   (void)state;
   c.inputs[0] = &input;
   c.inputs[1] = &target;
-  SMELT_CHECK_OK(c.exe->run(c.inputs, stateFor(g, model_->state, c.checkCounts), c.outputs));
+  SMELT_CHECK_OK(c.exe->run(c.inputs, stateFor(g, model_->state, &c.checkCounts), c.outputs));
   // The new state is in the model's tensors where it was donated; elsewhere it lands in outputs, and
   // swapping gives the model the new tensors and the executable the old ones to overwrite next time.
   for (size_t i = 0; i < c.stateNames.size(); ++i) {
     if (!c.exe->donated(2 + i)) std::swap(model_->state[c.stateNames[i]], c.outputs[2 + i]);
   }
-  for (size_t k = 0; k < c.checkCounts.size(); ++k) {
-    if (!c.exe->donated(c.firstCheckOutput + k)) std::swap(c.checkCounts[k], c.outputs[c.firstCheckOutput + k]);
-  }
+  if (!c.checks.empty() && !c.exe->donated(c.checkOutput)) std::swap(c.checkCounts, c.outputs[c.checkOutput]);
   model_->stateChanged();
   SMELT_CHECK_OK(readChecks(c, /*counted=*/false));
   if (output) *output = c.outputs[1];
@@ -475,7 +471,7 @@ Error TrainStep::recoverFromLostDevice(CompiledBatch& c, const Error& lostError)
     for (auto& [batch, compiled] : *table) {
       compiled.deviceInputs.clear();
       compiled.deviceOutputs.clear();
-      compiled.deviceCheckCounts.clear();
+      compiled.deviceCheckCounts = DeviceTensor();
       compiled.countsUnread = false;
       if (compiled.exe->deviceId() == device) {
         if (Status recovered = compiled.exe->recoverDevice(lostError); !recovered.ok()) return recovered.error();
@@ -508,22 +504,17 @@ Status TrainStep::enqueueDeviceStep(CompiledBatch& c, const DeviceTensor& input,
     }
     inputs.push_back(&c.deviceInputs[i]);
   }
-  if (c.deviceCheckCounts.size() != c.checkCounts.size()) {
-    c.deviceCheckCounts.clear();
-    for (const Tensor& zero : c.checkCounts) {
-      SMELT_TRY(DeviceTensor count, DeviceTensor::zeros(device, zero.type()));
-      c.deviceCheckCounts.push_back(std::move(count));
-    }
+  if (!c.checks.empty() && !c.deviceCheckCounts.defined()) {
+    SMELT_TRY(c.deviceCheckCounts, DeviceTensor::zeros(device, c.checkCounts.type()));
   }
-  SMELT_CHECK_OK(c.exe->run(inputs, stateFor(g, *state, c.deviceCheckCounts), c.deviceOutputs));
+  SMELT_CHECK_OK(
+      c.exe->run(inputs, stateFor(g, *state, c.checks.empty() ? nullptr : &c.deviceCheckCounts), c.deviceOutputs));
   // Donated state was updated in place; the rest is the outputs' new tensors, which the state now
   // shares (the next step writes its outputs into fresh pool blocks).
   for (size_t i = 0; i < c.stateNames.size(); ++i) {
     if (!c.exe->donated(2 + i)) (*state)[c.stateNames[i]] = c.deviceOutputs[2 + i];
   }
-  for (size_t k = 0; k < c.deviceCheckCounts.size(); ++k) {
-    if (!c.exe->donated(c.firstCheckOutput + k)) c.deviceCheckCounts[k] = c.deviceOutputs[c.firstCheckOutput + k];
-  }
+  if (!c.checks.empty() && !c.exe->donated(c.checkOutput)) c.deviceCheckCounts = c.deviceOutputs[c.checkOutput];
   // Counted as done once queued: a device lost later loses it with the rest (runDeviceStep, which waits for
   // its loss, counts it only then).
   model_->deviceStateChanged(false);

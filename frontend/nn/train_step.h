@@ -100,8 +100,8 @@ struct TrainStepOptions {
   CompileOptions compile;
 };
 
-/// The prefix of a training step's parameters that carry its checks' counts from run to run.
-inline constexpr std::string_view kCheckCountPrefix = "__check_count_";
+/// The parameter that carries a training step's check counts from run to run.
+inline constexpr std::string_view kCheckCountsName = "__check_counts";
 
 /// A batch size's compiled step or forward pass, and the tensors it reuses from run to run.
 struct CompiledBatch {
@@ -115,12 +115,12 @@ struct CompiledBatch {
   std::vector<DeviceTensor> deviceOutputs;
   std::vector<Tensor> uploadedScalars;  // the values last uploaded into deviceInputs, by position
   // A training step's index checks (labels in range, indices a gather can read): a batch that raises one
-  // updates nothing, and each check counts such batches where the step runs, in the outputs from
-  // firstCheckOutput on (fed back as the parameters kCheckCountPrefix + N), read at the next synchronizing call.
+  // updates nothing, and the step counts such batches where it runs, per check and in all (the parameter
+  // kCheckCountsName, output checkOutput), read at the next synchronizing call.
   std::vector<IndexCheck> checks;
-  size_t firstCheckOutput = 0;
-  std::vector<Tensor> checkCounts;              // on the CPU
-  std::vector<DeviceTensor> deviceCheckCounts;  // on a device
+  size_t checkOutput = 0;
+  Tensor checkCounts;              // on the CPU
+  DeviceTensor deviceCheckCounts;  // on a device
   bool updating = true;       // whether its runs update (false: gradient accumulation's runs without the update)
   bool countsUnread = false;  // whether steps ran since its counts were last read
 };
@@ -138,8 +138,8 @@ class TrainStep {
   Expected<double> run(const Tensor& input, const Tensor& target, Tensor* output = nullptr);
   /// One step on a batch already on the step's device, queued without waiting for it: the loss comes back
   /// as a device tensor (toHost() waits for it), so steps queue up behind each other and, where the device
-  /// records its work (CUDA graphs), each is one launch. Fed the same tensors (or a pool's blocks in turn)
-  /// the step replays as it was recorded. A batch a check rejects (a label out of range) trains nothing and
+  /// records its work (CUDA graphs), each is one launch. Fed the same tensors (each batch copied into them:
+  /// DeviceTensor::copyFrom) the step replays as it was recorded. A batch a check rejects (a label out of range) trains nothing and
   /// its loss is NaN; the error naming the check comes from the next sync() or run(). On the CPU the step
   /// runs before the call returns, checks included.
   Expected<DeviceTensor> runAsync(const DeviceTensor& input, const DeviceTensor& target);

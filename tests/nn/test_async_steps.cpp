@@ -12,6 +12,7 @@
 
 #include "frontend/nn/losses.h"
 #include "frontend/nn/train_step.h"
+#include "runtime/device/memory_pool.h"
 #include "tests/support/devices.h"
 #include "tests/support/random_tensors.h"
 
@@ -85,6 +86,18 @@ TEST_CASE("async steps: runAsync's losses and state are run()'s, on every device
       CHECK(got->getDouble(0) == doctest::Approx(want[s]).epsilon(1e-6));
     }
     CHECK(queuedStateDifference(synced, queued) < 1e-6);
+    if (device->kind() == DeviceKind::kCpu) continue;
+    // Fed the same tensors, a queued step rents one block, the loss it hands back: every buffer of the step
+    // (state, check counts, outputs) stays where it was, which a recorded run (a CUDA graph) needs.
+    auto dx = DeviceTensor::fromHost(device, testing::randomTensor(kQueuedInput, 11));
+    auto dy = DeviceTensor::fromHost(device, queuedLabels(12));
+    REQUIRE(dx.ok());
+    REQUIRE(dy.ok());
+    std::shared_ptr<MemoryPool> pool = MemoryPool::forDevice(device);
+    const int64_t rentsBefore = pool->stats().rents;
+    for (int s = 0; s < 4; ++s) REQUIRE(asyncStep->runAsync(*dx, *dy).ok());
+    REQUIRE(asyncStep->sync().ok());
+    CHECK(pool->stats().rents - rentsBefore == 4);
   }
 }
 
