@@ -169,8 +169,8 @@ int budgetCurve(const char* name, const std::function<nn::ModulePtr()>& makeModu
 
 /// On a device: the batch uploaded once and the step queued with runAsync (nn::TrainStep) in bursts of
 /// kBurst, each call timed on the host, then sync(). Prints `host_us X`, the median host time of a queued
-/// step (the launch alone: with CUDA graphs, one replay), and `async_ms X`, a burst's time per step (the
-/// device's pace with no wait between steps).
+/// step (the launch alone: with CUDA graphs, one replay), `async_ms X`, a burst's time per step (the
+/// device's pace with no wait between steps), and `replayed N of M`: how many of those steps were replays.
 Status timeQueuedSteps(nn::TrainStep& step, const Tensor& x, const Tensor& y, double seconds) {
   constexpr int kBurst = 20;
   SMELT_TRY(std::shared_ptr<Device> on, openDevice(step.deviceId()));
@@ -183,6 +183,7 @@ Status timeQueuedSteps(nn::TrainStep& step, const Tensor& x, const Tensor& y, do
   for (int i = 0; i < 3; ++i) SMELT_CHECK_OK(queue());  // warm-up: recorded, then replayed
   SMELT_CHECK_OK(step.sync());
   std::vector<double> hostUs, perStepMs;
+  const int64_t replaysBefore = step.replays();
   auto start = std::chrono::steady_clock::now();
   while (perStepMs.size() < 3 || msSince(start) < seconds * 1000) {
     auto burst = std::chrono::steady_clock::now();
@@ -198,7 +199,8 @@ Status timeQueuedSteps(nn::TrainStep& step, const Tensor& x, const Tensor& y, do
     std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
     return v[v.size() / 2];
   };
-  fmt::print("host_us {:.2f}\nasync_ms {:.6f}\n", median(hostUs), median(perStepMs));
+  fmt::print("host_us {:.2f}\nasync_ms {:.6f}\nreplayed {} of {}\n", median(hostUs), median(perStepMs),
+             step.replays() - replaysBefore, hostUs.size());
   std::fflush(stdout);
   return Status::success();
 }

@@ -319,6 +319,14 @@ Status TrainStep::compileBatch(int64_t batch, bool accumulateOnly) {
 
 double TrainStep::learningRate() const { return schedule_(steps_ + 1); }
 
+int64_t TrainStep::replays() const {
+  int64_t n = 0;
+  for (const auto* table : {&byBatch_, &accumulateByBatch_}) {
+    for (const auto& [batch, c] : *table) n += c.exe->replays();
+  }
+  return n;
+}
+
 Expected<CompiledBatch*> TrainStep::prepareRun(const TensorType& input, const TensorType& target) {
   SMELT_TRY(int64_t batch, batchOf("input", input, input_));
   if (targetBatched()) {
@@ -509,12 +517,14 @@ Status TrainStep::enqueueDeviceStep(CompiledBatch& c, const DeviceTensor& input,
   }
   SMELT_CHECK_OK(
       c.exe->run(inputs, stateFor(g, *state, c.checks.empty() ? nullptr : &c.deviceCheckCounts), c.deviceOutputs));
-  // Donated state was updated in place; the rest is the outputs' new tensors, which the state now
-  // shares (the next step writes its outputs into fresh pool blocks).
+  // Donated state was updated in place; the rest is in the outputs' tensors, swapped with the state's old
+  // ones, which the next step writes its outputs over: two buffers that take turns, no pool block per step,
+  // and the two sets of addresses a recorded run (a CUDA graph) replays.
   for (size_t i = 0; i < c.stateNames.size(); ++i) {
-    if (!c.exe->donated(2 + i)) (*state)[c.stateNames[i]] = c.deviceOutputs[2 + i];
+    if (!c.exe->donated(2 + i)) std::swap((*state)[c.stateNames[i]], c.deviceOutputs[2 + i]);
   }
-  if (!c.checks.empty() && !c.exe->donated(c.checkOutput)) c.deviceCheckCounts = c.deviceOutputs[c.checkOutput];
+  if (!c.checks.empty() && !c.exe->donated(c.checkOutput))
+    std::swap(c.deviceCheckCounts, c.deviceOutputs[c.checkOutput]);
   // Counted as done once queued: a device lost later loses it with the rest (runDeviceStep, which waits for
   // its loss, counts it only then).
   model_->deviceStateChanged(false);

@@ -157,6 +157,8 @@ class TrainStep {
   const std::string& deviceId() const { return full().exe->deviceId(); }
   /// The batch sizes compiled so far (1 until a smaller batch comes).
   int compiledBatchSizes() const { return static_cast<int>(byBatch_.size()); }
+  /// Steps replayed as one launch (CUDA graphs: Executable::replays) so far.
+  int64_t replays() const;
 
  private:
   TrainStep() = default;

@@ -475,6 +475,8 @@ const std::shared_ptr<Device>& CompiledGraph::device() const { return impl_->dev
 const KernelLoadInfo& CompiledGraph::loadInfo() const { return impl_->loadInfo; }
 std::uint64_t CompiledGraph::generation() const { return impl_->generation; }
 void CompiledGraph::releaseParameterValues() { impl_->graph.releaseParameterValues(); }
+int64_t CompiledGraph::replays() const { return impl_->replays; }
+
 bool CompiledGraph::donated(size_t output) const {
   return output < impl_->donatedOutputs.size() && impl_->donatedOutputs[output];
 }

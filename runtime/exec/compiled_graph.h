@@ -40,6 +40,8 @@ class CompiledGraph {
 
   void releaseParameterValues();
   bool donated(size_t output) const;
+  /// Runs replayed from a recording (CompileOptions::replay) so far.
+  int64_t replays() const;
   const Graph& graph() const;
   const CompileReport& report() const;
   const std::shared_ptr<Device>& device() const;

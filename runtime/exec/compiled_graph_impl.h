@@ -156,15 +156,22 @@ struct CompiledGraph::Impl {
   /// Whether the stream's timing events can be read (probed on the first profiled run of a device).
   std::optional<bool> eventTiming;
   bool probeEventTiming();
-  /// A run recorded for replays (CompileOptions::replay), the dynamic buffers it was recorded with,
-  /// how often they changed, and whether replays are off for this executable.
-  std::unique_ptr<RecordedWork> recorded;
-  std::vector<std::pair<void*, int64_t>> recordedArgs;
+  /// Runs recorded for replays (CompileOptions::replay), each with the fed and returned buffers it was
+  /// recorded with, the most recently replayed last (a training step whose state alternates between two
+  /// buffers replays two), how many were recorded after the first, and whether replays are off for this
+  /// executable. `runArgs`: this run's buffers, gathered in place (a replayed run allocates nothing).
+  struct Recording {
+    std::vector<std::pair<void*, int64_t>> args;
+    std::unique_ptr<RecordedWork> work;
+  };
+  std::vector<Recording> recordings;
+  std::vector<std::pair<void*, int64_t>> runArgs;
   int rerecords = 0;
+  int64_t replays = 0;
   bool replayOff = false;
   int64_t executions = 0;
-  /// Replays the recorded run (recording it first where needed); false when this run must launch
-  /// step by step.
+  /// Replays the run recorded with this run's buffers (recording it first where needed); false when this
+  /// run must launch step by step.
   Expected<bool> replay();
 
   // Between prepare() and finish().

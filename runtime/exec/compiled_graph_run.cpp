@@ -1,17 +1,17 @@
 // CompiledGraph, running: bind what a run is fed and what it returns (in place on the CPU, through
 // arena slots and pinned staging for a host run elsewhere, where they are for a device-resident run),
 // then replay the steps on the stream (see compiled_graph.h).
-#include "runtime/exec/compiled_graph_impl.h"
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <span>
 
 #include "codegen/log.h"
 #include "ir/interpreter.h"
 #include "runtime/cpu/thread_pool.h"
+#include "runtime/exec/compiled_graph_impl.h"
 #include "runtime/exec/run_support.h"
-
-#include <fmt/format.h>
-
-#include <cstring>
-#include <span>
 
 namespace smelt {
 
@@ -190,28 +190,24 @@ Expected<bool> CompiledGraph::Impl::replay() {
       return false;
     }
   }
-  // Whether this run's fed and returned buffers are where the recorded run's were (compared in place:
-  // a replayed run allocates nothing).
-  size_t at = 0;
-  bool same = recorded != nullptr;
+  // This run's fed and returned buffers, and a recording made with the same (compared in place: a replayed
+  // run allocates nothing).
+  runArgs.clear();
   for (const Step& s : steps) {
-    for (uint32_t b : s.dynamicBuffers) {
-      same = same && at < recordedArgs.size() &&
-             recordedArgs[at] == std::pair<void*, int64_t>(s.args[b].memory.handle, s.args[b].byteOffset);
-      ++at;
-    }
+    for (uint32_t b : s.dynamicBuffers) runArgs.emplace_back(s.args[b].memory.handle, s.args[b].byteOffset);
   }
-  if (!same || at != recordedArgs.size()) {
-    std::vector<std::pair<void*, int64_t>> args;
-    for (const Step& s : steps) {
-      for (uint32_t b : s.dynamicBuffers) args.emplace_back(s.args[b].memory.handle, s.args[b].byteOffset);
-    }
-    // Fed at new addresses: record again, but not on every run (that costs more than it saves).
-    constexpr int kMaxRerecords = 3;
-    if (recorded && ++rerecords > kMaxRerecords) {
+  auto match =
+      std::find_if(recordings.begin(), recordings.end(), [&](const Recording& r) { return r.args == runArgs; });
+  if (match == recordings.end()) {
+    // Fed at new addresses: record again, but not on every run (that costs more than it saves). A few
+    // recordings are kept: buffers that take turns (a state entry written beside its old value, then
+    // swapped) replay each of theirs.
+    constexpr int kMaxRerecords = 8;
+    constexpr size_t kKeptRecordings = 4;
+    if (!recordings.empty() && ++rerecords > kMaxRerecords) {
       logger().debug("{}: fed at new addresses {} times; launching step by step from now on", device->id(), rerecords);
       replayOff = true;
-      recorded.reset();
+      recordings.clear();
       return false;
     }
     auto work = stream->capture([&]() -> Status {
@@ -230,10 +226,15 @@ Expected<bool> CompiledGraph::Impl::replay() {
       replayOff = true;  // the device cannot record
       return false;
     }
-    recorded = std::move(*work);
-    recordedArgs = std::move(args);
+    if (recordings.size() == kKeptRecordings) recordings.erase(recordings.begin());
+    recordings.push_back({runArgs, std::move(*work)});
+    match = recordings.end() - 1;
+  } else if (match != recordings.end() - 1) {
+    std::rotate(match, match + 1, recordings.end());  // the most recently replayed last
+    match = recordings.end() - 1;
   }
-  SMELT_CHECK_OK(recorded->replay(*stream));
+  SMELT_CHECK_OK(match->work->replay(*stream));
+  ++replays;
   return true;
 }
 

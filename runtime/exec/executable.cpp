@@ -391,6 +391,11 @@ const std::string kNothing;
 const CompileReport kNoReport;
 }  // namespace
 
+int64_t Executable::replays() const {
+  if (impl_->symbolic) return impl_->current ? impl_->current->replays() : 0;
+  return impl_->compiled ? impl_->compiled->replays() : 0;
+}
+
 bool Executable::donated(size_t output) const {
   if (impl_->symbolic) return impl_->current && impl_->current->donated(output);
   return impl_->compiled && impl_->compiled->donated(output);

@@ -55,7 +55,8 @@ struct CompileOptions {
   bool tf32 = tf32FromEnvironment();
   /// Whether a device that can record its streams' work (CUDA graphs) records a run once and replays
   /// it as one launch on later runs (not the first, whose one-time work is not recorded; recorded
-  /// again when fed at new addresses, and given up after a few such changes). $SMELT_CUDA_GRAPHS=0
+  /// again when fed at new addresses, the last four recordings kept so that buffers which take turns
+  /// replay each of theirs, and given up after eight new recordings). $SMELT_CUDA_GRAPHS=0
   /// turns it off. Never while profiling or checking kernels, nor with host or interpreted steps.
   bool replay = replayFromEnvironment();
   /// Whether ops with a host implementation (OpDef::host) run it instead of their kernel (CPU).
@@ -142,6 +143,9 @@ class Executable {
   void releaseParameterValues();
   /// Whether output `i` is written over its donated parameter's tensor (CompileOptions::donate).
   bool donated(size_t output) const;
+  /// Runs replayed as one launch from a recording (CompileOptions::replay: CUDA graphs) so far, by the
+  /// compiled graph in use (a symbolic executable's last specialization).
+  int64_t replays() const;
   /// The graph after the pipeline, as it runs: its outputs are the source graph's, then the flags of
   /// its index checks (CompileOptions::checkIndices), named __index_check_N, which runs do not return.
   const Graph& graph() const;
