@@ -48,7 +48,7 @@ OperandRange rangeOf(const Graph& graph, const Node& node) {
 
 }  // namespace
 
-Expected<std::vector<IndexFlag>> buildIndexChecks(Graph& graph) {
+Expected<std::vector<IndexFlag>> buildIndexChecks(Graph& graph, CheckPlacement placement) {
   std::vector<IndexFlag> checks;
   std::set<std::tuple<const Value*, int64_t, int64_t>> checked;  // a gather and its gradient's scatter_add: one check
   struct Guarded {
@@ -71,9 +71,7 @@ Expected<std::vector<IndexFlag>> buildIndexChecks(Graph& graph) {
       continue;
     }
     if (!checked.emplace(values, range.lo, range.hi).second) continue;
-    // Right before the node it guards: scheduled with it, not after everything else (a training step's updates
-    // wait for its flags).
-    graph.setInsertionPoint(node);
+    if (placement == CheckPlacement::kBeforeGuarded) graph.setInsertionPoint(node);
     Builder b(graph, node->sourceName());
     const DType type = values->dtype();
     Value* outside = nullptr;

@@ -36,11 +36,17 @@ struct IndexFlag {
   Value* raised = nullptr;
 };
 
+/// Where a check's nodes go: after every node (the graph's own keep their numbers, which errors of the
+/// reference interpreter print), or right before the node it guards (scheduled with it: a training step's
+/// updates wait for its flags, which would otherwise come last).
+enum class CheckPlacement { kAtEnd, kBeforeGuarded };
+
 /// Computes the checks' flags in `graph` (in node order) without making them outputs, for a caller that
 /// uses them itself (a training step counts them on the device and skips the update: frontend/nn/train_step.h),
 /// and replaces the check_range nodes by their operands (dead from then on: the caller removes them once its
-/// flags have users). Values that are constants in range, or empty, need none.
-Expected<std::vector<IndexFlag>> buildIndexChecks(Graph& graph);
+/// flags have users). Values that are constants in range, or empty, need none. Labels name the guarded
+/// nodes as the graph numbered them before.
+Expected<std::vector<IndexFlag>> buildIndexChecks(Graph& graph, CheckPlacement placement = CheckPlacement::kAtEnd);
 
 /// Appends the checks' outputs to `graph` (after its own outputs, in node order) and returns what each
 /// guards.

@@ -11,6 +11,12 @@
 // included), `peak_mb X` (the process's peak resident memory above its resident memory just before the
 // model was built, the runtime already started: run one workload per process to compare it with another
 // framework's) and, for the training steps on a device, `host_us X` and `async_ms X` (timeQueuedSteps).
+#include "benchmarks/native/training_data.h"
+#include "frontend/nn/losses.h"
+#include "frontend/nn/models.h"
+#include "frontend/nn/train_step.h"
+#include "runtime/device/device_list.h"
+
 #include <fmt/format.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -24,12 +30,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "benchmarks/native/training_data.h"
-#include "frontend/nn/losses.h"
-#include "frontend/nn/models.h"
-#include "frontend/nn/train_step.h"
-#include "runtime/device/device_list.h"
 
 using namespace smelt;
 

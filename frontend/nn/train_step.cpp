@@ -1,6 +1,12 @@
 // See train_step.h.
 #include "frontend/nn/train_step.h"
 
+#include "autodiff/gradient_tape.h"
+#include "codegen/log.h"
+#include "frontend/nn/loss_scaling.h"
+#include "passes/pass_manager.h"
+#include "runtime/exec/size_general_kernels.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -8,12 +14,6 @@
 #include <limits>
 #include <string>
 #include <utility>
-
-#include "autodiff/gradient_tape.h"
-#include "codegen/log.h"
-#include "frontend/nn/loss_scaling.h"
-#include "passes/pass_manager.h"
-#include "runtime/exec/size_general_kernels.h"
 
 namespace smelt::nn {
 
@@ -235,7 +235,7 @@ Status TrainStep::compileBatch(int64_t batch, bool accumulateOnly) {
   // executable's, which a device-resident run would wait for: a batch that raises one updates nothing (every
   // state entry keeps its value, the loss is NaN), and each check counts such batches on the device, read at
   // the next synchronizing call (run(), sync()) instead of after every step.
-  SMELT_TRY(std::vector<IndexFlag> flags, buildIndexChecks(graph));
+  SMELT_TRY(std::vector<IndexFlag> flags, buildIndexChecks(graph, CheckPlacement::kBeforeGuarded));
   Value* checkCounts = nullptr;
   if (!flags.empty()) {
     Builder& b = ctx.b();

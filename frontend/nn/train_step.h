@@ -14,17 +14,17 @@
 //   SMELT_CHECK_OK(nn::saveSafetensors(path, model.hostState()));   // the state back on the host
 #pragma once
 
-#include <functional>
-#include <map>
-#include <memory>
-#include <string_view>
-
 #include "frontend/nn/data_parallel.h"
 #include "frontend/nn/layers.h"
 #include "frontend/nn/optimizers.h"
 #include "passes/index_checks.h"
 #include "runtime/device/device_tensor.h"
 #include "runtime/exec/executable.h"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string_view>
 
 namespace smelt::nn {
 

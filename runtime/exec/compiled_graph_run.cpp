@@ -1,17 +1,18 @@
 // CompiledGraph, running: bind what a run is fed and what it returns (in place on the CPU, through
 // arena slots and pinned staging for a host run elsewhere, where they are for a device-resident run),
 // then replay the steps on the stream (see compiled_graph.h).
+#include "runtime/exec/compiled_graph_impl.h"
+
+#include "codegen/log.h"
+#include "ir/interpreter.h"
+#include "runtime/cpu/thread_pool.h"
+#include "runtime/exec/run_support.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstring>
 #include <span>
-
-#include "codegen/log.h"
-#include "ir/interpreter.h"
-#include "runtime/cpu/thread_pool.h"
-#include "runtime/exec/compiled_graph_impl.h"
-#include "runtime/exec/run_support.h"
 
 namespace smelt {
 
