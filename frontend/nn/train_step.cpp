@@ -368,22 +368,23 @@ Expected<double> TrainStep::run(const Tensor& input, const Tensor& target, Tenso
 Expected<DeviceTensor> TrainStep::runAsync(const DeviceTensor& input, const DeviceTensor& target) {
   if (!input.defined() || !target.defined())
     return makeError("train step: runAsync needs defined input and target tensors");
-  SMELT_TRY(CompiledBatch * c, prepareRun(input.type(), target.type()));
-  const std::shared_ptr<Device>& device = c->exe->device();
+  // Every batch size runs where the full one does.
+  const std::shared_ptr<Device>& device = full().exe->device();
   for (const auto& [what, t] : {std::pair{"input", &input}, std::pair{"target", &target}}) {
     if (t->devicePtr() != device) {
       return makeError("train step: the {} lives on {}, the step runs on {}", what, t->device().id(), device->id());
     }
   }
-  if (onCpu(*c->exe)) {
+  if (onCpu(*full().exe)) {
     // The CPU runs the step now, its checks on the host as run()'s.
     SMELT_TRY(Tensor x, input.toHost());
     SMELT_TRY(Tensor y, target.toHost());
     SMELT_TRY(double loss, run(x, y));
-    Tensor value(c->exe->graph().outputs()[0].value->type());
+    Tensor value(full().exe->graph().outputs()[0].value->type());
     value.setDouble(0, loss);
     return DeviceTensor::fromHost(device, value);
   }
+  SMELT_TRY(CompiledBatch * c, prepareRun(input.type(), target.type()));
   Status queued = enqueueDeviceStep(*c, input, target);
   if (!queued.ok()) {
     if (isDeviceLost(queued.error())) return recoverFromLostDevice(*c, queued.error());
@@ -534,11 +535,10 @@ Status TrainStep::enqueueDeviceStep(CompiledBatch& c, const DeviceTensor& input,
 Expected<double> TrainStep::runDeviceStep(CompiledBatch& c, const Tensor& input, const Tensor& target, Tensor* output) {
   const std::shared_ptr<Device>& device = c.exe->device();
   // The batch into device tensors kept across steps (no allocation).
-  c.deviceInputs.resize(std::max<size_t>(2, c.deviceInputs.size()));
+  c.deviceInputs.resize(c.exe->graph().inputs().size());
   SMELT_CHECK_OK(upload(device, input, c.deviceInputs[0]));
   SMELT_CHECK_OK(upload(device, target, c.deviceInputs[1]));
-  DeviceTensor x = c.deviceInputs[0], y = c.deviceInputs[1];
-  SMELT_CHECK_OK(enqueueDeviceStep(c, x, y));
+  SMELT_CHECK_OK(enqueueDeviceStep(c, c.deviceInputs[0], c.deviceInputs[1]));
   if (output) {
     SMELT_TRY(*output, c.deviceOutputs[1].toHost());
   }
