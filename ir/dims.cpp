@@ -70,9 +70,11 @@ Status DimBinder::bindInput(const Value& input, const TensorType& fed) {
                      input.type().toString(), fed.shape.size(), shapeToString(fed.shape));
   }
   for (size_t d = 0; d < declared.size(); ++d) {
-    std::string symbol = dimSymbolName(declared[d]);
-    if (!symbol.empty()) {
-      SMELT_CHECK_OK(bind(symbol, fed.shape[d], fmt::format("input '{}' dimension #{}", input.name(), d)));
+    std::string where = fmt::format("input '{}' dimension #{}", input.name(), d);
+    if (isPlainSymbol(declared[d])) {
+      SMELT_CHECK_OK(bind(dimSymbolName(declared[d]), fed.shape[d], where));
+    } else if (isSymbolic(declared[d])) {
+      products_.push_back({declared[d], fed.shape[d], std::move(where)});
     } else if (fed.shape[d] != declared[d]) {
       return makeError("graph @{}: input '{}' is declared {}, fed {} (dimension #{})", graph_.name(), input.name(),
                        input.type().toString(), shapeToString(fed.shape), d);
@@ -89,6 +91,62 @@ Expected<DimBinding> bindingFromInputs(const Graph& graph, std::span<const Tenso
   DimBinder binder(graph);
   for (size_t i = 0; i < fed.size(); ++i) SMELT_CHECK_OK(binder.bindInput(*graph.inputs()[i], fed[i]));
   return binder.binding();
+}
+
+Expected<int64_t> evaluateExtent(int64_t extent, const DimBinding& binding) {
+  if (!isSymbolic(extent)) return extent;
+  ExtentFactors f = extentFactors(extent);
+  int64_t value = f.count;
+  for (const std::string& s : f.symbols) {
+    auto it = binding.find(s);
+    if (it == binding.end()) return makeError("dimension {} of {} is not bound", s, extentToString(extent));
+    if (it->second != 0 && value > kMaxElements / it->second) {
+      return makeError("{} is more than 2^40 at {}", extentToString(extent), bindingToString(binding));
+    }
+    value *= it->second;
+  }
+  return value;
+}
+
+Expected<DimBinding> DimBinder::binding() {
+  // One product may wait on a symbol another product solves: repeat while any is solved.
+  for (bool solved = true; solved;) {
+    solved = false;
+    for (const FedProduct& p : products_) {
+      ExtentFactors f = extentFactors(p.declared);
+      std::vector<std::string> unbound;
+      int64_t known = f.count;
+      for (const std::string& s : f.symbols) {
+        if (auto it = binding_.find(s); it == binding_.end()) {
+          unbound.push_back(s);
+        } else if (it->second != 0 && known > kMaxElements / it->second) {
+          return makeError("graph @{}: {} is declared {}, more than 2^40 at {}", graph_.name(), p.where,
+                           extentToString(p.declared), bindingToString(binding_));
+        } else {
+          known *= it->second;
+        }
+      }
+      if (unbound.size() != 1 || std::count(f.symbols.begin(), f.symbols.end(), unbound[0]) != 1) continue;
+      if (known == 0 || p.fed % known != 0) {
+        return makeError("graph @{}: {} is declared {}, fed {}, which is no multiple of {}", graph_.name(), p.where,
+                         extentToString(p.declared), p.fed, known);
+      }
+      SMELT_CHECK_OK(bind(unbound[0], p.fed / known, p.where));
+      solved = true;
+    }
+  }
+  for (const FedProduct& p : products_) {
+    Expected<int64_t> value = evaluateExtent(p.declared, binding_);
+    if (!value.ok()) {
+      return makeError("graph @{}: {} is declared {}, whose symbols no input binds alone", graph_.name(), p.where,
+                       extentToString(p.declared));
+    }
+    if (*value != p.fed) {
+      return makeError("graph @{}: {} is declared {} = {} at {}, fed {}", graph_.name(), p.where,
+                       extentToString(p.declared), *value, bindingToString(binding_), p.fed);
+    }
+  }
+  return binding_;
 }
 
 Status checkBinding(const Graph& graph, const DimBinding& binding) {
@@ -145,10 +203,12 @@ std::string unifiedSymbols(const Node& node, const DimBinding& binding) {
   for (const Value* o : node.operands()) {
     types.push_back(o->type().toString());
     for (int64_t d : o->type().shape) {
-      std::string name = dimSymbolName(d);
-      if (name.empty() || std::find(symbols.begin(), symbols.end(), name) != symbols.end()) continue;
-      symbols.push_back(name);
-      bound.push_back(fmt::format("{}={}", name, binding.at(name)));
+      for (const std::string& name : extentFactors(d).symbols) {
+        if (std::find(symbols.begin(), symbols.end(), name) != symbols.end()) continue;
+        symbols.push_back(name);
+        auto it = binding.find(name);
+        bound.push_back(it == binding.end() ? name + " unbound" : fmt::format("{}={}", name, it->second));
+      }
     }
   }
   if (symbols.size() < 2) return "";
@@ -160,8 +220,10 @@ std::string unifiedSymbols(const Node& node, const DimBinding& binding) {
 
 Expected<Graph> bindDims(const Graph& graph, const DimBinding& binding) {
   SMELT_CHECK_OK(checkBinding(graph, binding));
+  // Every symbol of a product is bound: products are made from the inputs' and parameters' symbols.
+  // One that is not (written by hand into an attribute) is left for the op's inference to refuse.
   auto bind = [&](int64_t& d) {
-    if (std::string symbol = dimSymbolName(d); !symbol.empty()) d = binding.at(symbol);
+    if (Expected<int64_t> value = evaluateExtent(d, binding); value.ok()) d = *value;
   };
   auto explain = [&](const Node& node) { return unifiedSymbols(node, binding); };
   SMELT_TRY(Graph bound, withInputTypes(

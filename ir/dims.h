@@ -27,6 +27,10 @@ std::string bindingToString(const DimBinding& binding);
 /// Parses "N=8" into `binding` (the CLI's --dim); an error says what is wrong.
 Status parseDimAssignment(std::string_view text, DimBinding& binding);
 
+/// The value of `extent` at `binding`: a count itself, a symbol its bound value, a product of symbols
+/// the product of theirs. An error names a symbol the binding lacks, or a product past kMaxElements.
+Expected<int64_t> evaluateExtent(int64_t extent, const DimBinding& binding);
+
 /// Builds a binding from several sources (`--dim` options, then the inputs fed), remembering which one
 /// bound each symbol so a disagreement names both.
 class DimBinder {
@@ -36,14 +40,24 @@ class DimBinder {
   /// source bound it to another extent, or the extent is outside the symbol's range.
   Status bind(const std::string& symbol, int64_t extent, const std::string& where);
   /// The symbols of `input`'s declared type from the type fed to it; a rank or static extent that
-  /// differs from the declared one is an error naming the input.
+  /// differs from the declared one is an error naming the input. A product of symbols ("4*N") is
+  /// checked by binding(), once every source has bound what it can.
   Status bindInput(const Value& input, const TensorType& fed);
-  const DimBinding& binding() const { return binding_; }
+  /// The binding, once each product of symbols in a fed input's type is checked against the extent
+  /// fed: equal to its value, or, where it holds one symbol nothing else bound (f32[4*N] fed 12), that
+  /// symbol's value solved from it (N = 3). A product that disagrees is an error naming the input.
+  Expected<DimBinding> binding();
 
  private:
+  struct FedProduct {
+    int64_t declared;
+    int64_t fed;
+    std::string where;
+  };
   const Graph& graph_;
   DimBinding binding_;
   std::map<std::string, std::string> boundBy_;
+  std::vector<FedProduct> products_;
 };
 
 /// The binding the types fed to a graph's inputs give (one per input, in order): each symbolic extent

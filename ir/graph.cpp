@@ -255,8 +255,9 @@ std::vector<std::string> Graph::symbolicDims() const {
   std::vector<std::string> names;
   auto collect = [&](const Value* v) {
     for (int64_t d : v->shape()) {
-      std::string name = dimSymbolName(d);
-      if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+      for (const std::string& name : extentFactors(d).symbols) {
+        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+      }
     }
   };
   for (const Value* v : inputs_) collect(v);

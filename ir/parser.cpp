@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 
 namespace smelt {
@@ -158,6 +159,29 @@ class Parser {
     return Status::success();
   }
 
+  /// An extent: a count, a symbolic dimension (bound when the graph runs), or a product of them
+  /// ("12*N", "N*T").
+  Expected<int64_t> parseExtent() {
+    int64_t extent = 1;
+    while (true) {
+      const Token& t = peek();
+      int64_t factor = 0;
+      if (t.kind == TokenKind::Identifier) {
+        if (!isValidSymbolName(t.text)) return fail(t, fmt::format("'{}' cannot name a dimension", t.text));
+        factor = dimSymbol(next().text);
+      } else {
+        SMELT_TRY(factor, parseInt());
+        if (factor < 0) return fail(t, fmt::format("dimension {} is negative", factor));
+        if (factor > kMaxElements) return fail(t, fmt::format("dimension {} is too large", factor));
+      }
+      Expected<int64_t> product = multiplyExtents(extent, factor);
+      if (!product.ok()) return fail(t, product.error().message());
+      extent = *product;
+      if (!isPunct("*")) return extent;
+      next();
+    }
+  }
+
   Expected<TensorType> parseType() {
     const Token& t = peek();
     if (t.kind != TokenKind::Identifier) return fail(t, fmt::format("expected a type like f32[2,3], got {}", describe(t)));
@@ -168,18 +192,7 @@ class Parser {
     SMELT_CHECK_OK(expectPunct("["));
     if (!isPunct("]")) {
       while (true) {
-        const Token& dt = peek();
-        if (dt.kind == TokenKind::Identifier) {
-          // A symbolic dimension, bound when the graph runs.
-          if (!isValidSymbolName(dt.text)) return fail(dt, fmt::format("'{}' cannot name a dimension", dt.text));
-          type.shape.push_back(dimSymbol(next().text));
-          if (!isPunct(",")) break;
-          next();
-          continue;
-        }
-        SMELT_TRY(int64_t d, parseInt());
-        if (d < 0) return fail(dt, fmt::format("dimension {} is negative", d));
-        if (d > kMaxElements) return fail(dt, fmt::format("dimension {} is too large", d));
+        SMELT_TRY(int64_t d, parseExtent());
         type.shape.push_back(d);
         if (!isPunct(",")) break;
         next();
@@ -309,31 +322,34 @@ class Parser {
     }
     if (isPunct("[")) {
       next();
-      std::vector<std::string> items;
       std::vector<const Token*> toks;
+      std::vector<std::optional<int64_t>> extents;  // per item: a symbolic extent ("N", "4*N")
       if (!isPunct("]")) {
         while (true) {
           toks.push_back(&peek());
-          if (isSymbolToken(peek())) {
-            next();  // a symbolic dimension's name in an integer list
+          extents.emplace_back();
+          const bool product = pos_ + 1 < tokens_.size() && tokens_[pos_ + 1].kind == TokenKind::Punct &&
+                               tokens_[pos_ + 1].text == "*";
+          if (isSymbolToken(peek()) || product) {
+            SMELT_TRY(extents.back(), parseExtent());  // a symbolic dimension in an integer list
+            if (!isSymbolic(*extents.back())) return fail(*toks.back(), "a product of counts: write its value");
           } else {
             SMELT_TRY(Attribute a, parseScalar());
           }
-          items.push_back(tokens_[pos_ - 1].text);
           if (!isPunct(",")) break;
           next();
         }
       }
       SMELT_CHECK_OK(expectPunct("]"));
       bool allInts = true, anySymbol = false;
-      for (const Token* tok : toks) {
-        anySymbol = anySymbol || isSymbolToken(*tok);
-        allInts = allInts && (isIntText(tok->text) || isSymbolToken(*tok));
+      for (size_t i = 0; i < toks.size(); ++i) {
+        anySymbol = anySymbol || extents[i].has_value();
+        allInts = allInts && (isIntText(toks[i]->text) || extents[i].has_value());
       }
       if (allInts) {
         std::vector<int64_t> ints;
-        for (const Token* tok : toks) {
-          ints.push_back(isSymbolToken(*tok) ? dimSymbol(tok->text) : std::get<int64_t>(*scalarOf(*tok)));
+        for (size_t i = 0; i < toks.size(); ++i) {
+          ints.push_back(extents[i] ? *extents[i] : std::get<int64_t>(*scalarOf(*toks[i])));
         }
         return Attribute(std::move(ints));
       }

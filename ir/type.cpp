@@ -3,6 +3,7 @@
 
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cctype>
 #include <mutex>
 #include <unordered_map>
@@ -11,10 +12,18 @@ namespace smelt {
 
 namespace {
 
-/// The interned symbol names, process-wide (never shrinks: symbols are few).
+/// A monomial: a count times symbols, each symbol a plain one's id, sorted by name (with repeats).
+struct Monomial {
+  int64_t count = 1;
+  std::vector<int64_t> symbols;
+};
+
+/// The interned symbols, process-wide (never shrinks: symbols and their products are few). A plain
+/// symbol's monomial is {1, {its own id}}; a product's names its factors.
 struct Symbols {
   std::mutex mutex;
   std::vector<std::string> names;
+  std::vector<Monomial> monomials;
   std::unordered_map<std::string, int64_t> ids;
 };
 Symbols& symbols() {
@@ -22,12 +31,45 @@ Symbols& symbols() {
   return *s;
 }
 
-/// The id `extent` encodes, or -1.
+/// The id `extent` encodes, or -1. Takes the lock.
 int64_t symbolId(int64_t extent) {
   if (extent >= 0 || extent < kSymbolBase || (extent - kSymbolBase) % kSymbolStride != 0) return -1;
   int64_t id = (extent - kSymbolBase) / kSymbolStride;
   std::lock_guard lock(symbols().mutex);
   return id < static_cast<int64_t>(symbols().names.size()) ? id : -1;
+}
+
+/// `extent` as a monomial (a count is {extent, {}}); `extent` is a count or symbolic.
+Monomial monomialOf(int64_t extent) {
+  int64_t id = symbolId(extent);
+  if (id < 0) return {extent, {}};
+  std::lock_guard lock(symbols().mutex);
+  return symbols().monomials[static_cast<size_t>(id)];
+}
+
+/// Interns `name` with monomial `m` (the caller holds the lock) and returns its extent.
+int64_t internLocked(Symbols& s, const std::string& name, const Monomial& m) {
+  auto [it, added] = s.ids.try_emplace(name, static_cast<int64_t>(s.names.size()));
+  if (added) {
+    s.names.push_back(name);
+    s.monomials.push_back(m);
+    if (s.monomials.back().symbols.empty()) s.monomials.back().symbols.push_back(it->second);  // a plain symbol
+  }
+  return kSymbolBase + it->second * kSymbolStride;
+}
+
+/// The extent of `m`: a count when it has no symbols, the symbol itself for 1 times one symbol, or
+/// an interned product named "12*N*T".
+int64_t extentOf(Monomial m) {
+  if (m.symbols.empty() || m.count == 0) return m.count;
+  Symbols& s = symbols();
+  std::lock_guard lock(s.mutex);
+  auto byName = [&](int64_t a, int64_t b) { return s.names[static_cast<size_t>(a)] < s.names[static_cast<size_t>(b)]; };
+  std::sort(m.symbols.begin(), m.symbols.end(), byName);
+  if (m.count == 1 && m.symbols.size() == 1) return kSymbolBase + m.symbols[0] * kSymbolStride;
+  std::string name = m.count == 1 ? "" : std::to_string(m.count);
+  for (int64_t id : m.symbols) name += (name.empty() ? "" : "*") + s.names[static_cast<size_t>(id)];
+  return internLocked(s, name, m);
 }
 
 }  // namespace
@@ -50,18 +92,57 @@ bool isValidSymbolName(std::string_view name) {
 int64_t dimSymbol(std::string_view name) {
   Symbols& s = symbols();
   std::lock_guard lock(s.mutex);
-  auto [it, added] = s.ids.try_emplace(std::string(name), static_cast<int64_t>(s.names.size()));
-  if (added) s.names.emplace_back(name);
-  return kSymbolBase + it->second * kSymbolStride;
+  return internLocked(s, std::string(name), Monomial{1, {}});
 }
 
 bool isSymbolic(int64_t extent) { return symbolId(extent) >= 0; }
+
+bool isPlainSymbol(int64_t extent) {
+  Monomial m = monomialOf(extent);
+  return m.count == 1 && m.symbols.size() == 1 && extent < 0;
+}
 
 std::string dimSymbolName(int64_t extent) {
   int64_t id = symbolId(extent);
   if (id < 0) return "";
   std::lock_guard lock(symbols().mutex);
   return symbols().names[static_cast<size_t>(id)];
+}
+
+ExtentFactors extentFactors(int64_t extent) {
+  Monomial m = monomialOf(extent);
+  ExtentFactors f{m.count, {}};
+  std::lock_guard lock(symbols().mutex);
+  for (int64_t id : m.symbols) f.symbols.push_back(symbols().names[static_cast<size_t>(id)]);
+  std::sort(f.symbols.begin(), f.symbols.end());
+  return f;
+}
+
+Expected<int64_t> multiplyExtents(int64_t a, int64_t b) {
+  Monomial ma = monomialOf(a), mb = monomialOf(b);
+  if (ma.count < 0 || mb.count < 0) {
+    return makeError("cannot multiply extents {} and {}: one is negative", extentToString(a), extentToString(b));
+  }
+  if (mb.count != 0 && ma.count > kMaxElements / mb.count) {
+    return makeError("the product of extents {} and {} has too many elements (at most 2^40)", extentToString(a),
+                     extentToString(b));
+  }
+  Monomial m{ma.count * mb.count, ma.symbols};
+  m.symbols.insert(m.symbols.end(), mb.symbols.begin(), mb.symbols.end());
+  return extentOf(std::move(m));
+}
+
+std::optional<int64_t> divideExtents(int64_t a, int64_t b) {
+  Monomial ma = monomialOf(a), mb = monomialOf(b);
+  if (ma.count < 0 || mb.count <= 0 || ma.count % mb.count != 0) return std::nullopt;
+  Monomial q{ma.count / mb.count, ma.symbols};
+  for (int64_t id : mb.symbols) {
+    auto it = std::find(q.symbols.begin(), q.symbols.end(), id);
+    if (it == q.symbols.end()) return std::nullopt;
+    q.symbols.erase(it);
+  }
+  if (q.count == 0 && !q.symbols.empty()) return std::nullopt;  // 0 / N is no monomial of N's
+  return extentOf(std::move(q));
 }
 
 bool isStatic(std::span<const int64_t> shape) {
@@ -94,7 +175,14 @@ std::vector<int64_t> contiguousStrides(std::span<const int64_t> shape) {
 
 std::string TensorType::toString() const { return std::string(dtypeName(dtype)) + shapeToString(shape); }
 
-bool extentsUnify(int64_t a, int64_t b) { return a == b || (isSymbolic(a) && isSymbolic(b)); }
+bool extentsUnify(int64_t a, int64_t b) {
+  if (a == b) return true;
+  if (!isSymbolic(a) || !isSymbolic(b)) return false;
+  Monomial ma = monomialOf(a), mb = monomialOf(b);
+  std::sort(ma.symbols.begin(), ma.symbols.end());
+  std::sort(mb.symbols.begin(), mb.symbols.end());
+  return ma.symbols != mb.symbols;  // the same symbols times different counts never meet
+}
 
 Expected<Shape> broadcastShapes(std::span<const int64_t> a, std::span<const int64_t> b) {
   size_t rank = std::max(a.size(), b.size());
@@ -117,7 +205,7 @@ Status checkShapeLimits(std::span<const int64_t> shape) {
   }
   int64_t n = 1;
   for (int64_t d : shape) {
-    if (isSymbolic(d)) continue;
+    if (isSymbolic(d)) d = monomialOf(d).count;
     if (d < -kMaxElements) return makeError("shape {} has an extent computed from a symbolic dimension", shapeToString(shape));
     if (d < 0) return makeError("shape {} has a negative extent", shapeToString(shape));
     if (d > kMaxElements || (d != 0 && n > kMaxElements / d)) {

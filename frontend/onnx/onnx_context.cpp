@@ -1,11 +1,10 @@
 // NodeContext: input lookup (run-time or static), attribute access, node emission with folding.
 #include "frontend/onnx/onnx_context.h"
 
+#include "frontend/onnx/onnx_shape_values.h"
 #include "frontend/onnx/onnx_tensor.h"
-#include "ir/interpreter.h"
 
 #include <cmath>
-#include <set>
 
 namespace smelt::onnximport {
 
@@ -81,37 +80,6 @@ Expected<Tensor> NodeContext::constInput(size_t i) {
   return value;
 }
 
-bool holdsSymbols(const Tensor& t) {
-  if (t.dtype() != DType::i64) return false;
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    if (isSymbolic(t.getInt(i))) return true;
-  }
-  return false;
-}
-
-namespace {
-
-/// A Shape of a symbolic input holds its symbols (ir/type.h's encoding): ops that only move such values
-/// (Gather, Concat, Slice, Unsqueeze ...) carry them to a Reshape or Expand, but arithmetic on them
-/// would make a wrong number, not a size: an error naming the node (the loader then imports the model
-/// again with the shapes of the inputs it was given, where it has them).
-Status onlyCarriesSymbols(const Graph& graph, const Node& node, std::span<const Tensor> operands) {
-  static const std::set<std::string_view> kMovesValues = {"gather", "concat", "slice", "reshape", "squeeze",
-                                                          "unsqueeze", "flatten", "identity", "transpose", "expand"};
-  if (kMovesValues.count(node.opName()) || (node.opName() == "cast" && node.result(0)->dtype() == DType::i64)) {
-    return Status::success();
-  }
-  for (const Tensor& t : operands) {
-    if (holdsSymbols(t)) {
-      return makeError("{} computes with a symbolic dimension's value ({}): only ops that move values may take it",
-                       graph.labelOf(node), t.type().toString());
-    }
-  }
-  return Status::success();
-}
-
-}  // namespace
-
 Expected<Tensor> NodeContext::staticValue(const Value* v, int depth) {
   if (const Tensor* t = constantValueOf(v)) return *t;
   if (auto m = state_.staticMemo.find(v); m != state_.staticMemo.end()) return m->second;
@@ -140,8 +108,7 @@ Expected<Tensor> NodeContext::staticValue(const Value* v, int depth) {
     SMELT_TRY(Tensor t, staticValue(o, depth + 1));
     operands.push_back(std::move(t));
   }
-  SMELT_CHECK_OK(onlyCarriesSymbols(graph(), *node, operands));
-  SMELT_TRY(std::vector<Tensor> results, evaluateNode(graph(), *node, operands));
+  SMELT_TRY(std::vector<Tensor> results, foldShapeValues(graph(), *node, operands));
   for (size_t r = 0; r < results.size(); ++r) state_.staticMemo[node->result(r)] = results[r];
   return results[static_cast<size_t>(v->resultIndex())];
 }
@@ -265,8 +232,7 @@ Expected<std::vector<Value*>> NodeContext::emitNode(std::string_view op, std::ve
   if (!foldable) return node->results();
   std::vector<Tensor> inputs;
   for (Value* v : node->operands()) inputs.push_back(*constantValueOf(v));
-  SMELT_CHECK_OK(onlyCarriesSymbols(graph(), *node, inputs));
-  SMELT_TRY(std::vector<Tensor> results, evaluateNode(graph(), *node, inputs));
+  SMELT_TRY(std::vector<Tensor> results, foldShapeValues(graph(), *node, inputs));
   std::vector<Value*> folded;
   for (Tensor& t : results) folded.push_back(constant(std::move(t)));
   return folded;  // the evaluated node is now dead; the importer removes dead nodes at the end

@@ -42,9 +42,6 @@ struct ImportState {
 /// The tensor a `constant` node holds, or null when `v` is not a constant node's result.
 const Tensor* constantValueOf(const Value* v);
 
-/// Whether `t` holds a symbolic dimension's value (an i64 Shape of a symbolic input, ir/type.h).
-bool holdsSymbols(const Tensor& t);
-
 /// What a converter sees of one ONNX node.
 class NodeContext {
  public:

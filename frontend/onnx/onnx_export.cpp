@@ -164,17 +164,31 @@ class Exporter {
         pieces.push_back(ints({d}));
         continue;
       }
-      auto it = symbols_.find(d);
-      if (it == symbols_.end()) return makeError("symbolic dimension {} is no graph input's", dimSymbolName(d));
+      SMELT_TRY(std::string piece, symbolicExtent(d));
+      pieces.push_back(std::move(piece));
+    }
+    return op("Concat", pieces, [](onnx::NodeProto* p) { attr(p, "axis", int64_t{0}); });
+  }
+  /// A symbolic extent as an i64[1]: read from a graph input that has it, or a product ("4*N") made
+  /// with Mul from the inputs that have its symbols.
+  Expected<std::string> symbolicExtent(int64_t d) {
+    if (auto it = symbols_.find(d); it != symbols_.end()) {
       // Named copies, not a structured binding: clang 14 cannot capture those in the lambda below.
       const std::string input = it->second.first;
       const int64_t axis = it->second.second;
-      pieces.push_back(op("Shape", {input}, [&](onnx::NodeProto* p) {
+      return op("Shape", {input}, [&](onnx::NodeProto* p) {
         attr(p, "start", axis);
         attr(p, "end", axis + 1);
-      }));
+      });
     }
-    return op("Concat", pieces, [](onnx::NodeProto* p) { attr(p, "axis", int64_t{0}); });
+    const ExtentFactors factors = extentFactors(d);
+    if (isPlainSymbol(d)) return makeError("symbolic dimension {} is no graph input's", dimSymbolName(d));
+    std::string product = factors.count == 1 ? "" : ints({factors.count});
+    for (const std::string& symbol : factors.symbols) {
+      SMELT_TRY(std::string factor, symbolicExtent(dimSymbol(symbol)));
+      product = product.empty() ? factor : op("Mul", {product, factor});
+    }
+    return product;
   }
   /// One ONNX node of `op` writing a fresh value, whose name it returns.
   std::string op(std::string_view type, const std::vector<std::string>& in,

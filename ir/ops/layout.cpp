@@ -79,61 +79,40 @@ Expected<std::vector<TensorType>> inferReshape(const OpCall& call) {
   const TensorType& x = call.operand(0);
   Shape shape = call.getInts("shape");
   int64_t inferred = -1;  // position of the -1 entry
-  int64_t known = 1;
-  std::vector<int64_t> targetSymbols;  // symbolic entries (an ONNX Shape of a symbolic input, gathered)
+  int64_t known = 1;      // the product of the other entries: a count, or symbols times a count
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
       if (inferred >= 0) return call.error("attribute 'shape' {} has more than one -1", shapeToString(shape));
       inferred = static_cast<int64_t>(i);
-    } else if (isSymbolic(shape[i])) {
-      targetSymbols.push_back(shape[i]);
-    } else if (shape[i] < 0) {
+      continue;
+    }
+    if (shape[i] < 0 && !isSymbolic(shape[i])) {
       return call.error("attribute 'shape' {} has entry {}; entries must be non-negative or a single -1",
                         shapeToString(shape), shape[i]);
-    } else if (shape[i] != 0 && known > kMaxElements / shape[i]) {
-      return call.error("attribute 'shape' {} has too many elements", shapeToString(shape));
-    } else {
-      known *= shape[i];
     }
+    Expected<int64_t> product = multiplyExtents(known, shape[i]);
+    if (!product.ok()) return call.error("attribute 'shape' {} has too many elements", shapeToString(shape));
+    known = *product;
   }
-  if (!x.isStatic() || !targetSymbols.empty()) {
-    // The target's symbols must be x's (each as often); what is left of x's goes to the -1: one
-    // symbol when the static extents hold the same count on both sides ([N,3,4] to [-1,12] or [N,-1]
-    // is [N,12]), or a static count when none is left. Anything else would need arithmetic on a symbol.
-    std::vector<int64_t> left;
-    int64_t rest = 1;
-    for (int64_t d : x.shape) {
-      if (isSymbolic(d)) left.push_back(d);
-      else rest *= d;
-    }
-    bool matched = true;
-    for (int64_t t : targetSymbols) {
-      auto it = std::find(left.begin(), left.end(), t);
-      if (it == left.end()) matched = false;
-      else left.erase(it);
-    }
-    const bool oneLeft = left.size() == 1 && inferred >= 0 && rest == known;
-    const bool noneLeft = left.empty() && (inferred >= 0 ? known != 0 && rest % known == 0 : rest == known);
-    if (!matched || !(oneLeft || noneLeft)) {
-      return call.error("cannot reshape {} to {}: with symbolic dimensions the target must name the same symbols, "
-                        "with one -1 for a symbol it leaves out, and its other extents must hold the same number "
-                        "of elements",
-                        x.toString(), shapeToString(shape));
-    }
-    if (inferred >= 0) shape[static_cast<size_t>(inferred)] = oneLeft ? left.front() : rest / known;
-  } else if (inferred >= 0) {
+  // x's elements, symbols times a count when x's shape is symbolic: the target must hold as many
+  // ([N,3,4] to [-1,12] is [N,12]; [N,12,8] to [12*N,-1] is [12*N,8]; [N,6] to [-1,4] is an error,
+  // 6*N/4 being no count times symbols).
+  int64_t total = 1;
+  for (int64_t d : x.shape) total = multiplyExtents(total, d).value();  // x's own limits bound it
+  if (inferred >= 0) {
     // A 0 entry is a literal empty dimension (ONNX allowzero), which leaves -1 undetermined.
     if (known == 0) {
       return call.error("attribute 'shape' {} has a 0 entry, so its -1 cannot be inferred", shapeToString(shape));
     }
-    if (x.numel() % known != 0) {
-      return call.error("cannot reshape {} ({} elements) to {}: {} is not a multiple of {}", x.toString(), x.numel(),
-                        shapeToString(shape), x.numel(), known);
+    std::optional<int64_t> rest = divideExtents(total, known);
+    if (!rest) {
+      return call.error("cannot reshape {} ({} elements) to {}: {} is not a multiple of {}", x.toString(),
+                        extentToString(total), shapeToString(shape), extentToString(total), extentToString(known));
     }
-    shape[inferred] = x.numel() / known;
-  } else if (known != x.numel()) {
-    return call.error("cannot reshape {} ({} elements) to {} ({} elements)", x.toString(), x.numel(),
-                      shapeToString(shape), known);
+    shape[static_cast<size_t>(inferred)] = *rest;
+  } else if (known != total) {
+    return call.error("cannot reshape {} ({} elements) to {} ({} elements)", x.toString(), extentToString(total),
+                      shapeToString(shape), extentToString(known));
   }
   SMELT_CHECK_OK(expectSaneShape(call, shape));
   return single(TensorType{x.dtype, shape});
@@ -151,16 +130,13 @@ Expected<std::vector<TensorType>> inferFlatten(const OpCall& call) {
   }
   std::span<const int64_t> head = std::span(x.shape).first(static_cast<size_t>(a));
   std::span<const int64_t> tail = std::span(x.shape).subspan(static_cast<size_t>(a));
-  // A symbolic extent survives alone in its half, beside extents of 1 ([N,512,1,1] to [N,512]).
+  // Symbolic extents multiply into products ([N,512,1,1] to [N,512]; [N,4,6] at 2 to [4*N,6]).
   auto extentOf = [&](std::span<const int64_t> dims) -> Expected<int64_t> {
-    if (isStatic(dims)) return numElements(dims);
-    int64_t symbol = 0, count = 0;
+    int64_t product = 1;
     for (int64_t d : dims) {
-      if (d < 0) symbol = d, ++count;
-      else if (d != 1) count = 2;
+      SMELT_TRY(product, multiplyExtents(product, d));
     }
-    if (count != 1) return call.error("cannot flatten {} at axis {}: a symbolic dimension would be multiplied", x.toString(), axis);
-    return symbol;
+    return product;
   };
   SMELT_TRY(int64_t outer, extentOf(head));
   SMELT_TRY(int64_t inner, extentOf(tail));

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Real architectures in and out (ctest models/torchvision_onnx): torchvision's Swin-T and ViT-B/16 and its
+"""Real architectures in and out (ctest models/torchvision_onnx): torchvision's Swin-T and ViT-B/16 (their
+window partition and attention heads reshape the batch into products such as 16*batch) and its
 three segmentation models (LR-ASPP and DeepLabV3 on MobileNetV3, FCN on ResNet-50), at small image sizes,
 plus the models of torch_models.py, each with random seeded weights (zero-initialized ones, as ViT's head,
 drawn too), exported from PyTorch with a dynamic batch:
@@ -27,8 +28,6 @@ from test_onnx_export import ensure_venv  # noqa: E402
 TOLERANCE = 1e-4
 # Dynamic exports smelt imports at each fed batch rather than once with a symbolic one, and why.
 FIXED_BATCH = {
-    "swin_t": "window partition reshapes to batch x windows, arithmetic on the symbol",
-    "vit_b_16": "the class token is expanded to a batch computed from Shape",
     "volume": "3-D convolution and pooling are composed with a static batch",
 }
 ORT_RUN = """import sys, numpy as np, onnxruntime as ort

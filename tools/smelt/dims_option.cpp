@@ -22,7 +22,8 @@ Status bindDimsForCommand(Graph& graph, const std::vector<std::string>& dims, co
     if (auto it = feeds.find(input->name()); it != feeds.end())
       SMELT_CHECK_OK(binder.bindInput(*input, it->second.type()));
   }
-  SMELT_TRY(Graph bound, bindDims(graph, binder.binding()));
+  SMELT_TRY(DimBinding binding, binder.binding());
+  SMELT_TRY(Graph bound, bindDims(graph, binding));
   graph = std::move(bound);
   return Status::success();
 }
