@@ -328,8 +328,8 @@ class Parser {
         while (true) {
           toks.push_back(&peek());
           extents.emplace_back();
-          const bool product = pos_ + 1 < tokens_.size() && tokens_[pos_ + 1].kind == TokenKind::Punct &&
-                               tokens_[pos_ + 1].text == "*";
+          const bool product =
+              pos_ + 1 < tokens_.size() && tokens_[pos_ + 1].kind == TokenKind::Punct && tokens_[pos_ + 1].text == "*";
           if (isSymbolToken(peek()) || product) {
             SMELT_TRY(extents.back(), parseExtent());  // a symbolic dimension in an integer list
             if (!isSymbolic(*extents.back())) return fail(*toks.back(), "a product of counts: write its value");

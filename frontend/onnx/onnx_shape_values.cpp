@@ -72,7 +72,7 @@ Expected<int64_t> symbolicArithmetic(std::string_view op, int64_t a, int64_t b, 
 }  // namespace
 
 Expected<std::vector<Tensor>> foldShapeValues(const Graph& graph, const Node& node, std::span<const Tensor> operands) {
-  static const std::set<std::string_view> kMovesValues = {"gather",    "concat",   "slice",    "reshape",
+  static const std::set<std::string_view> kMovesValues = {"gather",    "concat",    "slice",   "reshape",
                                                           "squeeze",   "unsqueeze", "flatten", "identity",
                                                           "transpose", "expand",    "where"};
   bool symbolic = false;
@@ -85,9 +85,10 @@ Expected<std::vector<Tensor>> foldShapeValues(const Graph& graph, const Node& no
   const bool arithmetic = (op == "mul" || op == "div" || op == "eq") && operands.size() == 2 &&
                           operands[0].dtype() == DType::i64 && operands[1].dtype() == DType::i64 && out.isStatic();
   if (!arithmetic) {
-    return makeError("{} computes with a symbolic dimension's value ({}): only ops that move values, and mul, div "
-                     "and eq, may take it",
-                     graph.labelOf(node), operands[0].type().toString());
+    return makeError(
+        "{} computes with a symbolic dimension's value ({}): only ops that move values, and mul, div "
+        "and eq, may take it",
+        graph.labelOf(node), operands[0].type().toString());
   }
   Tensor result(out);
   for (int64_t i = 0; i < out.numel(); ++i) {

@@ -65,8 +65,8 @@ TEST_CASE("symbolic dims: inference carries them, and whatever would compute wit
   Graph all = testing::parseOrFail(
       "graph @g(%x: f32[N,3]) {\n  %0 = reshape(%x) {shape = [-1]} : f32[3*N]\n  return y = %0\n}\n");
   CHECK(all.outputs()[0].value->type().toString() == "f32[3*N]");
-  std::string e = expectError(
-      "graph @g(%x: f32[N,3]) {\n  %0 = reshape(%x) {shape = [-1, 2]} : f32[N]\n  return y = %0\n}\n");
+  std::string e =
+      expectError("graph @g(%x: f32[N,3]) {\n  %0 = reshape(%x) {shape = [-1, 2]} : f32[N]\n  return y = %0\n}\n");
   CHECK_MESSAGE(e.find("reshape") != std::string::npos, e);
   CHECK_MESSAGE(e.find("f32[N,3]") != std::string::npos, e);
   CHECK_MESSAGE(e.find("3*N is not a multiple of 2") != std::string::npos, e);

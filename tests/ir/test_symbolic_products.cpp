@@ -11,27 +11,11 @@
 #include "ir/printer.h"
 #include "tests/support/op_test_helpers.h"
 #include "tests/support/random_tensors.h"
+#include "tests/support/symbolic_batch.h"
 
 using namespace smelt;
 
 namespace {
-
-// Windows of a batch, as Swin partitions it: [N,4,4,C] into four [2,2] windows per image, attention
-// over each window's 4 positions, and back.
-constexpr const char* kWindows = R"(graph @windows(%x: f32[N,4,4,3]) {
-  dim N in [1, 64]
-  %0 = reshape(%x) {shape = [N, 2, 2, 2, 2, 3]} : f32[N,2,2,2,2,3]
-  %1 = transpose(%0) {perm = [0, 1, 3, 2, 4, 5]} : f32[N,2,2,2,2,3]
-  %2 = reshape(%1) {shape = [4*N, 4, 3]} : f32[4*N,4,3]
-  %3 = transpose(%2) {perm = [0, 2, 1]} : f32[4*N,3,4]
-  %4 = matmul(%2, %3) : f32[4*N,4,4]
-  %5 = softmax(%4) {axis = 2} : f32[4*N,4,4]
-  %6 = matmul(%5, %2) : f32[4*N,4,3]
-  %7 = reshape(%6) {shape = [-1, 4, 4, 3]} : f32[N,4,4,3]
-  %8 = flatten(%6) {axis = 2} : f32[16*N,3]
-  return y = %7, rows = %8
-}
-)";
 
 std::string productsError(std::string_view text) {
   auto g = parseGraph(text);
@@ -85,9 +69,9 @@ TEST_CASE("symbolic products: one canonical extent per monomial, divided back ex
   CHECK(!checkShapeLimits(Shape{multiplyExtents(n, int64_t{1} << 30).value(), int64_t{1} << 20}).ok());
 }
 
-TEST_CASE("symbolic products: the text IR prints and parses them; inference makes and checks them") {
-  Graph g = testing::parseOrFail(kWindows);
-  CHECK(toText(g) == kWindows);
+TEST_CASE("symbolic products: the text IR prints and parses them, and inference makes and checks them") {
+  Graph g = testing::parseOrFail(testing::kBatchWindows);
+  CHECK(toText(g) == testing::kBatchWindows);
   CHECK(g.symbolicDims() == std::vector<std::string>{"N"});
   CHECK(g.outputs()[1].value->type().toString() == "f32[16*N,3]");
   // Written in any order, a product reads as its canonical form.
@@ -97,8 +81,8 @@ TEST_CASE("symbolic products: the text IR prints and parses them; inference make
   CHECK(toText(testing::parseOrFail(toText(swapped))) == toText(swapped));
   CHECK(swapped.symbolicDims() == std::vector<std::string>{"N", "T"});
 
-  std::string e = productsError(
-      "graph @g(%x: f32[2*N], %y: f32[3*N]) {\n  %0 = add(%x, %y) : f32[2*N]\n  return z = %0\n}\n");
+  std::string e =
+      productsError("graph @g(%x: f32[2*N], %y: f32[3*N]) {\n  %0 = add(%x, %y) : f32[2*N]\n  return z = %0\n}\n");
   CHECK_MESSAGE(e.find("2*N vs 3*N") != std::string::npos, e);
   e = productsError(
       "graph @g(%x: f32[N,6]) {\n  %0 = reshape(%x) {shape = [4*N, -1]} : f32[4*N,1]\n  return z = %0\n}\n");
@@ -110,14 +94,14 @@ TEST_CASE("symbolic products: the text IR prints and parses them; inference make
 }
 
 TEST_CASE("symbolic products: bound, the graph is the static graph of that size, run by the reference") {
-  Graph g = testing::parseOrFail(kWindows);
+  Graph g = testing::parseOrFail(testing::kBatchWindows);
   for (int64_t n : {1, 3, 8}) {
     CAPTURE(n);
     auto binding = bindingFromInputs(g, std::vector<TensorType>{{DType::f32, {n, 4, 4, 3}}});
     REQUIRE_MESSAGE(binding.ok(), binding.error().message());
     auto bound = bindDims(g, *binding);
     REQUIRE_MESSAGE(bound.ok(), bound.error().message());
-    std::string fixed = kWindows;
+    std::string fixed = testing::kBatchWindows;
     fixed.erase(fixed.find("  dim N"), fixed.find("  %0") - fixed.find("  dim N"));
     for (auto [from, to] : {std::pair<std::string, int64_t>{"16*N", 16 * n}, {"4*N", 4 * n}, {"N", n}}) {
       for (size_t at; (at = fixed.find(from)) != std::string::npos;) fixed.replace(at, from.size(), std::to_string(to));

@@ -253,8 +253,8 @@ onnx::TensorProto* addInt64Init(onnx::GraphProto& g, const std::string& name, st
 }
 
 // y = Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), [-1])), PyTorch's x.view(x.size(0), -1); with
-// `scale`, the gathered extent is multiplied by it first (arithmetic on a size).
-onnx::ModelProto flattenModel(const std::string& batch, int64_t scale = 0) {
+// `scale`, the gathered extent goes through `scaleOp` with it first (arithmetic on a size).
+onnx::ModelProto flattenModel(const std::string& batch, int64_t scale = 0, const std::string& scaleOp = "Mul") {
   onnx::ModelProto m = newModel();
   auto& g = *m.mutable_graph();
   if (batch.empty()) {
@@ -272,7 +272,7 @@ onnx::ModelProto flattenModel(const std::string& batch, int64_t scale = 0) {
   std::string n = "n";
   if (scale) {
     addInt64Init(g, "scale", {}, {scale});
-    addNode(g, "Mul", {"n", "scale"}, {"scaled"}, "scale_size");
+    addNode(g, scaleOp, {"n", "scale"}, {"scaled"}, "scale_size");
     n = "scaled";
   }
   addNode(g, "Unsqueeze", {n, "axes"}, {"n1"});
@@ -299,8 +299,8 @@ TEST_CASE("onnx import: shape subgraphs fold to constants") {
 }
 
 TEST_CASE(
-    "onnx import: shape subgraphs over a symbolic batch stay symbolic, and arithmetic on a size is an error naming the "
-    "node") {
+    "onnx import: shape subgraphs over a symbolic batch stay symbolic, products of it too, and other arithmetic on a "
+    "size is an error naming the node") {
   auto graph = importModel(flattenModel("batch"));
   REQUIRE_MESSAGE(graph.ok(), errorOf(graph));
   CHECK(graph->outputs()[0].value->type().toString() == "f32[batch,12]");
@@ -318,15 +318,34 @@ TEST_CASE(
     CHECK((*out)[0].type().toString() == fmt::format("f32[{},12]", n));
     for (int64_t i = 0; i < n * 12; ++i) CHECK((*out)[0].getDouble(i) == feeds.at("x").getDouble(i));
   }
-  // batch * 2 would be a wrong number, not a size: refused, naming the node; static shapes import it.
-  std::string e = errorOf(importModel(flattenModel("batch", 2)));
+  // batch * 2 is the product 2*batch (x.view(2 * x.size(0), -1)), divided back exactly by Div.
+  auto doubled = importModel(flattenModel("batch", 2));
+  REQUIRE_MESSAGE(doubled.ok(), errorOf(doubled));
+  CHECK(doubled->outputs()[0].value->type().toString() == "f32[2*batch,6]");
+  CHECK(toText(*doubled).find("shape = [2*batch, -1]") != std::string::npos);
+  for (int64_t n : {1, 5}) {
+    TensorMap feeds = {{"x", testing::randomTensor({DType::f32, {n, 3, 4}}, testing::testSeed() + 9)}};
+    auto out = interpret(*doubled, feeds);
+    REQUIRE_MESSAGE(out.ok(), out.error().message());
+    CHECK((*out)[0].type().toString() == fmt::format("f32[{},6]", 2 * n));
+    for (int64_t i = 0; i < n * 12; ++i) CHECK((*out)[0].getDouble(i) == feeds.at("x").getDouble(i));
+  }
+  auto halved = importModel(flattenModel("batch", 1, "Div"));
+  REQUIRE_MESSAGE(halved.ok(), errorOf(halved));
+  CHECK(halved->outputs()[0].value->type().toString() == "f32[batch,12]");
+  // batch / 2 and batch - 2 would be wrong numbers, not sizes: refused, naming the node; static shapes
+  // import them.
+  std::string e = errorOf(importModel(flattenModel("batch", 2, "Div")));
+  CHECK_MESSAGE(e.find("scale_size") != std::string::npos, e);
+  CHECK_MESSAGE(e.find("divides batch by 2") != std::string::npos, e);
+  e = errorOf(importModel(flattenModel("batch", 2, "Sub")));
   CHECK_MESSAGE(e.find("scale_size") != std::string::npos, e);
   CHECK_MESSAGE(e.find("symbolic dimension") != std::string::npos, e);
   OnnxImportOptions options;
   options.inputShapes["x"] = {4, 3, 4};
-  auto fixed = importOnnxBytes(flattenModel("batch", 2).SerializeAsString(), ".", "m.onnx", options);
+  auto fixed = importOnnxBytes(flattenModel("batch", 2, "Sub").SerializeAsString(), ".", "m.onnx", options);
   REQUIRE_MESSAGE(fixed.ok(), errorOf(fixed));
-  CHECK(fixed->outputs()[0].value->type().toString() == "f32[8,6]");
+  CHECK(fixed->outputs()[0].value->type().toString() == "f32[2,24]");
 }
 
 TEST_CASE("onnx import: external data is read only from the model's folder") {

@@ -15,7 +15,12 @@ Expected<Graph> withSymbolicBatch(const Graph& graph, int64_t batch) {
 }
 
 TensorType substituteSymbols(TensorType t, int64_t n) {
-  for (int64_t& d : t.shape) d = isSymbolic(d) ? n : d;
+  for (int64_t& d : t.shape) {
+    if (!isSymbolic(d)) continue;
+    ExtentFactors f = extentFactors(d);  // a product of symbols: each one n
+    d = f.count;
+    for (size_t i = 0; i < f.symbols.size(); ++i) d *= n;
+  }
   return t;
 }
 
