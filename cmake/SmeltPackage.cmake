@@ -40,7 +40,7 @@ set(smelt_public_headers
   ir/op_registry.h ir/parser.h ir/printer.h ir/support/expected.h ir/support/host_block_cache.h ir/tensor.h ir/type.h
   passes/index_checks.h passes/pass.h passes/pass_manager.h
   runtime/distributed/mpi_group.h runtime/exec/executable.h runtime/device/device.h runtime/device/device_list.h runtime/device/device_tensor.h
-  runtime/device/memory_pool.h runtime/placement/graph_work.h runtime/placement/placement.h
+  runtime/device/memory_pool.h runtime/exec/working_memory.h runtime/placement/graph_work.h runtime/placement/placement.h
   runtime/placement/placement_table.h)
 foreach(header IN LISTS smelt_public_headers)
   get_filename_component(dir ${header} DIRECTORY)

@@ -6,6 +6,7 @@
 #include "frontend/nn/loss_scaling.h"
 #include "passes/pass_manager.h"
 #include "runtime/exec/size_general_kernels.h"
+#include "runtime/exec/working_memory.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -277,8 +278,11 @@ Status TrainStep::compileBatch(int64_t batch, bool accumulateOnly) {
     SMELT_TRY(std::string budgeted, pipelineWithMemoryBudget(compile.pipeline, options_.memoryBudget));
     compile.pipeline = std::move(budgeted);
   }
-  // A smaller batch runs where the full one does.
+  // A smaller batch runs where the full one does, in the same working memory (one batch size runs at a
+  // time: runtime/exec/working_memory.h): an epoch's partial last batch adds no second arena.
   if (!byBatch_.empty()) compile.device = deviceId();
+  if (!options_.compile.workingMemory) options_.compile.workingMemory = std::make_shared<SharedWorkingMemory>();
+  compile.workingMemory = options_.compile.workingMemory;
   for (size_t i = 0; i < updates.size(); ++i) {
     std::string name = fmt::format("state{}", i);
     graph.addOutput(name, updates[i].second);
@@ -591,7 +595,8 @@ Expected<Graph> inferenceGraph(Model& model, const TensorType& input) {
 
 Status Predictor::compileBatch(int64_t batch) {
   SMELT_TRY(Graph graph, evaluationGraph(*model_, withBatch(input_, batch), "predict"));
-  CompileOptions options = options_;
+  if (!options_.workingMemory) options_.workingMemory = std::make_shared<SharedWorkingMemory>();
+  CompileOptions options = options_;  // every batch size in one working memory, as a TrainStep's
   if (!byBatch_.empty()) {
     options.device = deviceId();
     logger().info("predictor: compiling for batches of {} (compiled for {} before)", batch,

@@ -40,4 +40,5 @@
 #include "runtime/distributed/mpi_group.h"
 #include "runtime/device/device_tensor.h"
 #include "runtime/exec/executable.h"
+#include "runtime/exec/working_memory.h"
 #include "runtime/placement/placement.h"

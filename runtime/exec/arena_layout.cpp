@@ -6,7 +6,7 @@ namespace smelt {
 ArenaLayout layoutArena(const Graph& graph, const MemoryPlan& plan, bool slots,
                         const std::vector<const Value*>& constants, int64_t scratchBytes) {
   ArenaLayout layout;
-  int64_t end = plan.peakBytes;
+  int64_t end = 0;
   auto slot = [&](const Value* v) {
     end = alignUp(end, kArenaAlignment);
     int64_t at = end;
@@ -28,8 +28,10 @@ ArenaLayout layoutArena(const Graph& graph, const MemoryPlan& plan, bool slots,
       seen.push_back(o.value);
     }
   }
-  layout.scratchOffset = alignUp(end, kArenaAlignment);
-  layout.bytes = layout.scratchOffset + scratchBytes;
+  layout.slotBytes = end;
+  layout.scratchOffset = alignUp(plan.peakBytes, kArenaAlignment);
+  layout.workingBytes = layout.scratchOffset + scratchBytes;
+  layout.bytes = layout.slotBytes + layout.workingBytes;
   return layout;
 }
 

@@ -1,10 +1,12 @@
-// Where an executable's buffers live: one arena per compiled graph, holding the memory plan's buffers
-// first; then, on devices whose memory the host cannot address, a slot per input, parameter,
-// constant and computed graph output (host tensors are copied into them); then one scratch region
-// every vendor product shares (steps run one after another), each kArenaAlignment-aligned. Values a
-// kernel reads or writes are bound to the arena or, by position, to what a run is fed and returns.
-//   ArenaLayout arena = layoutArena(graph, plan, /*slots=*/true, scratchBytes);
-//   int64_t at = arena.inputSlots[0];
+// Where an executable's buffers live: in its working memory (working_memory.h), the memory plan's
+// buffers at their planned offsets, then one scratch region every vendor product shares (steps run one
+// after another); and, on devices whose memory the host cannot address, in a slot block of its own, a
+// slot per input, parameter, constant and computed graph output (host tensors are copied into them),
+// each kArenaAlignment-aligned. The slots hold values between runs; the working memory does not, so
+// graphs that never run at once can share it. Values a kernel reads or writes are bound to these or,
+// by position, to what a run is fed and returns.
+//   ArenaLayout arena = layoutArena(graph, plan, /*slots=*/true, constants, scratchBytes);
+//   int64_t at = arena.inputSlots[0];  // in the slot block
 #pragma once
 
 #include "ir/graph.h"
@@ -19,7 +21,7 @@ namespace smelt {
 struct Binding {
   enum Kind : unsigned char { kArena, kInput, kParameter, kConstant, kOutput, kSizes };
   Kind kind = kArena;
-  /// The arena byte offset (kArena), the input's, parameter's, constant's or output's position, or
+  /// The working memory's byte offset (kArena), the input's, parameter's, constant's or output's position, or
   /// where a general kernel's run-time values start among the executable's (kSizes: an element).
   int64_t index = 0;
   /// Whether a run decides where it is (what it was fed, what it returns into).
@@ -28,10 +30,15 @@ struct Binding {
 };
 
 struct ArenaLayout {
-  /// Byte offsets of the slots (empty without slots; -1 for an output no kernel computes).
+  /// Byte offsets of the slots in the slot block (empty without slots; -1 for an output no kernel
+  /// computes), and the block's size.
   std::vector<int64_t> inputSlots, parameterSlots, constantSlots, outputSlots;
-  /// Where the products' shared scratch region starts.
+  int64_t slotBytes = 0;
+  /// Where the products' shared scratch region starts in the working memory, after the plan's
+  /// buffers, and the working memory's size.
   int64_t scratchOffset = 0;
+  int64_t workingBytes = 0;
+  /// Both.
   int64_t bytes = 0;
 };
 

@@ -92,7 +92,22 @@ constexpr int64_t kNoOffset = -1;  // a product's own buffer, placed in the scra
 
 }  // namespace
 
+Status CompiledGraph::Impl::rebindWorkingMemory() {
+  if (generation != device->generation()) return Status::success();  // compiles again before it runs
+  workingBase = working->memory();
+  for (Step& s : steps) {
+    for (size_t b = 0; b < s.buffers.size() && b < s.args.size(); ++b) {
+      if (s.buffers[b].kind != Binding::kArena) continue;
+      s.args[b] = resolve(s.buffers[b], s.args[b].elementBytes);
+      if (s.launch) s.launch->setBuffer(b, s.args[b]);
+    }
+  }
+  recordings.clear();  // recorded with the old block's addresses
+  return Status::success();
+}
+
 CompiledGraph::Impl::~Impl() {
+  if (working) working->leave(this);
   if (!profiling) return;
   std::vector<std::string> labels, kinds;
   for (const Step& s : steps) {
@@ -358,6 +373,7 @@ Status CompiledGraph::Impl::prepare(const Graph& source, const std::string& symb
     }
   }
   report.arenaBytes = layout.bytes;
+  report.workingBytes = layout.workingBytes;
   report.plannedBytes = plan.peakBytes;
   logger().debug("{} steps on {}: arena {} bytes (plan {}, products and scratch {}), {} outputs donated to parameters",
                  steps.size(), device->id(), layout.bytes, plan.peakBytes, scratchBytes, donatedTo.size());
@@ -367,7 +383,9 @@ Status CompiledGraph::Impl::prepare(const Graph& source, const std::string& symb
 KernelBufferArg CompiledGraph::Impl::resolve(const Binding& b, int64_t elementBytes) const {
   KernelBufferArg arg;
   switch (b.kind) {
-    case Binding::kArena: arg = slotArg(b.index); break;
+    case Binding::kArena:
+      arg = workingArg(b.index);
+      break;
     case Binding::kInput: arg = inputArgs[static_cast<size_t>(b.index)]; break;
     case Binding::kParameter: arg = parameterArgs[static_cast<size_t>(b.index)]; break;
     case Binding::kConstant: arg = constantArgs[static_cast<size_t>(b.index)]; break;
@@ -393,8 +411,13 @@ Status CompiledGraph::Impl::finish(std::shared_ptr<DeviceKernels> loaded, const 
     stream = &device->defaultStream();
   }
   staging = HostStaging::forDevice(device);
-  // Some drivers refuse empty allocations: a graph whose tensors are all empty gets a small arena.
-  SMELT_TRY(arena, MemoryPool::forDevice(device)->rent(static_cast<size_t>(std::max<int64_t>(layout.bytes, kArenaAlignment))));
+  if (layout.slotBytes > 0) {
+    SMELT_TRY(slots, MemoryPool::forDevice(device)->rent(static_cast<size_t>(layout.slotBytes)));
+  }
+  working = options.workingMemory && options.workingMemory->accepts(device) ? options.workingMemory
+                                                                            : std::make_shared<SharedWorkingMemory>();
+  SMELT_CHECK_OK(working->join(this, device, layout.workingBytes));
+  workingBase = working->memory();
   // Constants: in place on the CPU, uploaded once into their slots elsewhere (as are the parameters'
   // initial values).
   for (size_t i = 0; i < constants.size(); ++i) {
@@ -403,7 +426,7 @@ Status CompiledGraph::Impl::finish(std::shared_ptr<DeviceKernels> loaded, const 
       constantArgs.push_back({DeviceMemory{const_cast<std::byte*>(value.raw()), value.byteSize()}, 0, 1});
     } else {
       constantArgs.push_back(slotArg(layout.constantSlots[i]));
-      SMELT_CHECK_OK(device->copyIn(arena.memory(), static_cast<size_t>(layout.constantSlots[i]), value.raw(),
+      SMELT_CHECK_OK(device->copyIn(slots.memory(), static_cast<size_t>(layout.constantSlots[i]), value.raw(),
                                     value.byteSize(), *stream));
     }
   }
@@ -422,10 +445,11 @@ Status CompiledGraph::Impl::finish(std::shared_ptr<DeviceKernels> loaded, const 
   for (size_t i = 0; !hostMemory && i < params.size(); ++i) {
     if (!params[i]->hasInitialValue()) continue;  // fed on every run
     const Tensor& value = params[i]->initialValue();
-    SMELT_CHECK_OK(device->copyIn(arena.memory(), static_cast<size_t>(layout.parameterSlots[i]), value.raw(),
+    SMELT_CHECK_OK(device->copyIn(slots.memory(), static_cast<size_t>(layout.parameterSlots[i]), value.raw(),
                                   value.byteSize(), *stream));
   }
-  // Every step's fixed arguments now; dynamic ones get a placeholder (the arena) until a run binds them.
+  // Every step's fixed arguments now; dynamic ones get a placeholder (the working memory) until a run
+  // binds them.
   for (Step& s : steps) {
     const Node& node = *s.node;
     for (size_t b = 0; b < s.buffers.size(); ++b) {
@@ -435,7 +459,7 @@ Status CompiledGraph::Impl::finish(std::shared_ptr<DeviceKernels> loaded, const 
                                                                            : static_cast<int64_t>(dtypeSize(s.product->dtype));
       if (s.buffers[b].dynamic()) {
         s.dynamicBuffers.push_back(static_cast<uint32_t>(b));
-        s.args.push_back(slotArg(0, element));
+        s.args.push_back(workingArg(0, element));
       } else {
         s.args.push_back(resolve(s.buffers[b], element));
       }
@@ -449,7 +473,7 @@ Status CompiledGraph::Impl::finish(std::shared_ptr<DeviceKernels> loaded, const 
         for (DeviceConvolution::Helper& h : *helpers) {
           // Placeholders: runDeviceConvolution binds both buffers on every run.
           const int64_t element = static_cast<int64_t>(dtypeSize(s.product->dtype));
-          const KernelBufferArg placeholder[2] = {slotArg(0, element), slotArg(0, element)};
+          const KernelBufferArg placeholder[2] = {workingArg(0, element), workingArg(0, element)};
           SMELT_TRY(h.launch, kernels->prepare(h.symbol, placeholder, h.shape));
         }
       }
@@ -476,6 +500,7 @@ const KernelLoadInfo& CompiledGraph::loadInfo() const { return impl_->loadInfo; 
 std::uint64_t CompiledGraph::generation() const { return impl_->generation; }
 void CompiledGraph::releaseParameterValues() { impl_->graph.releaseParameterValues(); }
 int64_t CompiledGraph::replays() const { return impl_->replays; }
+int64_t CompiledGraph::workingMemoryBytes() const { return impl_->working ? impl_->working->bytes() : 0; }
 
 bool CompiledGraph::donated(size_t output) const {
   return output < impl_->donatedOutputs.size() && impl_->donatedOutputs[output];

@@ -42,6 +42,8 @@ class CompiledGraph {
   bool donated(size_t output) const;
   /// Runs replayed from a recording (CompileOptions::replay) so far.
   int64_t replays() const;
+  /// The working memory it runs in (CompileOptions::workingMemory): the shared block's size.
+  int64_t workingMemoryBytes() const;
   const Graph& graph() const;
   const CompileReport& report() const;
   const std::shared_ptr<Device>& device() const;

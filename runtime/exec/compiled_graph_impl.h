@@ -10,6 +10,7 @@
 #include "runtime/exec/compile_progress.h"
 #include "runtime/exec/compiled_graph.h"
 #include "runtime/exec/step_profile.h"
+#include "runtime/exec/working_memory.h"
 
 #include <chrono>
 #include <optional>
@@ -81,7 +82,7 @@ struct Step {
   std::optional<DeviceConvolution> conv;
 };
 
-struct CompiledGraph::Impl {
+struct CompiledGraph::Impl : WorkingMemoryUser {
   Graph graph;
   CompileOptions options;
   std::unique_ptr<DeviceBackend> backend;
@@ -101,7 +102,11 @@ struct CompiledGraph::Impl {
   std::vector<const Value*> constants;
   std::vector<Tensor> constantValues;
   ArenaLayout layout;
-  PooledBuffer arena;
+  /// The slots (off the host), and the working memory, shared with the graphs compiled with the same
+  /// CompileOptions::workingMemory (its own otherwise), and where it is now.
+  PooledBuffer slots;
+  std::shared_ptr<SharedWorkingMemory> working;
+  DeviceMemory workingBase;
   std::shared_ptr<DeviceKernels> kernels;
   KernelLoadInfo loadInfo;
   CompileReport report;
@@ -179,7 +184,8 @@ struct CompiledGraph::Impl {
   std::vector<codegen::Kernel> pendingKernels;
   std::vector<std::string> pendingSymbols;  // pendingKernels[i]'s symbol
 
-  ~Impl();
+  ~Impl() override;
+  Status rebindWorkingMemory() override;
   /// Phase one: pipeline, plan, steps, kernels lowered (not compiled), arena laid out.
   Status prepare(const Graph& source, const std::string& symbolPrefix);
   /// Phase two, once `loaded` holds every kernel: arena, constants, launches.
@@ -195,10 +201,13 @@ struct CompiledGraph::Impl {
   /// buffer, its run-time values.
   Expected<int64_t> addKernel(codegen::Kernel kernel, const std::string& symbolPrefix, LaunchShape& shape,
                               std::string& symbol, Step* step = nullptr);
-  /// The arena, a constant or this run's binding, as a kernel argument.
+  /// The working memory, a constant or this run's binding, as a kernel argument.
   KernelBufferArg resolve(const Binding& b, int64_t elementBytes) const;
   KernelBufferArg slotArg(int64_t offset, int64_t elementBytes = 1) const {
-    return KernelBufferArg{arena.memory(), offset, elementBytes};
+    return KernelBufferArg{slots.memory(), offset, elementBytes};
+  }
+  KernelBufferArg workingArg(int64_t offset, int64_t elementBytes = 1) const {
+    return KernelBufferArg{workingBase, offset, elementBytes};
   }
 
   /// Rebinds every step's dynamic buffers to this run's feeds and outputs, then runs the steps.

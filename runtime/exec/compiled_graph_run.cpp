@@ -95,9 +95,9 @@ Status CompiledGraph::Impl::runStep(Step& step) {
       // The product first, then the epilogue reading it from one more buffer after the results.
       const GemmPlan& plan = *step.product;
       size_t operands = step.node->numOperands();
-      KernelBufferArg product = plan.result >= 0 ? step.args[operands + static_cast<size_t>(plan.result)]
-                                                 : slotArg(layout.scratchOffset);
-      KernelBufferArg scratch = slotArg(layout.scratchOffset + alignUp(step.productBytes, kArenaAlignment));
+      KernelBufferArg product =
+          plan.result >= 0 ? step.args[operands + static_cast<size_t>(plan.result)] : workingArg(layout.scratchOffset);
+      KernelBufferArg scratch = workingArg(layout.scratchOffset + alignUp(step.productBytes, kArenaAlignment));
       ProductBuffers buffers{std::span(step.args).first(operands), product, scratch};
       if (step.conv) {
         SMELT_CHECK_OK(runDeviceConvolution(step, buffers));
@@ -272,15 +272,15 @@ Status CompiledGraph::run(std::span<const Tensor* const> inputs, std::span<const
     // copy is done.
     for (size_t i = 0; i < inputs.size(); ++i) {
       x.inputArgs[i] = x.slotArg(x.layout.inputSlots[i]);
-      SMELT_CHECK_OK(x.staging->copyIn(x.arena.memory(), static_cast<size_t>(x.layout.inputSlots[i]),
-                                       inputs[i]->raw(), inputs[i]->byteSize(), *x.stream));
+      SMELT_CHECK_OK(x.staging->copyIn(x.slots.memory(), static_cast<size_t>(x.layout.inputSlots[i]), inputs[i]->raw(),
+                                       inputs[i]->byteSize(), *x.stream));
     }
     for (size_t i = 0; i < params.size(); ++i) {
       x.parameterArgs[i] = x.slotArg(x.layout.parameterSlots[i]);
       const Tensor* given = parameters[i];
       if (!given && !x.parameterDirty[i]) continue;  // the slot holds the initial value
       const Tensor& value = given ? *given : params[i]->initialValue();
-      SMELT_CHECK_OK(x.staging->copyIn(x.arena.memory(), static_cast<size_t>(x.layout.parameterSlots[i]), value.raw(),
+      SMELT_CHECK_OK(x.staging->copyIn(x.slots.memory(), static_cast<size_t>(x.layout.parameterSlots[i]), value.raw(),
                                        value.byteSize(), *x.stream));
       x.parameterDirty[i] = given != nullptr;
     }
@@ -309,7 +309,8 @@ Status CompiledGraph::run(std::span<const Tensor* const> inputs, std::span<const
     if (x.donatedNow[i]) {
       auto p = static_cast<size_t>(x.donatedParameter[i]);
       Tensor& into = const_cast<Tensor&>(*parameters[p]);
-      x.fetches.push_back({into.raw(), x.arena.memory(), static_cast<size_t>(x.layout.parameterSlots[p]), into.byteSize()});
+      x.fetches.push_back(
+          {into.raw(), x.slots.memory(), static_cast<size_t>(x.layout.parameterSlots[p]), into.byteSize()});
       continue;
     }
     KernelBufferArg from = x.resolve(x.outputSource[i], 1);
@@ -348,7 +349,7 @@ Status CompiledGraph::run(std::span<const DeviceTensor* const> inputs, std::span
       x.parameterArgs[i] = x.slotArg(x.layout.parameterSlots[i]);
       if (x.parameterDirty[i]) {
         const Tensor& value = params[i]->initialValue();
-        SMELT_CHECK_OK(x.device->copyIn(x.arena.memory(), static_cast<size_t>(x.layout.parameterSlots[i]), value.raw(),
+        SMELT_CHECK_OK(x.device->copyIn(x.slots.memory(), static_cast<size_t>(x.layout.parameterSlots[i]), value.raw(),
                                         value.byteSize(), x.device->defaultStream()));
         x.parameterDirty[i] = false;
       }

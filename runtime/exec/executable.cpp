@@ -11,6 +11,7 @@
 #include "runtime/exec/compiled_graph.h"
 #include "runtime/exec/run_support.h"
 #include "runtime/exec/size_general_kernels.h"
+#include "runtime/exec/working_memory.h"
 #include "passes/pass_manager.h"
 #include "runtime/placement/placement.h"
 
@@ -65,8 +66,9 @@ struct Executable::Impl {
   std::map<DimBinding, std::unique_ptr<Executable>> byBinding;
   Executable* current = nullptr;
   /// Bindings compiled so far, and when each kept one was last used: past maxKept() of them (each holds
-  /// its own arena), the least recently used is dropped, logged; compiling it again finds its kernels
-  /// in the kernel cache.
+  /// its slots and kernels; the working memory is one block for all: options.workingMemory, made on the
+  /// first), the least recently used is dropped, logged; compiling it again finds its kernels in the
+  /// kernel cache.
   int compiles = 0;
   int64_t uses = 0;
   std::map<DimBinding, int64_t> lastUse;
@@ -125,6 +127,8 @@ struct Executable::Impl {
                     symbolic->name(), bindingToString(binding), compiles);
       SMELT_TRY(Graph bound, bindDims(*symbolic, binding));
       shareKernelsAcrossSizes(binding);
+      // One working block for every binding, the largest one's (runtime/exec/working_memory.h).
+      if (!options.workingMemory) options.workingMemory = std::make_shared<SharedWorkingMemory>();
       CompileOptions specialized = options;
       specialized.device = deviceId;
       specialized.sizeGeneral = sizeGeneral;
@@ -422,6 +426,10 @@ int Executable::reinitializations() const {
   return impl_->current ? impl_->current->reinitializations() : impl_->reinitializations;
 }
 int Executable::specializations() const { return impl_->compiles; }
+int64_t Executable::workingMemoryBytes() const {
+  if (impl_->symbolic) return impl_->current ? impl_->current->workingMemoryBytes() : 0;
+  return impl_->compiled ? impl_->compiled->workingMemoryBytes() : 0;
+}
 const std::string& Executable::source() const {
   if (impl_->symbolic) return impl_->current ? impl_->current->source() : kNothing;
   return impl_->compiled->loadInfo().source;

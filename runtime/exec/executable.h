@@ -36,6 +36,7 @@ bool checkIndicesFromEnvironment();
 
 /// How to compile, and where. An aggregate: Executable::compile(graph, {.device = "cuda"}).
 class SizeGeneralKernels;
+class SharedWorkingMemory;
 
 struct CompileOptions {
   /// Passes to run first ($SMELT_PIPELINE, else the default optimizing pipeline).
@@ -76,6 +77,10 @@ struct CompileOptions {
   /// Set by a graph with symbolic dimensions for the executables it compiles per binding: the kernels
   /// they share across sizes (runtime/exec/size_general_kernels.h). Null: every kernel as lowered.
   std::shared_ptr<SizeGeneralKernels> sizeGeneral;
+  /// The working memory (runtime/exec/working_memory.h) shared by every executable compiled with it on
+  /// one device, which must never run at once: a symbolic graph's specializations, a training step's
+  /// batch sizes. One block, the size of their largest need, is held for all. Null: its own.
+  std::shared_ptr<SharedWorkingMemory> workingMemory;
 };
 
 /// What compiling did: where, generated kernels, cache hits, vendor products, seconds.
@@ -102,6 +107,9 @@ struct CompileReport {
   /// The device memory the executable holds while it runs: the planned intermediates (plannedBytes), the
   /// largest product's scratch, and (off the host) the constants.
   int64_t arenaBytes = 0;
+  /// Of those, the working memory: the planned intermediates and the scratch, which hold nothing between
+  /// runs and may be shared (CompileOptions::workingMemory).
+  int64_t workingBytes = 0;
   /// The memory plan's peak over the intermediate values (passes/plan_memory.h): what a memory budget bounds.
   int64_t plannedBytes = 0;
 };
@@ -169,8 +177,13 @@ class Executable {
   /// first run with that binding; each such compile is logged (SMELT_LOG=info) and counted here. 0
   /// for static graphs. Kernels whose numbers alone change with the sizes compile once for all of them
   /// (CompileReport::sizeGeneralKernels). The 32 most recently used bindings are kept
-  /// ($SMELT_MAX_SPECIALIZATIONS), each with its own arena; one dropped compiles again when it returns.
+  /// ($SMELT_MAX_SPECIALIZATIONS), all in one working memory (workingMemoryBytes()), each with the slots
+  /// of its own inputs and constants off the host; one dropped compiles again when it returns.
   int specializations() const;
+  /// The working memory it holds (CompileOptions::workingMemory): for a symbolic graph one block, the
+  /// largest specialization's need, however many are kept; shared with other executables where the
+  /// options gave it one.
+  int64_t workingMemoryBytes() const;
   /// The rendered program (OpenCL C, CUDA C, HIP; empty on the CPU), what the device loaded where it
   /// is text (PTX), and the target it was compiled for ("sm_90", "gfx90a").
   const std::string& source() const;

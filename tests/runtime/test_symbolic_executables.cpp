@@ -9,6 +9,7 @@
 #include "ir/printer.h"
 #include "runtime/device/device_list.h"
 #include "runtime/device/device_tensor.h"
+#include "runtime/exec/arena_layout.h"
 #include "runtime/exec/executable.h"
 #include "tests/support/devices.h"
 #include "tests/support/op_test_helpers.h"
@@ -17,7 +18,6 @@
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
-
 
 using namespace smelt;
 
@@ -125,6 +125,28 @@ TEST_CASE("symbolic executables: one compile serves every size: later bindings r
   }
 }
 
+TEST_CASE(
+    "symbolic executables: every binding runs in one working block, the largest one's: a larger binding grows it, and "
+    "the others, rebound to it, still compute what the reference does") {
+  Graph g = testing::parseOrFail(kClassifier);
+  for (const std::shared_ptr<Device>& device : testing::everyDevice()) {
+    CAPTURE(device->id());
+    auto exe = Executable::compile(g, {.device = device->id()});
+    REQUIRE(exe.ok());
+    CHECK((*exe)->workingMemoryBytes() == 0);  // nothing compiled yet
+    int64_t largest = 0;
+    int run = 0;
+    // Up, down, up again (a growth rebinds the smaller ones), and back to each.
+    for (int64_t n : {8, 3, 40, 5, 8, 3, 40, 64, 5}) {
+      runAndCheck(**exe, g, n, testing::testSeed() + 31 * static_cast<uint64_t>(run++));
+      largest = std::max({largest, (*exe)->report().workingBytes, kArenaAlignment});
+      CHECK((*exe)->workingMemoryBytes() == largest);
+    }
+    CHECK((*exe)->specializations() == 5);
+    CHECK(largest > kArenaAlignment);  // the intermediates of 64 rows need more than the minimum
+  }
+}
+
 TEST_CASE("symbolic executables: past SMELT_MAX_SPECIALIZATIONS bindings the least recently used is dropped and compiles again when it returns") {
   Graph g = testing::parseOrFail(kClassifier);
   setenv("SMELT_MAX_SPECIALIZATIONS", "2", 1);
@@ -166,6 +188,37 @@ TEST_CASE("symbolic executables: device-resident runs bind the batch from the de
       }
     }
     CHECK((*exe)->specializations() == 2);
+  }
+}
+
+TEST_CASE(
+    "symbolic executables: products of the batch (a window partition's 4*N windows) run as the reference at every "
+    "size, on every device, their kernels shared across sizes") {
+  Graph g = testing::parseOrFail(testing::kBatchWindows);
+  for (const std::shared_ptr<Device>& device : testing::everyDevice()) {
+    CAPTURE(device->id());
+    auto exe = Executable::compile(g, {.device = device->id()});
+    REQUIRE(exe.ok());
+    int64_t compiledAfterFirst = 0;
+    const std::vector<int64_t> sizes = {3, 5, 2, 11};
+    for (size_t s = 0; s < sizes.size(); ++s) {
+      const int64_t n = sizes[s];
+      CAPTURE(n);
+      TensorMap feeds = {{"x", testing::randomTensor({DType::f32, {n, 4, 4, 3}}, testing::testSeed() + 7 * s)}};
+      auto out = (*exe)->run(feeds);
+      REQUIRE_MESSAGE(out.ok(), out.error().message());
+      auto bound = bindDims(g, {{"N", n}});
+      REQUIRE(bound.ok());
+      auto want = interpret(*bound, feeds);
+      REQUIRE(want.ok());
+      CHECK((*out)[1].shape() == Shape{16 * n, 3});
+      for (size_t i = 0; i < want->size(); ++i) {
+        testing::checkClose((*out)[i], (*want)[i], testing::backendTolerance(DType::f32));
+      }
+      if (s > 0) compiledAfterFirst += (*exe)->report().kernels - (*exe)->report().cacheHits;
+    }
+    CHECK((*exe)->specializations() == static_cast<int>(sizes.size()));
+    CHECK(compiledAfterFirst == 0);
   }
 }
 

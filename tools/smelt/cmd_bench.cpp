@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <random>
@@ -189,6 +190,9 @@ Action addBenchCommand(CLI::App& app) {
       const CompileReport first = compiled.exe->report();  // a copy: report() follows the last run's binding
       const int64_t oneSize = first.kernels - first.cacheHits;
       int64_t all = oneSize, batchOfOne = 0;
+      // What the bindings' working memory would take each on its own (the 32 largest: at most 32 are
+      // kept), against the one block they share.
+      std::vector<int64_t> ownWorking = {first.workingBytes};
       for (int64_t n = 1; n <= options->sweepSizes; ++n) {
         const int before = compiled.exe->specializations();
         TensorMap sized;
@@ -201,6 +205,7 @@ Action addBenchCommand(CLI::App& app) {
         if (Status ran = compiled.run(sized, outputs); !ran) return fail(ran.error().message());
         const CompileReport& r = compiled.exe->report();
         if (compiled.exe->specializations() > before) {
+          ownWorking.push_back(r.workingBytes);
           all += r.kernels - r.cacheHits;
           if (n == 1) batchOfOne = r.kernels - r.cacheHits;
         }
@@ -210,6 +215,12 @@ Action addBenchCommand(CLI::App& app) {
                  all, options->sweepSizes, compiled.exe->specializations(), oneSize, first.sizeGeneralKernels,
                  first.kernels);
       fmt::print("sweep_kernels_compiled_batch_of_one {}\n", batchOfOne);
+      std::sort(ownWorking.rbegin(), ownWorking.rend());
+      if (ownWorking.size() > 32) ownWorking.resize(32);
+      int64_t apart = 0;
+      for (int64_t b : ownWorking) apart += b;
+      fmt::print("sweep_working_bytes {} (one block for every binding; {} kept apart would hold {})\n",
+                 compiled.exe->workingMemoryBytes(), ownWorking.size(), apart);
     }
     return 0;
   };
