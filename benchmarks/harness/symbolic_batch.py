@@ -79,6 +79,10 @@ def measure(a, budget, cache, rounds, say):
             row["compiled_batch1"] = got.get("sweep_kernels_compiled_batch_of_one")
             line = [l for l in got["out"].splitlines() if l.startswith("sweep_kernels_compiled")]
             row["sweep_line"] = line[0] if line else ""
+            working = [l for l in got["out"].splitlines() if l.startswith("sweep_working_bytes")]
+            if working:  # "sweep_working_bytes B (one block for every binding; K kept apart would hold A)"
+                row["working_shared"] = int(working[0].split()[1])
+                row["working_apart"] = int(working[0].rstrip(")").split()[-1])
             one = [l for l in got["out"].splitlines() if "one size compiled" in l]
             row["compiled_one"] = float(one[0].split("one size compiled ")[1].split(",")[0]) if one else None
         results[name] = row
@@ -124,18 +128,23 @@ def markdown(results, steps=None):
           "whose numbers alone change with the batch compile once and read those numbers at run time "
           "(codegen/size_general.h), a batch of 1 too (lowering keeps the index of a dim of 1, and a bias "
           "gradient whose [1, C] input has its [C] output's size is still tiled: the executable knows the two "
-          "apart); a kernel whose shape changes with the size would compile its own. Targets: symbolic within 5%% of static; as many kernels for every size as for one." % (SIZES, SIZES, SIZES),
+          "apart); a kernel whose shape changes with the size would compile its own. Targets: symbolic within 5%% of static; as many kernels for every size as for one. "
+          "The bindings' memory plans share one working block (runtime/exec/working_memory.h), the largest one's: "
+          "*working memory* is that block after the sweep, against what the (at most 32) kept bindings would hold "
+          "each in a block of its own." % (SIZES, SIZES, SIZES),
           "",
-          "| workload | static ms | symbolic ms | symbolic / static | kernels, one size | kernels, sizes 1..%d | of which batch 1 |" % SIZES,
-          "|---|---|---|---|---|---|---|"]
+          "| workload | static ms | symbolic ms | symbolic / static | kernels, one size | kernels, sizes 1..%d | of which batch 1 | working memory, one block | kept bindings apart |" % SIZES,
+          "|---|---|---|---|---|---|---|---|---|"]
+    mib = lambda b: "%.2f MiB" % (b / 2.0**20) if b is not None else "-"
     f = lambda v: "%.3f" % v if v else "-"
     for name, row in results.items():
         s, y = _median(row["static"]), _median(row["symbolic"])
-        md.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+        md.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             name, f(s), f(y), "%.3f" % (y / s) if s and y else "-",
             "%d" % row["compiled_one"] if row.get("compiled_one") is not None else "-",
             "%d" % row["compiled_all"] if row.get("compiled_all") is not None else row.get("error", "-"),
-            "%d" % row["compiled_batch1"] if row.get("compiled_batch1") is not None else "-"))
+            "%d" % row["compiled_batch1"] if row.get("compiled_batch1") is not None else "-",
+            mib(row.get("working_shared")), mib(row.get("working_apart"))))
     md.append("")
     if steps:
         md += ["The model API's training steps (`smelt_train_steps --only W [--compiled-batch B]`, alternating "
