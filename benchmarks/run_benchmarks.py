@@ -302,8 +302,8 @@ def run(a, cache):
         device = section(device, shared_core.targets(shared), shared_core.markdown(shared), "shared machine")
     if not a.no_symbolic:
         say("shape-polymorphic graphs: the workloads with a symbolic batch, and kernels across batch sizes")
-        sym = symbolic_batch.measure(a, budget, cache, 1 if a.quick else 3, say)
-        steps = symbolic_batch.measure_steps(a, budget, cache, 1 if a.quick else 3, say)
+        sym = symbolic_batch.measure(a, budget, cache, 1 if a.quick else 5, say)
+        steps = symbolic_batch.measure_steps(a, budget, cache, 1 if a.quick else 5, say)
         device = section(device, symbolic_batch.targets(sym, steps), symbolic_batch.markdown(sym, steps), "shape polymorphism")
     if not a.no_distributed:
         say("data-parallel training: all-reduce bandwidth on 2 MPI ranks")

@@ -42,15 +42,18 @@ def measure_steps(a, budget, cache, rounds, say):
         row = {"static": [], "symbolic": [], "compiled_batch": compiled_batch}
         for r in range(rounds):
             order = ("static", "symbolic") if r % 2 == 0 else ("symbolic", "static")
+            got_round = {}
             for kind in order:
                 got = _train_step(a, name, budget, cache, compiled_batch if kind == "symbolic" else 0)
                 if "error" in got:
                     row["error"] = "%s: %s" % (kind, got["error"])
                 else:
                     row[kind].append(got["ms"])
+                    got_round[kind] = got["ms"]
+            _pair(row, got_round)
         results[name] = row
-        say("  partial batch %-20s created for its batch %s ms, for %d %s ms%s" % (
-            name, _median(row["static"]), compiled_batch, _median(row["symbolic"]),
+        say("  partial batch %-20s created for its batch %s ms, for %d %s ms, paired ratio %s%s" % (
+            name, _median(row["static"]), compiled_batch, _median(row["symbolic"]), _ratio(row),
             " (%s)" % row["error"] if "error" in row else ""))
     return results
 
@@ -63,12 +66,15 @@ def measure(a, budget, cache, rounds, say):
         row = {"static": [], "symbolic": []}
         for r in range(rounds):
             order = ("static", "symbolic") if r % 2 == 0 else ("symbolic", "static")
+            got_round = {}
             for kind in order:
                 got = _bench(a, w, budget, cache, ["--symbolic-batch"] if kind == "symbolic" else [])
                 if "error" in got:
                     row["error"] = "%s: %s" % (kind, got["error"])
                 elif "median_ms" in got:
                     row[kind].append(got["median_ms"])
+                    got_round[kind] = got["median_ms"]
+            _pair(row, got_round)
         with tempfile.TemporaryDirectory(prefix="smelt-sizes-") as fresh:
             got = _bench(a, w, runners.Budget(runs=1, warmup=0, min_runs=1, max_seconds=1), fresh,
                          ["--symbolic-batch", "--sweep-sizes", str(SIZES)])
@@ -86,8 +92,8 @@ def measure(a, budget, cache, rounds, say):
             one = [l for l in got["out"].splitlines() if "one size compiled" in l]
             row["compiled_one"] = float(one[0].split("one size compiled ")[1].split(",")[0]) if one else None
         results[name] = row
-        say("  symbolic batch %-14s static %s ms, symbolic %s ms; kernels compiled for sizes 1..%d: %s (one size: %s)%s" % (
-            name, _median(row["static"]), _median(row["symbolic"]), SIZES, row.get("compiled_all"),
+        say("  symbolic batch %-14s static %s ms, symbolic %s ms, paired ratio %s; kernels compiled for sizes 1..%d: %s (one size: %s)%s" % (
+            name, _median(row["static"]), _median(row["symbolic"]), _ratio(row), SIZES, row.get("compiled_all"),
             row.get("compiled_one"), " (%s)" % row["error"] if "error" in row else ""))
     return results
 
@@ -97,21 +103,33 @@ def _median(xs):
     return xs[len(xs) // 2] if xs else None
 
 
+def _pair(row, got_round):
+    """Keeps one round's symbolic / static ratio: the two ran back to back, so a drift of the shared
+    machine's speed between rounds (tens of percent within minutes) cancels in it."""
+    if "static" in got_round and "symbolic" in got_round:
+        row.setdefault("ratios", []).append(got_round["symbolic"] / got_round["static"])
+
+
+def _ratio(row):
+    """The median of the rounds' paired ratios (None without one)."""
+    return _median(row.get("ratios", []))
+
+
 def targets(results, steps=None):
     rows = []
     for name, row in results.items():
-        s, y = _median(row["static"]), _median(row["symbolic"])
-        if s and y:
-            rows.append(("%s: symbolic batch within 5%% of static" % name, "x%.3f" % (y / s), y <= s * SLACK))
+        ratio = _ratio(row)
+        if ratio:
+            rows.append(("%s: symbolic batch within 5%% of static" % name, "x%.3f" % ratio, ratio <= SLACK))
         if row.get("compiled_all") is not None and row.get("compiled_one") is not None:
             rows.append(("%s: kernels compiled for batch 1..%d = one size's" % (name, SIZES),
                          "%d vs %d" % (row["compiled_all"], row["compiled_one"]),
                          row["compiled_all"] <= row["compiled_one"]))
     for name, row in (steps or {}).items():
-        s, y = _median(row["static"]), _median(row["symbolic"])
-        if s and y:
+        ratio = _ratio(row)
+        if ratio:
             rows.append(("%s: a partial batch's step within 5%% of the step compiled for that batch" % name,
-                         "x%.3f" % (y / s), y <= s * SLACK))
+                         "x%.3f" % ratio, ratio <= SLACK))
         else:
             rows.append(("%s: a partial batch's step within 5%% of the step compiled for that batch" % name,
                          row.get("error", "not measured"), False))
@@ -122,7 +140,9 @@ def markdown(results, steps=None):
     md = ["### Shape-polymorphic graphs: a symbolic batch", "",
           "Each workload compiled twice, static and with its batch (the first input's leading extent) a "
           "symbolic dimension N in [1, max(batch, %d)], run at the file's size in alternating processes "
-          "(`smelt bench W [--symbolic-batch]`, medians over rounds); then one process running the symbolic "
+          "(`smelt bench W [--symbolic-batch]`, back to back in each of several rounds, order alternating; times are medians "
+          "over rounds, the ratio the median of the rounds' paired ratios, so that the machine's drift between "
+          "rounds cancels); then one process running the symbolic "
           "executable once at every batch size 1..%d from an empty kernel cache "
           "(`--sweep-sizes %d`), counting the kernels compiled rather than found in the cache. Kernels "
           "whose numbers alone change with the batch compile once and read those numbers at run time "
@@ -140,7 +160,7 @@ def markdown(results, steps=None):
     for name, row in results.items():
         s, y = _median(row["static"]), _median(row["symbolic"])
         md.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            name, f(s), f(y), "%.3f" % (y / s) if s and y else "-",
+            name, f(s), f(y), "%.3f" % _ratio(row) if _ratio(row) else "-",
             "%d" % row["compiled_one"] if row.get("compiled_one") is not None else "-",
             "%d" % row["compiled_all"] if row.get("compiled_all") is not None else row.get("error", "-"),
             "%d" % row["compiled_batch1"] if row.get("compiled_batch1") is not None else "-",
@@ -148,14 +168,15 @@ def markdown(results, steps=None):
     md.append("")
     if steps:
         md += ["The model API's training steps (`smelt_train_steps --only W [--compiled-batch B]`, alternating "
-               "processes, medians over rounds): created for the workload's batch, and created for a batch of "
+               "processes, back to back in each round: medians over rounds, the ratio the median of paired ratios): "
+               "created for the workload's batch, and created for a batch of "
                "B and fed the workload's as a partial batch, whose step compiles on its first run from the "
                "kernels every size shares (nn::TrainStep; outside the timing).", "",
                "| workload | created for its batch, ms | created for B, fed its batch, ms | ratio | B |",
                "|---|---|---|---|---|"]
         for name, row in steps.items():
             s, y = _median(row["static"]), _median(row["symbolic"])
-            md.append("| %s | %s | %s | %s | %d |" % (name, f(s), f(y), "%.3f" % (y / s) if s and y else
+            md.append("| %s | %s | %s | %s | %d |" % (name, f(s), f(y), "%.3f" % _ratio(row) if _ratio(row) else
                                                       row.get("error", "-"), row["compiled_batch"]))
         md.append("")
     return md
