@@ -113,8 +113,7 @@ ExtentFactors extentFactors(int64_t extent) {
   Monomial m = monomialOf(extent);
   ExtentFactors f{m.count, {}};
   std::lock_guard lock(symbols().mutex);
-  for (int64_t id : m.symbols) f.symbols.push_back(symbols().names[static_cast<size_t>(id)]);
-  std::sort(f.symbols.begin(), f.symbols.end());
+  for (int64_t id : m.symbols) f.symbols.push_back(symbols().names[static_cast<size_t>(id)]);  // in name order
   return f;
 }
 
@@ -178,10 +177,9 @@ std::string TensorType::toString() const { return std::string(dtypeName(dtype)) 
 bool extentsUnify(int64_t a, int64_t b) {
   if (a == b) return true;
   if (!isSymbolic(a) || !isSymbolic(b)) return false;
-  Monomial ma = monomialOf(a), mb = monomialOf(b);
-  std::sort(ma.symbols.begin(), ma.symbols.end());
-  std::sort(mb.symbols.begin(), mb.symbols.end());
-  return ma.symbols != mb.symbols;  // the same symbols times different counts never meet
+  // Monomials keep their symbols in name order, so equal lists are equal symbols: times different
+  // counts those never meet.
+  return monomialOf(a).symbols != monomialOf(b).symbols;
 }
 
 Expected<Shape> broadcastShapes(std::span<const int64_t> a, std::span<const int64_t> b) {

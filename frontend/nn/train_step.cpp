@@ -142,6 +142,11 @@ Expected<std::unique_ptr<TrainStep>> TrainStep::create(Model& model, LossFn loss
   // Each batch size compiles its own step; the kernels they share across sizes compile once
   // (runtime/exec/size_general_kernels.h: the second size makes them general, later ones reuse them).
   if (!step->options_.compile.sizeGeneral) step->options_.compile.sizeGeneral = std::make_shared<SizeGeneralKernels>();
+  // They run one at a time, so in one working memory (runtime/exec/working_memory.h): an epoch's partial
+  // last batch runs in the full batch's, no second arena.
+  if (!step->options_.compile.workingMemory) {
+    step->options_.compile.workingMemory = std::make_shared<SharedWorkingMemory>();
+  }
   step->input_ = input;
   step->target_ = target;
   if (step->options_.distributed.enabled) {
@@ -278,11 +283,8 @@ Status TrainStep::compileBatch(int64_t batch, bool accumulateOnly) {
     SMELT_TRY(std::string budgeted, pipelineWithMemoryBudget(compile.pipeline, options_.memoryBudget));
     compile.pipeline = std::move(budgeted);
   }
-  // A smaller batch runs where the full one does, in the same working memory (one batch size runs at a
-  // time: runtime/exec/working_memory.h): an epoch's partial last batch adds no second arena.
+  // A smaller batch runs where the full one does.
   if (!byBatch_.empty()) compile.device = deviceId();
-  if (!options_.compile.workingMemory) options_.compile.workingMemory = std::make_shared<SharedWorkingMemory>();
-  compile.workingMemory = options_.compile.workingMemory;
   for (size_t i = 0; i < updates.size(); ++i) {
     std::string name = fmt::format("state{}", i);
     graph.addOutput(name, updates[i].second);
@@ -560,6 +562,7 @@ Expected<std::unique_ptr<Predictor>> Predictor::create(Model& model, const Tenso
   p->model_ = &model;
   p->options_ = options;
   if (!p->options_.sizeGeneral) p->options_.sizeGeneral = std::make_shared<SizeGeneralKernels>();
+  if (!p->options_.workingMemory) p->options_.workingMemory = std::make_shared<SharedWorkingMemory>();
   p->input_ = input;
   SMELT_CHECK_OK(p->compileBatch(input.rank() > 0 ? input.shape[0] : 0));
   return p;
@@ -595,8 +598,7 @@ Expected<Graph> inferenceGraph(Model& model, const TensorType& input) {
 
 Status Predictor::compileBatch(int64_t batch) {
   SMELT_TRY(Graph graph, evaluationGraph(*model_, withBatch(input_, batch), "predict"));
-  if (!options_.workingMemory) options_.workingMemory = std::make_shared<SharedWorkingMemory>();
-  CompileOptions options = options_;  // every batch size in one working memory, as a TrainStep's
+  CompileOptions options = options_;
   if (!byBatch_.empty()) {
     options.device = deviceId();
     logger().info("predictor: compiling for batches of {} (compiled for {} before)", batch,
