@@ -94,44 +94,20 @@ Expected<DimBinding> bindingFromInputs(const Graph& graph, std::span<const Tenso
 }
 
 Expected<int64_t> evaluateExtent(int64_t extent, const DimBinding& binding) {
-  if (!isSymbolic(extent)) return extent;
-  ExtentFactors f = extentFactors(extent);
-  int64_t value = f.count;
-  for (const std::string& s : f.symbols) {
-    auto it = binding.find(s);
-    if (it == binding.end()) return makeError("dimension {} of {} is not bound", s, extentToString(extent));
-    if (it->second != 0 && value > kMaxElements / it->second) {
-      return makeError("{} is more than 2^40 at {}", extentToString(extent), bindingToString(binding));
-    }
-    value *= it->second;
-  }
-  return value;
+  return evaluateSymbolicExtent(extent, [&](const std::string& name) -> std::optional<int64_t> {
+    auto it = binding.find(name);
+    return it == binding.end() ? std::nullopt : std::optional<int64_t>(it->second);
+  });
 }
 
 Expected<DimBinding> DimBinder::binding() {
-  // One product may wait on a symbol another product solves: repeat while any is solved.
+  // One declared extent may wait on a symbol another one solves: repeat while any is solved.
   for (bool solved = true; solved;) {
     solved = false;
     for (const FedProduct& p : products_) {
-      ExtentFactors f = extentFactors(p.declared);
-      std::vector<std::string> unbound;
-      int64_t known = f.count;
-      for (const std::string& s : f.symbols) {
-        if (auto it = binding_.find(s); it == binding_.end()) {
-          unbound.push_back(s);
-        } else if (it->second != 0 && known > kMaxElements / it->second) {
-          return makeError("graph @{}: {} is declared {}, more than 2^40 at {}", graph_.name(), p.where,
-                           extentToString(p.declared), bindingToString(binding_));
-        } else {
-          known *= it->second;
-        }
-      }
-      if (unbound.size() != 1 || std::count(f.symbols.begin(), f.symbols.end(), unbound[0]) != 1) continue;
-      if (known == 0 || p.fed % known != 0) {
-        return makeError("graph @{}: {} is declared {}, fed {}, which is no multiple of {}", graph_.name(), p.where,
-                         extentToString(p.declared), p.fed, known);
-      }
-      SMELT_CHECK_OK(bind(unbound[0], p.fed / known, p.where));
+      SMELT_TRY(Solution solution, solve(p));
+      if (!solution) continue;
+      SMELT_CHECK_OK(bind(solution->first, solution->second, p.where));
       solved = true;
     }
   }
@@ -147,6 +123,52 @@ Expected<DimBinding> DimBinder::binding() {
     }
   }
   return binding_;
+}
+
+Expected<DimBinder::Solution> DimBinder::solve(const FedProduct& p) const {
+  // Solvable: one unbound symbol, in one term, to the first power and outside every floor quotient;
+  // the other terms and the term's other factors evaluate.
+  std::vector<std::string> unbound;
+  for (const std::string& s : extentSymbols(p.declared)) {
+    if (!binding_.count(s)) unbound.push_back(s);
+  }
+  if (unbound.size() != 1) return Solution();
+  const int64_t symbol = dimSymbol(unbound[0]);
+  const ExtentSum sum = extentSum(p.declared);
+  __int128 rest = sum.constant, multiplier = 0;
+  for (const ExtentSum::Term& t : sum.terms) {
+    __int128 value = t.coefficient;
+    int64_t powers = 0;
+    for (int64_t atom : t.atoms) {
+      if (atom == symbol) {
+        ++powers;
+        continue;
+      }
+      Expected<int64_t> v = evaluateExtent(atom, binding_);
+      if (!v.ok()) return Solution();  // the symbol is inside a floor quotient
+      value *= *v;
+      if (value > kMaxElements || value < -kMaxElements) {
+        return makeError("graph @{}: {} is declared {}, more than 2^40 at {}", graph_.name(), p.where,
+                         extentToString(p.declared), bindingToString(binding_));
+      }
+    }
+    if (powers > 1 || (powers == 1 && multiplier != 0)) return Solution();
+    if (powers == 1) {
+      multiplier = value;
+    } else {
+      rest += value;
+    }
+  }
+  const __int128 left = static_cast<__int128>(p.fed) - rest;
+  if (rest == 0 && (multiplier <= 0 || left % multiplier != 0)) {
+    return makeError("graph @{}: {} is declared {}, fed {}, which is no multiple of {}", graph_.name(), p.where,
+                     extentToString(p.declared), p.fed, static_cast<int64_t>(multiplier));
+  }
+  if (multiplier == 0 || left % multiplier != 0 || left / multiplier < 0) {
+    return makeError("graph @{}: {} is declared {}, fed {}, which no {} makes", graph_.name(), p.where,
+                     extentToString(p.declared), p.fed, unbound[0]);
+  }
+  return Solution({unbound[0], static_cast<int64_t>(left / multiplier)});
 }
 
 Status checkBinding(const Graph& graph, const DimBinding& binding) {
@@ -203,7 +225,7 @@ std::string unifiedSymbols(const Node& node, const DimBinding& binding) {
   for (const Value* o : node.operands()) {
     types.push_back(o->type().toString());
     for (int64_t d : o->type().shape) {
-      for (const std::string& name : extentFactors(d).symbols) {
+      for (const std::string& name : extentSymbols(d)) {
         if (std::find(symbols.begin(), symbols.end(), name) != symbols.end()) continue;
         symbols.push_back(name);
         auto it = binding.find(name);

@@ -8,8 +8,10 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
+#include <utility>
 
 namespace smelt {
 
@@ -27,8 +29,9 @@ std::string bindingToString(const DimBinding& binding);
 /// Parses "N=8" into `binding` (the CLI's --dim); an error says what is wrong.
 Status parseDimAssignment(std::string_view text, DimBinding& binding);
 
-/// The value of `extent` at `binding`: a count itself, a symbol its bound value, a product of symbols
-/// the product of theirs. An error names a symbol the binding lacks, or a product past kMaxElements.
+/// The value of `extent` at `binding`: a count itself, a symbol its bound value, a polynomial over
+/// symbols its value at theirs (ir/type.h). An error names a symbol the binding lacks, or a value
+/// past kMaxElements.
 Expected<int64_t> evaluateExtent(int64_t extent, const DimBinding& binding);
 
 /// Builds a binding from several sources (`--dim` options, then the inputs fed), remembering which one
@@ -43,9 +46,10 @@ class DimBinder {
   /// differs from the declared one is an error naming the input. A product of symbols ("4*N") is
   /// checked by binding(), once every source has bound what it can.
   Status bindInput(const Value& input, const TensorType& fed);
-  /// The binding, once each product of symbols in a fed input's type is checked against the extent
-  /// fed: equal to its value, or, where it holds one symbol nothing else bound (f32[4*N] fed 12), that
-  /// symbol's value solved from it (N = 3). A product that disagrees is an error naming the input.
+  /// The binding, once each polynomial extent in a fed input's type is checked against the extent
+  /// fed: equal to its value, or, where it holds one symbol nothing else bound, to the first power
+  /// (f32[4*N] fed 12, f32[T+1] fed 8), that symbol's value solved from it (N = 3, T = 7). One that
+  /// disagrees is an error naming the input.
   Expected<DimBinding> binding();
 
  private:
@@ -54,6 +58,10 @@ class DimBinder {
     int64_t fed;
     std::string where;
   };
+  /// The symbol a fed extent solves, with its value, when it holds one unbound symbol (linearly, in
+  /// one term); nullopt when it does not yet; an error when no value makes it the fed extent.
+  using Solution = std::optional<std::pair<std::string, int64_t>>;
+  Expected<Solution> solve(const FedProduct& p) const;
   const Graph& graph_;
   DimBinding binding_;
   std::map<std::string, std::string> boundBy_;

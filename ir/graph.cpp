@@ -255,7 +255,7 @@ std::vector<std::string> Graph::symbolicDims() const {
   std::vector<std::string> names;
   auto collect = [&](const Value* v) {
     for (int64_t d : v->shape()) {
-      for (const std::string& name : extentFactors(d).symbols) {
+      for (const std::string& name : extentSymbols(d)) {
         if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
       }
     }

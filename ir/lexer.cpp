@@ -82,7 +82,7 @@ class Lexer {
       } else if (c == '"') {
         t.kind = TokenKind::String;
         SMELT_TRY(t.text, readString(t));
-      } else if (std::string_view("(){}[]<>:,=*").find(c) != std::string_view::npos) {
+      } else if (std::string_view("(){}[]<>:,=*/").find(c) != std::string_view::npos) {
         t.kind = TokenKind::Punct;
         t.text = std::string(1, advance());
       } else {

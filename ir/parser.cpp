@@ -161,25 +161,83 @@ class Parser {
 
   /// An extent: a count, a symbolic dimension (bound when the graph runs), or a product of them
   /// ("12*N", "N*T").
+  // An extent: a count, or a polynomial over symbols as ir/type.h spells it (dimSymbolName):
+  //   extent := term (('+' | '-') term)*      N+1, 2*N-T, N*T+N
+  //   term   := factor ('*' factor)*         12*N*T
+  //   factor := count | symbol | '(' extent ')' ['/' count]      (H+1)/2 is floor division
+  // The lexer reads a sign with what follows it: "-1" is a number, "-T" an identifier, a lone "-"
+  // before '(' a number token of its own.
   Expected<int64_t> parseExtent() {
-    int64_t extent = 1;
+    SMELT_TRY(int64_t extent, parseExtentTerm());
     while (true) {
       const Token& t = peek();
-      int64_t factor = 0;
-      if (t.kind == TokenKind::Identifier) {
-        if (!isValidSymbolName(t.text)) return fail(t, fmt::format("'{}' cannot name a dimension", t.text));
-        factor = dimSymbol(next().text);
-      } else {
-        SMELT_TRY(factor, parseInt());
-        if (factor < 0) return fail(t, fmt::format("dimension {} is negative", factor));
-        if (factor > kMaxElements) return fail(t, fmt::format("dimension {} is too large", factor));
-      }
+      const bool signedToken = (t.kind == TokenKind::Number || t.kind == TokenKind::Identifier) && !t.text.empty() &&
+                               (t.text[0] == '+' || t.text[0] == '-');
+      if (!signedToken) return extent;
+      SMELT_TRY(int64_t term, parseExtentTerm());
+      Expected<int64_t> sum = addExtents(extent, term);
+      if (!sum.ok()) return fail(t, sum.error().message());
+      extent = *sum;
+    }
+  }
+
+  Expected<int64_t> parseExtentTerm() {
+    int64_t extent = 1;
+    bool negative = false;
+    while (true) {
+      const Token& t = peek();
+      SMELT_TRY(int64_t factor, parseExtentFactor(negative));
       Expected<int64_t> product = multiplyExtents(extent, factor);
       if (!product.ok()) return fail(t, product.error().message());
       extent = *product;
-      if (!isPunct("*")) return extent;
+      if (!isPunct("*")) break;
       next();
     }
+    if (!negative) return extent;
+    Expected<int64_t> negated = subtractExtents(0, extent);
+    if (!negated.ok()) return fail(peek(), negated.error().message());
+    return *negated;
+  }
+
+  /// One factor without its sign, which flips `negative`.
+  Expected<int64_t> parseExtentFactor(bool& negative) {
+    const Token& t = peek();
+    std::string text = t.text;
+    const bool signedWord = (t.kind == TokenKind::Number || t.kind == TokenKind::Identifier) && !text.empty() &&
+                            (text[0] == '-' || text[0] == '+');
+    if (signedWord && text.size() == 1) {  // "-(H+1)/2"
+      negative ^= text == "-";
+      next();
+      if (!isPunct("(")) return fail(peek(), fmt::format("expected '(' after '{}' in a dimension", text));
+    } else if (signedWord && t.kind == TokenKind::Identifier) {  // "-T"
+      negative ^= text[0] == '-';
+      text = text.substr(1);
+    }
+    if (isPunct("(")) {
+      // Canonical names nest one level per floor quotient of a quotient's numerator: a handful.
+      if (++extentDepth_ > kMaxExtentDepth) return fail(peek(), "a dimension nests parentheses too deeply");
+      next();
+      Expected<int64_t> parsed = parseExtent();
+      --extentDepth_;
+      SMELT_TRY(int64_t inner, std::move(parsed));
+      SMELT_CHECK_OK(expectPunct(")"));
+      if (!isPunct("/")) return inner;
+      next();
+      const Token& d = peek();
+      SMELT_TRY(int64_t divisor, parseInt());
+      Expected<int64_t> quotient = floorDivideExtent(inner, divisor);
+      if (!quotient.ok()) return fail(d, quotient.error().message());
+      return *quotient;
+    }
+    if (t.kind == TokenKind::Identifier) {
+      if (!isValidSymbolName(text)) return fail(t, fmt::format("'{}' cannot name a dimension", t.text));
+      next();
+      return dimSymbol(text);
+    }
+    SMELT_TRY(int64_t count, parseInt());
+    if (count > kMaxElements || count < -kMaxElements) return fail(t, fmt::format("dimension {} is too large", count));
+    negative ^= count < 0;
+    return count < 0 ? -count : count;
   }
 
   Expected<TensorType> parseType() {
@@ -192,7 +250,9 @@ class Parser {
     SMELT_CHECK_OK(expectPunct("["));
     if (!isPunct("]")) {
       while (true) {
+        const Token& at = peek();
         SMELT_TRY(int64_t d, parseExtent());
+        if (d < 0 && !isSymbolic(d)) return fail(at, fmt::format("dimension {} is negative", d));
         type.shape.push_back(d);
         if (!isPunct(",")) break;
         next();
@@ -330,9 +390,12 @@ class Parser {
           extents.emplace_back();
           const bool product =
               pos_ + 1 < tokens_.size() && tokens_[pos_ + 1].kind == TokenKind::Punct && tokens_[pos_ + 1].text == "*";
-          if (isSymbolToken(peek()) || product) {
+          const bool group =
+              isPunct("(") || ((peek().text == "-" || peek().text == "+") && pos_ + 1 < tokens_.size() &&
+                               tokens_[pos_ + 1].kind == TokenKind::Punct && tokens_[pos_ + 1].text == "(");
+          if (isSymbolToken(peek()) || product || group) {
             SMELT_TRY(extents.back(), parseExtent());  // a symbolic dimension in an integer list
-            if (!isSymbolic(*extents.back())) return fail(*toks.back(), "a product of counts: write its value");
+            if (!isSymbolic(*extents.back())) return fail(*toks.back(), "arithmetic on counts: write its value");
           } else {
             SMELT_TRY(Attribute a, parseScalar());
           }
@@ -557,6 +620,9 @@ class Parser {
   std::vector<Token> tokens_;
   size_t pos_ = 0;
   std::unordered_map<std::string, Value*> values_;
+  // Parentheses open in the dimension being parsed (parseExtentFactor), bounded: no input recurses deeply.
+  static constexpr int kMaxExtentDepth = 16;
+  int extentDepth_ = 0;
 };
 
 }  // namespace

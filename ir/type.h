@@ -4,6 +4,7 @@
 #include "ir/dtype.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -13,42 +14,85 @@
 namespace smelt {
 
 /// A shape: one extent per dimension; rank 0 is a scalar. An extent is a count, or a symbolic
-/// dimension ("N" in f32[N,784]) that a graph's run binds (ir/dims.h), or a product of symbols and a
-/// count ("12*N" in f32[12*N,49,96], "N*T"): what a reshape that merges a symbolic batch with other
-/// dimensions makes.
+/// dimension ("N" in f32[N,784]) that a graph's run binds (ir/dims.h), or a polynomial over symbols
+/// and floor quotients: "12*N" in f32[12*N,49,96] (a reshape merging a symbolic batch with other
+/// dimensions), "T+1" (a concat along a symbolic sequence), "(H+1)/2+1" (a stride-2 convolution over
+/// a symbolic image height: `/` is floor division).
 using Shape = std::vector<int64_t>;
 
-/// Symbolic dimensions are interned by name, process-wide, and stored in a Shape as negative extents
-/// on a sparse grid far below any count: kSymbolBase + id * kSymbolStride. Only ops that declare it
-/// take them (OpDef::symbolicDims); as a second guard, arithmetic on one (N - 1, N / 2, k * N with
-/// wrapping) lands off the grid and, the base being an odd pattern rather than a power of two, far
-/// from any count, so checkShapeLimits rejects it. Products go through multiplyExtents, which interns
-/// each one (a monomial: a count times symbols) on the same grid under its canonical name.
+/// Symbolic extents are interned by their canonical name, process-wide (ir/symbolic_extent.cpp), and
+/// stored in a Shape as negative extents on a sparse grid far below any count: kSymbolBase + id *
+/// kSymbolStride, so equal polynomials are one extent. Only ops that declare it take them
+/// (OpDef::symbolicDims), and compute with them only through the functions below; as a second guard,
+/// plain arithmetic on one (N - 1 as integers) lands off the grid and, the base being an odd pattern
+/// rather than a power of two, far from any count, so checkShapeLimits rejects it.
 inline constexpr int64_t kSymbolBase = -0x3a5c9e1d7b4f2a63;
 inline constexpr int64_t kSymbolStride = int64_t{1} << 24;
 /// The extent standing for the symbol `name` (a letter or '_' first, then letters, digits, '_').
 int64_t dimSymbol(std::string_view name);
-/// Whether `extent` is symbolic: a symbol (one dimSymbol made) or a product of symbols.
+/// Whether `extent` is symbolic: a symbol, or a polynomial over symbols.
 bool isSymbolic(int64_t extent);
-/// Whether `extent` is a symbol itself, not a product: what a binding names.
+/// Whether `extent` is a symbol itself, not a polynomial: what a binding names.
 bool isPlainSymbol(int64_t extent);
-/// A symbolic extent's name: "N", or a product's canonical form ("12*N", "N*T": the count first, then
-/// the symbols sorted by name); empty for a count.
+/// Whether `extent` is a count or a count times symbols (12*N*T), no sum.
+bool isMonomial(int64_t extent);
+/// A symbolic extent's canonical name, which the text IR spells it by: "N"; "12*N", "N*T" (the count
+/// first, then the factors sorted by name); "2*N+T-1" (terms of higher degree first, the count last);
+/// "(H+1)/2" (floor division); empty for a count.
 std::string dimSymbolName(int64_t extent);
 
-/// An extent as a monomial: a count times symbols (their names sorted, each as often as it divides
-/// the extent). A count d is {d, {}}; the symbol N is {1, {"N"}}; 12*N*N is {12, {"N", "N"}}.
+/// A monomial extent (isMonomial) as a count times symbols (their names sorted, each as often as it
+/// divides the extent). A count d is {d, {}}; the symbol N is {1, {"N"}}; 12*N*N is {12, {"N", "N"}}.
+/// A sum has no such form: {0, {}}.
 struct ExtentFactors {
   int64_t count = 1;
   std::vector<std::string> symbols;
 };
 ExtentFactors extentFactors(int64_t extent);
-/// The extent a * b: a count when both are, otherwise their product as a monomial (N*12 and 12*N are
-/// one extent; 0 times a symbol is 0). An error when the counts' product exceeds kMaxElements.
+/// Any extent as a sum of terms, each a coefficient times atoms (symbols and floor quotients, as
+/// extents), plus a count: N*T+2*N-1 is {{1, {N, T}}, {2, {N}}}, -1.
+struct ExtentSum {
+  struct Term {
+    int64_t coefficient = 1;
+    std::vector<int64_t> atoms;
+  };
+  std::vector<Term> terms;
+  int64_t constant = 0;
+};
+ExtentSum extentSum(int64_t extent);
+/// A floor quotient atom ("(H+1)/2"): the extent it divides and the divisor (at least 2).
+struct FloorQuotient {
+  int64_t numerator = 0;
+  int64_t divisor = 2;
+};
+std::optional<FloorQuotient> floorQuotientOf(int64_t extent);
+/// The named symbols `extent` holds (through floor quotients too), sorted: {"H", "N"} for N*((H+1)/2).
+std::vector<std::string> extentSymbols(int64_t extent);
+/// Whether `extent` is at least 0 wherever every symbol is at least 1, as far as its form shows: no
+/// negative coefficient, and at least 0 with every symbol 1 (N-1 is; N-2 and T-N are not).
+bool provablyNonnegative(int64_t extent);
+/// A count for checkShapeLimits: a count itself, a monomial's count, 1 for a sum.
+int64_t symbolicCount(int64_t extent);
+
+/// The extent a * b: a count when both are, otherwise their product (N*12 and 12*N are one extent; 0
+/// times a symbol is 0). An error when a coefficient of the product exceeds kMaxElements.
 Expected<int64_t> multiplyExtents(int64_t a, int64_t b);
-/// a / b when b divides a exactly as a monomial (12*N / 4 = 3*N, N*T / T = N, 12 / 4 = 3); nullopt
-/// otherwise (N / 2: the quotient would be no count times symbols).
+/// a + b and a - b (N + 1, T + T = 2*T, N - N = 0); an error when a coefficient exceeds kMaxElements.
+/// A difference may be a negative count: the caller checks that an extent is not.
+Expected<int64_t> addExtents(int64_t a, int64_t b);
+Expected<int64_t> subtractExtents(int64_t a, int64_t b);
+/// floor(a / divisor) for a count divisor >= 1: exact where it divides every coefficient ((2*H+4)/2 =
+/// H+2), otherwise the quotient of the multiples plus one floor quotient atom ((H+1)/2, (3*H)/2 =
+/// H+(H)/2).
+Expected<int64_t> floorDivideExtent(int64_t a, int64_t divisor);
+/// a / b when b divides a exactly: b a positive count or one term (12*N / 4 = 3*N, N*T / T = N,
+/// (4*N+4) / 4 = N+1, 12 / 4 = 3); nullopt otherwise (N / 2: no polynomial over N).
 std::optional<int64_t> divideExtents(int64_t a, int64_t b);
+/// The value of `extent` when each symbol has the value `valueOf` gives (nullopt: unbound, an error
+/// naming it); a count is itself. An error past kMaxElements. (ir/dims.h's evaluateExtent takes a
+/// binding.)
+Expected<int64_t> evaluateSymbolicExtent(int64_t extent,
+                                         const std::function<std::optional<int64_t>(const std::string&)>& valueOf);
 /// Whether every extent of `shape` is a count.
 bool isStatic(std::span<const int64_t> shape);
 /// Whether `name` can name a symbolic dimension.
@@ -85,8 +129,8 @@ struct TensorType {
 };
 
 /// Whether two extents may stand for one: equal, or two symbolic extents (which the op then unifies:
-/// the graph holds only if they are bound to one extent, which bindDims checks) that are not the
-/// same symbols times different counts (2*N is never 3*N).
+/// the graph holds only if they are bound to one extent, which bindDims checks) whose difference is
+/// not positive (or negative) wherever every symbol is at least 1 (2*N is never 3*N, nor N+1 N).
 bool extentsUnify(int64_t a, int64_t b);
 
 /// The numpy broadcast of two shapes, or an error naming both. A symbolic extent broadcasts with 1
@@ -95,7 +139,7 @@ bool extentsUnify(int64_t a, int64_t b);
 Expected<Shape> broadcastShapes(std::span<const int64_t> a, std::span<const int64_t> b);
 
 /// Fails when `shape` exceeds kMaxRank or kMaxElements (its static extents; a symbolic one counts as
-/// its count: 1 for a symbol, 12 for 12*N), or
+/// symbolicCount: 1 for a symbol or a sum, 12 for 12*N), or
 /// has a negative extent that is no symbol (computed from one by an op's inference).
 Status checkShapeLimits(std::span<const int64_t> shape);
 

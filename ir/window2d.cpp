@@ -62,6 +62,16 @@ std::optional<int64_t> Window2d::outputSize(int axis, int64_t in) const {
   return out;
 }
 
+Expected<int64_t> Window2d::symbolicOutputSize(int axis, int64_t in) const {
+  if (ceilMode)
+    return makeError("ceil_mode over a symbolic {} ({}): bind it first", kWindowAxisName[axis], extentToString(in));
+  const __int128 shift = static_cast<__int128>(padBegin[axis]) + padEnd[axis] - span(axis);
+  if (shift > kMaxElements || shift < -kMaxElements) return makeError("the window is larger than 2^40");
+  SMELT_TRY(int64_t room, addExtents(in, static_cast<int64_t>(shift)));
+  SMELT_TRY(int64_t steps, floorDivideExtent(room, stride[axis]));
+  return addExtents(steps, 1);
+}
+
 std::pair<int64_t, int64_t> validRange(int64_t offset, int64_t stride, int64_t size, int64_t count) {
   int64_t lo = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
   int64_t last = size - 1 - offset;

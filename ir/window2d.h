@@ -39,6 +39,10 @@ struct Window2d {
   __int128 padded(int axis, int64_t in) const;
   /// The output extent along `axis` for an input of `in`; nothing when the window does not fit the padded input.
   std::optional<int64_t> outputSize(int axis, int64_t in) const;
+  /// The output extent for a symbolic input extent (ir/type.h): (in + pads - span) / stride + 1 with `/` floor
+  /// division, "(H+1)/2+1" for a 3x3, stride-2, pad-1 window over H. Ceil mode's rounding depends on the size: an
+  /// error. (That the window fits is checked where the size is bound.)
+  Expected<int64_t> symbolicOutputSize(int axis, int64_t in) const;
 };
 
 /// The range [lo, hi) of o in [0, count) for which o * stride + offset lies in [0, size): the outputs (or inputs,

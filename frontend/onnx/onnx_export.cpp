@@ -169,8 +169,9 @@ class Exporter {
     }
     return op("Concat", pieces, [](onnx::NodeProto* p) { attr(p, "axis", int64_t{0}); });
   }
-  /// A symbolic extent as an i64[1]: read from a graph input that has it, or a product ("4*N") made
-  /// with Mul from the inputs that have its symbols.
+  /// A symbolic extent as an i64[1]: read from a graph input that has it, or its polynomial ("4*N",
+  /// "T+1", "(H+1)/2") made with Mul, Add and Div (a floor division: extents are never negative) from
+  /// the inputs that have its symbols.
   Expected<std::string> symbolicExtent(int64_t d) {
     if (auto it = symbols_.find(d); it != symbols_.end()) {
       // Named copies, not a structured binding: clang 14 cannot capture those in the lambda below.
@@ -181,14 +182,22 @@ class Exporter {
         attr(p, "end", axis + 1);
       });
     }
-    const ExtentFactors factors = extentFactors(d);
     if (isPlainSymbol(d)) return makeError("symbolic dimension {} is no graph input's", dimSymbolName(d));
-    std::string product = factors.count == 1 ? "" : ints({factors.count});
-    for (const std::string& symbol : factors.symbols) {
-      SMELT_TRY(std::string factor, symbolicExtent(dimSymbol(symbol)));
-      product = product.empty() ? factor : op("Mul", {product, factor});
+    if (std::optional<FloorQuotient> q = floorQuotientOf(d)) {
+      SMELT_TRY(std::string numerator, symbolicExtent(q->numerator));
+      return op("Div", {numerator, ints({q->divisor})});
     }
-    return product;
+    const ExtentSum sum = extentSum(d);
+    std::string total;
+    for (const ExtentSum::Term& term : sum.terms) {
+      std::string product = term.coefficient == 1 ? "" : ints({term.coefficient});
+      for (int64_t atom : term.atoms) {
+        SMELT_TRY(std::string factor, symbolicExtent(atom));
+        product = product.empty() ? factor : op("Mul", {product, factor});
+      }
+      total = total.empty() ? product : op("Add", {total, product});
+    }
+    return sum.constant == 0 ? total : op("Add", {total, ints({sum.constant})});
   }
   /// One ONNX node of `op` writing a fresh value, whose name it returns.
   std::string op(std::string_view type, const std::vector<std::string>& in,

@@ -43,6 +43,7 @@ std::optional<bool> alwaysEqual(int64_t a, int64_t b) {
     if (!extentsUnify(a, b)) return false;
     return std::nullopt;
   }
+  if (!isMonomial(a)) return std::nullopt;
   // A symbol is at least 1, so a product is a positive multiple of its count.
   const int64_t count = extentFactors(a).count;
   if (b < count || b % count != 0) return false;
@@ -56,10 +57,21 @@ Expected<int64_t> symbolicArithmetic(std::string_view op, int64_t a, int64_t b, 
     if (!product.ok()) return makeError("{}: {}", label, product.error().message());
     return product;
   }
+  if (op == "add" || op == "sub") {
+    Expected<int64_t> sum = op == "add" ? addExtents(a, b) : subtractExtents(a, b);
+    if (!sum.ok()) return makeError("{}: {}", label, sum.error().message());
+    return sum;
+  }
   if (op == "div") {
     if (std::optional<int64_t> q = divideExtents(a, b)) return *q;
-    return makeError("{} divides {} by {}: the quotient is no count times symbols (bind the dimension first: --dim)",
-                     label, extentToString(a), extentToString(b));
+    // A shape's values are never negative: ONNX's truncating division of one by a count is floor division.
+    if (!isSymbolic(b) && b > 0) {
+      Expected<int64_t> q = floorDivideExtent(a, b);
+      if (!q.ok()) return makeError("{}: {}", label, q.error().message());
+      return q;
+    }
+    return makeError("{} divides {} by {}: the quotient is no polynomial (bind the dimension first: --dim)", label,
+                     extentToString(a), extentToString(b));
   }
   std::optional<bool> equal = alwaysEqual(a, b);
   if (!equal) {
@@ -82,11 +94,12 @@ Expected<std::vector<Tensor>> foldShapeValues(const Graph& graph, const Node& no
     return evaluateNode(graph, node, operands);
   }
   const TensorType& out = node.result(0)->type();
-  const bool arithmetic = (op == "mul" || op == "div" || op == "eq") && operands.size() == 2 &&
-                          operands[0].dtype() == DType::i64 && operands[1].dtype() == DType::i64 && out.isStatic();
+  const bool arithmetic = (op == "mul" || op == "div" || op == "add" || op == "sub" || op == "eq") &&
+                          operands.size() == 2 && operands[0].dtype() == DType::i64 &&
+                          operands[1].dtype() == DType::i64 && out.isStatic();
   if (!arithmetic) {
     return makeError(
-        "{} computes with a symbolic dimension's value ({}): only ops that move values, and mul, div "
+        "{} computes with a symbolic dimension's value ({}): only ops that move values, and add, sub, mul, div "
         "and eq, may take it",
         graph.labelOf(node), operands[0].type().toString());
   }
@@ -99,6 +112,10 @@ Expected<std::vector<Tensor>> foldShapeValues(const Graph& graph, const Node& no
       SMELT_TRY(value, symbolicArithmetic(op, a, b, graph.labelOf(node)));
     } else if (op == "mul") {
       value = a * b;  // counts of a shape computation (a Shape's extents times small factors)
+    } else if (op == "add") {
+      value = a + b;
+    } else if (op == "sub") {
+      value = a - b;
     } else if (op == "div") {
       if (b == 0) return makeError("{} divides {} by 0", graph.labelOf(node), a);
       value = a / b;

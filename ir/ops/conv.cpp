@@ -28,6 +28,11 @@ Expected<Window> readWindow(const OpCall& call) {
 /// The conv2d output extent along `axis` (Window2d::outputSize), or an error naming the axis.
 Expected<int64_t> convOutputSize(const OpCall& call, int axis, int64_t in, int64_t kernel, Window win) {
   win.kernel[axis] = kernel;
+  if (isSymbolic(in)) {
+    Expected<int64_t> out = win.symbolicOutputSize(axis, in);
+    if (!out.ok()) return call.error("{}", out.error().message());
+    return *out;
+  }
   std::optional<int64_t> out = win.outputSize(axis, in);
   if (!out) {
     return call.error("kernel {} {} with dilation {} does not fit the padded input {} {} (the output would be empty)",
@@ -46,8 +51,7 @@ Status checkOperands(const OpCall& call, int64_t weightRank) {
   return Status::success();
 }
 
-/// Only an image's batch (dim 0) may be symbolic, and no dim of a weight: channels and image sizes
-/// enter the result's extents through arithmetic, which a symbol does not take.
+/// No dim of a weight may be symbolic (firstStatic 0), nor any but an image's batch where firstStatic is 1.
 Status expectSymbolicBatchOnly(const OpCall& call, size_t operand, size_t firstStatic) {
   const TensorType& t = call.operand(operand);
   for (size_t d = firstStatic; d < t.shape.size(); ++d) {
@@ -57,6 +61,14 @@ Status expectSymbolicBatchOnly(const OpCall& call, size_t operand, size_t firstS
     }
   }
   return Status::success();
+}
+
+/// An image's channels (dim 1) must be a count: they size the weight. Its batch and spatial extents may be
+/// symbolic (a spatial one enters the result through window arithmetic, ir/window2d.h).
+Status expectStaticChannels(const OpCall& call, size_t operand) {
+  const TensorType& t = call.operand(operand);
+  if (t.rank() < 2 || !isSymbolic(t.shape[1])) return Status::success();
+  return call.error("{} is {}: its channels (dim 1) must be a count", operandName(call, operand), t.toString());
 }
 
 Expected<int64_t> readGroups(const OpCall& call, int64_t channels) {
@@ -101,7 +113,7 @@ Expected<std::vector<TensorType>> inferConv2d(const OpCall& call) {
 
 Expected<std::vector<TensorType>> inferConvTranspose2d(const OpCall& call) {
   SMELT_CHECK_OK(checkOperands(call, 4));
-  SMELT_CHECK_OK(expectSymbolicBatchOnly(call, 0, 1));
+  SMELT_CHECK_OK(expectStaticChannels(call, 0));
   for (size_t i = 1; i < call.numOperands(); ++i) SMELT_CHECK_OK(expectSymbolicBatchOnly(call, i, 0));
   SMELT_TRY(Window win, readWindow(call));
   const Shape& x = call.operand(0).shape;
@@ -113,8 +125,24 @@ Expected<std::vector<TensorType>> inferConvTranspose2d(const OpCall& call) {
   if (wideOutChannels > kMaxElements) return call.error("weight and groups give more than 2^40 output channels");
   int64_t outChannels = static_cast<int64_t>(wideOutChannels);
   SMELT_CHECK_OK(checkBias(call, {outChannels}, "one entry per output channel"));
-  SMELT_CHECK_OK(expectIntsInRange(call, "output_padding", 2, 0));
   const auto& outPad = call.getInts("output_padding");
+  if (outPad.size() == 2 && (isSymbolic(outPad[0]) || isSymbolic(outPad[1]) || isSymbolic(x[2]) || isSymbolic(x[3]))) {
+    // Over a symbolic image (the data gradient of a conv2d over one): the same size as a polynomial, whose
+    // output_padding, a remainder like -2*(H+1)/2+H+1, bindDims checks at each size.
+    Shape result = {x[0], outChannels, 0, 0};
+    for (int axis = 0; axis < 2; ++axis) {
+      const __int128 shift = static_cast<__int128>(win.dilation[axis]) * (w[2 + axis] - 1) + 1 - win.padBegin[axis] -
+                             win.padEnd[axis] - win.stride[axis];
+      if (shift > kMaxElements || shift < -kMaxElements) return call.error("the window is larger than 2^40");
+      Expected<int64_t> strided = multiplyExtents(x[2 + axis], win.stride[axis]);
+      Expected<int64_t> padded = strided.ok() ? addExtents(*strided, outPad[axis]) : strided;
+      Expected<int64_t> size = padded.ok() ? addExtents(*padded, static_cast<int64_t>(shift)) : padded;
+      if (!size.ok()) return call.error("output {}: {}", kWindowAxisName[axis], size.error().message());
+      result[2 + axis] = *size;
+    }
+    return single(TensorType{call.operand(0).dtype, result});
+  }
+  SMELT_CHECK_OK(expectIntsInRange(call, "output_padding", 2, 0));
   Shape result = {x[0], outChannels, 0, 0};
   for (int axis = 0; axis < 2; ++axis) {
     // PyTorch's rule: the extra rows must fall inside what one more stride or dilation step reaches.
@@ -153,8 +181,8 @@ Expected<std::vector<TensorType>> inferConv2dWeightGrad(const OpCall& call) {
   SMELT_CHECK_OK(checkOperands(call, 4));
   SMELT_TRY(Window win, readWindow(call));
   SMELT_CHECK_OK(expectIntsInRange(call, "kernel", 2, 1));
-  SMELT_CHECK_OK(expectSymbolicBatchOnly(call, 0, 1));
-  SMELT_CHECK_OK(expectSymbolicBatchOnly(call, 1, 1));
+  SMELT_CHECK_OK(expectStaticChannels(call, 0));
+  SMELT_CHECK_OK(expectStaticChannels(call, 1));
   const Shape& x = call.operand(0).shape;
   const Shape& dy = call.operand(1).shape;
   const auto& kernel = call.getInts("kernel");
@@ -529,12 +557,16 @@ Value* weightGrad(Builder& b, Value* x, Value* dy, const WindowAttrs& win, int64
 
 /// The output_padding that makes conv_transpose2d of an output of `ys` restore the input rows of `xs`
 /// past the last window.
-Ints restoringOutputPadding(const Shape& xs, const Shape& ys, const WindowAttrs& win, int64_t kh, int64_t kw) {
+/// Over a symbolic image it is a symbolic remainder (-2*(H+1)/2+H+1 for a stride of 2), bound with the graph.
+Expected<Ints> restoringOutputPadding(const Shape& xs, const Shape& ys, const WindowAttrs& win, int64_t kh,
+                                      int64_t kw) {
   Ints outPad(2);
   int64_t k[2] = {kh, kw};
   for (int a = 0; a < 2; ++a) {
-    outPad[a] = xs[2 + a] + win.padding[a] + win.padding[2 + a] - win.dilation[a] * (k[a] - 1) - 1 -
-                (ys[2 + a] - 1) * win.stride[a];
+    const int64_t shift = win.padding[a] + win.padding[2 + a] - win.dilation[a] * (k[a] - 1) - 1 + win.stride[a];
+    SMELT_TRY(int64_t strided, multiplyExtents(ys[2 + a], win.stride[a]));
+    SMELT_TRY(int64_t padded, addExtents(xs[2 + a], shift));
+    SMELT_TRY(outPad[a], subtractExtents(padded, strided));
   }
   return outPad;
 }
@@ -549,7 +581,9 @@ std::vector<Value*> gradConv2dWeightGrad(Builder& b, const GradientContext& c) {
   const Ints& kernel = c.getInts("kernel");
   AttrMap window{{"stride", win.stride}, {"padding", win.padding}, {"dilation", win.dilation}, {"groups", win.groups}};
   AttrMap transposed = window;
-  transposed["output_padding"] = restoringOutputPadding(x->shape(), dy->shape(), win, kernel[0], kernel[1]);
+  Expected<Ints> outPad = restoringOutputPadding(x->shape(), dy->shape(), win, kernel[0], kernel[1]);
+  if (!outPad.ok()) return {b.fail(outPad.error()), nullptr};
+  transposed["output_padding"] = *outPad;
   return {b.op("conv_transpose2d", {dy, ddw}, transposed), b.op("conv2d", {x, ddw}, window)};
 }
 
@@ -562,13 +596,14 @@ std::vector<Value*> gradConv2d(Builder& b, const GradientContext& c) {
   const Shape& ws = w->shape();
   const Shape& ys = c.y()->shape();
   // dx: the transpose with the same window; output_padding restores the rows past the last window.
-  Ints outPad = restoringOutputPadding(xs, ys, win, ws[2], ws[3]);
+  Expected<Ints> outPad = restoringOutputPadding(xs, ys, win, ws[2], ws[3]);
+  if (!outPad.ok()) return {b.fail(outPad.error())};
   Value* dx = b.op("conv_transpose2d", {dy, w},
                    {{"stride", win.stride},
                     {"padding", win.padding},
                     {"dilation", win.dilation},
                     {"groups", win.groups},
-                    {"output_padding", outPad}});
+                    {"output_padding", *outPad}});
   Value* dw = weightGrad(b, x, dy, win, ws[2], ws[3]);
   if (c.numOperands() < 3) return {dx, dw};
   return {dx, dw, biasGrad(b, c)};

@@ -32,14 +32,6 @@ Expected<std::vector<TensorType>> inferConcat(const OpCall& call) {
   auto axis = normalizeAxis(call.getInt("axis"), first.rank());
   if (!axis) return call.error("attribute 'axis': {}", axis.error().message());
   Shape shape = first.shape;
-  for (size_t i = 0; i < call.numOperands(); ++i) {
-    // The joined extent is a sum: of counts only (N + 3 is no extent a shape holds).
-    const TensorType& t = call.operand(i);
-    if (*axis < t.rank() && isSymbolic(t.shape[*axis])) {
-      return call.error("{} is {}: joining along symbolic dimension {} would add it to others; bind it first",
-                        operandName(call, i), t.toString(), extentToString(t.shape[*axis]));
-    }
-  }
   for (size_t i = 1; i < call.numOperands(); ++i) {
     SMELT_CHECK_OK(expectSameDType(call, 0, i));
     const TensorType& t = call.operand(i);
@@ -52,7 +44,10 @@ Expected<std::vector<TensorType>> inferConcat(const OpCall& call) {
       return call.error("{} is {} but {} is {}; they may differ only on axis {}", operandName(call, i), t.toString(),
                         operandName(call, 0), first.toString(), *axis);
     }
-    shape[*axis] += t.shape[*axis];
+    // The joined extent is a sum: of symbols too (T + 1, a sequence grown by one step).
+    Expected<int64_t> joined = addExtents(shape[*axis], t.shape[*axis]);
+    if (!joined.ok()) return call.error("joining along axis {}: {}", *axis, joined.error().message());
+    shape[*axis] = *joined;
   }
   SMELT_CHECK_OK(expectSaneShape(call, shape));
   return single(TensorType{first.dtype, shape});
@@ -84,6 +79,36 @@ struct SliceDim {
   int64_t start = 0, step = 1, length = 0;
 };
 
+/// A slice of symbolic extent `dim` with step > 0, where ONNX's clamping gives one polynomial at every
+/// extent from 1 up: positions 0, 1, -1 (dim-1) and the ends (to the end: dim; from before the start: 0),
+/// or a symbolic position (a concat's gradient cutting its pieces at offsets it computed), and a distance
+/// between them that is never negative. x[1:] of N is N-1, x[:-1] N-1, x[-1:] 1, x[::2] (N+1)/2; x[-3:]
+/// would be min(3, N): refused, naming the node (bind it first; ONNX import then takes the fed shapes).
+Expected<SliceDim> symbolicSliceDim(const OpCall& call, int64_t dim, int64_t start, int64_t end, int64_t step,
+                                    int64_t axis) {
+  auto refuse = [&](std::string_view why) {
+    return call.error("axis {} is symbolic dimension {}: slicing it [{}:{}:{}] {}; bind it first", axis,
+                      extentToString(dim), extentToString(start), extentToString(end), step, why);
+  };
+  if (step < 0) return refuse("runs from its end");
+  auto position = [&](int64_t p) -> std::optional<int64_t> {
+    if (isSymbolic(p)) return p;
+    if (p >= kMaxElements) return dim;
+    if (p <= -kMaxElements) return int64_t{0};
+    if (p == 0 || p == 1) return p;                       // inside an extent of at least 1
+    if (p == -1) return subtractExtents(dim, 1).value();  // dim-1 >= 0
+    return std::nullopt;                                  // clamped at some sizes: min(p, dim)
+  };
+  std::optional<int64_t> from = position(start), to = position(end);
+  if (!from || !to) return refuse("clamps at small sizes");
+  SMELT_TRY(int64_t distance, subtractExtents(*to, *from));
+  if (!isSymbolic(distance)) distance = std::max<int64_t>(0, distance);
+  if (isSymbolic(distance) && !provablyNonnegative(distance)) return refuse("clamps at small sizes");
+  SMELT_TRY(int64_t rounded, addExtents(distance, step - 1));
+  SMELT_TRY(int64_t length, floorDivideExtent(rounded, step));
+  return SliceDim{*from, step, length};
+}
+
 Expected<std::vector<SliceDim>> sliceDims(const OpCall& call) {
   const TensorType& x = call.operand(0);
   const std::vector<int64_t>& starts = call.getInts("starts");
@@ -105,13 +130,16 @@ Expected<std::vector<SliceDim>> sliceDims(const OpCall& call) {
   for (size_t d = 0; d < dims.size(); ++d) dims[d].length = x.shape[d];
   for (size_t i = 0; i < n; ++i) {
     int64_t dim = x.shape[normalized[i]];
-    // Positions count from a symbolic end and clamp to it: arithmetic on the symbol (its other axes keep it).
-    if (isSymbolic(dim)) {
-      return call.error("axis {} of {} is symbolic dimension {}: slicing it computes with it; bind it first", axes[i],
-                        x.toString(), extentToString(dim));
-    }
     int64_t step = steps[i];
     if (step == 0) return call.error("attribute 'steps' has a 0 for axis {}", axes[i]);
+    if (isSymbolic(dim)) {
+      SMELT_TRY(dims[normalized[i]], symbolicSliceDim(call, dim, starts[i], ends[i], step, axes[i]));
+      continue;
+    }
+    if (isSymbolic(starts[i]) || isSymbolic(ends[i])) {
+      return call.error("axis {} of {} has {} elements: its slice's positions {} and {} must be counts", axes[i],
+                        x.toString(), dim, extentToString(starts[i]), extentToString(ends[i]));
+    }
     // ONNX Slice: negative positions count from the end, then clamp. Adding dim (< 2^41) to a
     // negative int64 cannot overflow, so INT64_MIN / INT64_MAX sentinels are safe.
     int64_t start = starts[i] < 0 ? starts[i] + dim : starts[i];
@@ -192,6 +220,12 @@ Expected<PadPlan> padPlan(const OpCall& call) {
                       x.toString(), pads.size());
   }
   for (int64_t p : pads) {
+    if (isSymbolic(p)) {
+      // A symbolic amount (a slice's gradient placing its run at a symbolic start) pads with zeros.
+      if (plan.mode != PadMode::Constant)
+        return call.error("{} padding by {}: bind it first", modeName, extentToString(p));
+      continue;
+    }
     if (p > kMaxElements || p < -kMaxElements) return call.error("attribute 'pads' entry {} is out of range", p);
   }
   for (size_t d = 0; d < rank; ++d) {
@@ -199,14 +233,22 @@ Expected<PadPlan> padPlan(const OpCall& call) {
     int64_t begin = pads[d];
     int64_t end = pads[d + rank];
     PadDim pd;
-    pd.lo = std::max<int64_t>(0, -begin);
-    pd.kept = dim - pd.lo - std::max<int64_t>(0, -end);
-    pd.before = std::max<int64_t>(0, begin);
-    pd.after = std::max<int64_t>(0, end);
-    if (isSymbolic(dim)) {
-      // A symbolic axis passes through unpadded; padding it would need arithmetic on the symbol.
-      if (begin != 0 || end != 0) return call.error("pads {} and {} on axis {}, a symbolic dimension", begin, end, d);
-      pd.kept = dim;
+    pd.lo = isSymbolic(begin) ? 0 : std::max<int64_t>(0, -begin);
+    const int64_t cropEnd = isSymbolic(end) ? 0 : std::max<int64_t>(0, -end);
+    pd.kept = dim - pd.lo - cropEnd;
+    pd.before = isSymbolic(begin) ? begin : std::max<int64_t>(0, begin);
+    pd.after = isSymbolic(end) ? end : std::max<int64_t>(0, end);
+    if (isSymbolic(dim) || isSymbolic(begin) || isSymbolic(end)) {
+      // Padded (or cropped) by counts: a polynomial (N+2, N-1), never negative at any size.
+      SMELT_TRY(pd.kept, subtractExtents(dim, pd.lo + cropEnd));
+      if (isSymbolic(pd.kept) && !provablyNonnegative(pd.kept)) {
+        return call.error("pads {} and {} crop symbolic axis {} ({}) to {}, empty at small sizes; bind it first",
+                          extentToString(begin), extentToString(end), d, extentToString(dim), extentToString(pd.kept));
+      }
+      if (plan.mode == PadMode::Reflect && (pd.before > 0 || pd.after > 0)) {
+        return call.error("reflect padding of symbolic axis {} ({}) needs its size; bind it first", d,
+                          extentToString(dim));
+      }
     } else if (pd.kept < 0) {
       return call.error("pads {} and {} crop more than the {} elements of axis {}", begin, end, dim, d);
     }
@@ -227,7 +269,11 @@ Expected<PadPlan> padPlan(const OpCall& call) {
 Expected<std::vector<TensorType>> inferPad(const OpCall& call) {
   SMELT_TRY(PadPlan plan, padPlan(call));
   Shape shape;
-  for (const PadDim& d : plan.dims) shape.push_back(d.before + d.kept + d.after);
+  for (const PadDim& d : plan.dims) {
+    SMELT_TRY(int64_t padding, addExtents(d.before, d.after));
+    SMELT_TRY(int64_t padded, addExtents(d.kept, padding));
+    shape.push_back(padded);
+  }
   SMELT_CHECK_OK(expectSaneShape(call, shape));
   return single(TensorType{call.operand(0).dtype, shape});
 }
@@ -596,9 +642,10 @@ std::vector<Value*> concatGradient(Builder& b, const GradientContext& c) {
   std::vector<Value*> grads;
   int64_t offset = 0;
   for (size_t i = 0; i < c.numOperands(); ++i) {
-    int64_t length = c.x(i)->shape()[axis];
-    grads.push_back(sliceAxis(b, c.dy(), axis, offset, offset + length));
-    offset += length;
+    Expected<int64_t> end = addExtents(offset, c.x(i)->shape()[axis]);  // symbolic along a symbolic axis
+    if (!end.ok()) return {b.fail(end.error())};
+    grads.push_back(sliceAxis(b, c.dy(), axis, offset, *end));
+    offset = *end;
   }
   return grads;
 }
@@ -639,6 +686,15 @@ std::vector<Value*> sliceGradient(Builder& b, const GradientContext& c) {
       g = b.reshape(g, spread);
     }
     // The run covers [start, start + length*step); the end may pass x's size by up to step-1 zeros.
+    if (isSymbolic(size) || isSymbolic(start) || isSymbolic(length)) {
+      if (step != 1)
+        return {b.fail(makeError("the gradient of a slice of symbolic axis {} with step {}: bind it first", d, step))};
+      Expected<int64_t> end = addExtents(start, length);
+      Expected<int64_t> after = end.ok() ? subtractExtents(size, *end) : end;
+      if (!after.ok()) return {b.fail(after.error())};
+      g = padAxis(b, g, d, start, *after);
+      continue;
+    }
     g = padAxis(b, g, d, start, size - start - length * step);
   }
   return {g};
@@ -655,6 +711,16 @@ std::vector<Value*> padGradient(Builder& b, const GradientContext& c) {
   for (size_t d = 0; d < plan->dims.size() && g; ++d) {
     const PadDim& pd = plan->dims[d];
     int64_t kept = pd.kept;
+    if (isSymbolic(kept) || isSymbolic(pd.before) || isSymbolic(pd.after)) {
+      // Constant mode only (padPlan): dy's middle, its crop given back as zeros.
+      Expected<int64_t> end = addExtents(pd.before, kept);
+      if (!end.ok()) return {b.fail(end.error())};
+      Expected<int64_t> inner = addExtents(pd.lo, kept);
+      Expected<int64_t> after = inner.ok() ? subtractExtents(x->shape()[d], *inner) : inner;
+      if (!after.ok()) return {b.fail(after.error())};
+      g = padAxis(b, sliceAxis(b, g, d, pd.before, *end), d, pd.lo, *after);
+      continue;
+    }
     Value* mid = sliceAxis(b, g, d, pd.before, pd.before + kept);
     if (plan->mode != PadMode::Constant && pd.before > 0) {
       Value* border = sliceAxis(b, g, d, 0, pd.before);

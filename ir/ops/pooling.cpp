@@ -39,6 +39,11 @@ Expected<PoolWindow> readPoolWindow(const OpCall& call, bool hasDilation) {
 
 /// The pooled extent along `axis` (Window2d::outputSize, ceil mode included), or an error naming the axis.
 Expected<int64_t> poolOutputSize(const OpCall& call, int axis, int64_t in, const PoolWindow& win) {
+  if (isSymbolic(in)) {
+    Expected<int64_t> out = win.symbolicOutputSize(axis, in);
+    if (!out.ok()) return call.error("{}", out.error().message());
+    return *out;
+  }
   std::optional<int64_t> out = win.outputSize(axis, in);
   if (!out) {
     return call.error("kernel {} {} with dilation {} does not fit the padded input {} {} (the output would be empty)",
@@ -163,8 +168,11 @@ Expected<std::vector<TensorType>> inferMaxPoolBackward(const OpCall& call) {
   SMELT_CHECK_OK(expectRank(call, 0, 4));
   SMELT_CHECK_OK(expectRank(call, 1, 4));
   SMELT_TRY(PoolWindow win, readPoolWindow(call, true));
-  SMELT_CHECK_OK(expectIntsInRange(call, "input_size", 2, 0));
   const auto& size = call.getInts("input_size");
+  // A symbolic size (the gradient of a pool over a symbolic image) is checked where it is bound.
+  if (size.size() != 2 || (!isSymbolic(size[0]) && !isSymbolic(size[1]))) {
+    SMELT_CHECK_OK(expectIntsInRange(call, "input_size", 2, 0));
+  }
   const Shape& dy = call.operand(0).shape;
   if (call.operand(1).shape != dy) {
     return call.error("indices {} must have dy's shape {}", call.operand(1).toString(), call.operand(0).toString());
@@ -172,8 +180,9 @@ Expected<std::vector<TensorType>> inferMaxPoolBackward(const OpCall& call) {
   for (int a = 0; a < 2; ++a) {
     SMELT_TRY(int64_t pooled, poolOutputSize(call, a, size[static_cast<size_t>(a)], win));
     if (pooled != dy[2 + static_cast<size_t>(a)]) {
-      return call.error("dy has {} {} {}, max_pool2d of an input {} {} gives {}", dy[2 + static_cast<size_t>(a)],
-                        kWindowAxisName[a], "windows", kWindowAxisName[a], size[static_cast<size_t>(a)], pooled);
+      return call.error("dy has {} {} {}, max_pool2d of an input {} {} gives {}",
+                        extentToString(dy[2 + static_cast<size_t>(a)]), kWindowAxisName[a], "windows",
+                        kWindowAxisName[a], extentToString(size[static_cast<size_t>(a)]), extentToString(pooled));
     }
   }
   return single(TensorType{call.operand(0).dtype, {dy[0], dy[1], size[0], size[1]}});
@@ -581,7 +590,7 @@ std::vector<Value*> gradMaxPool2d(Builder& b, const GradientContext& c) {
   const Shape& ys = c.y()->shape();
   int64_t oh = ys[2], ow = ys[3], kh = win.kernel[0], kw = win.kernel[1];
   bool tiled = win.stride == win.kernel && win.dilation == Ints{1, 1} && win.padding == Ints{0, 0, 0, 0} &&
-               xs[2] == oh * kh && xs[3] == ow * kw;
+               isStatic(xs) && isStatic(ys) && xs[2] == oh * kh && xs[3] == ow * kw;
   if (tiled) return {gradTiledMaxPool2d(b, c, kh, kw)};
   AttrMap attrs = maxPoolWindowAttrs(c);
   Value* indices = b.op("max_pool2d_indices", {x}, attrs);
@@ -636,6 +645,11 @@ std::vector<Value*> gradAvgPool2d(Builder& b, const GradientContext& c) {
   bool countPad = c.getInt("count_include_pad") == 1;
   const Shape& xs = x->shape();
   const Shape& ys = c.y()->shape();
+  if (!isStatic(ys) && (isSymbolic(ys[2]) || isSymbolic(ys[3]))) {
+    // Its divisors are a constant per window position, which a symbolic plane has no list of.
+    return {b.fail(makeError("the gradient of avg_pool2d over a symbolic image {}: bind its height and width first",
+                             x->type().toString()))};
+  }
   int64_t ch = xs[1], oh = ys[2], ow = ys[3];
   // Per axis: the padded-window extent and the input extent of every output row (column).
   auto extents = [&](int a, int64_t count) {
@@ -745,6 +759,7 @@ void registerPoolingOps(OpRegistry& registry) {
       .fusion = FusionKind::Opaque,
       .dtypes = dtypes::kFloat,
       .infer = inferMaxPoolBackward,
+      .symbolicDims = true,
       .reference = referenceMaxPoolBackward,
       .example = R"(graph @t(%dy: $T[2,3,3,3], %i: i64[2,3,3,3], %dc: $T[2,3,3,3]) {
   %0 = max_pool2d_backward(%dy, %i) {input_size = [6, 6], kernel = [3, 3], padding = [1, 1, 1, 1], stride = [2, 2]} : $T[2,3,6,6]
@@ -755,10 +770,11 @@ void registerPoolingOps(OpRegistry& registry) {
       .lower = lowerMaxPoolBackward,
       .host = hostMaxPoolBackward,
       // One compare per input element and window tap.
-      .flops = [](const OpCall& c) {
-        const auto& k = c.getInts("kernel");
-        return c.results()[0].numel() * k[0] * k[1];
-      },
+      .flops =
+          [](const OpCall& c) {
+            const auto& k = c.getInts("kernel");
+            return c.results()[0].numel() * k[0] * k[1];
+          },
   });
 
   std::vector<AttrSpec> avgAttrs = poolAttrs();
@@ -808,6 +824,12 @@ void registerPoolingOps(OpRegistry& registry) {
 })",
       .gradient = [](Builder& b, const GradientContext& c) -> std::vector<Value*> {
         const Shape& xs = c.x(0)->shape();
+        if (isSymbolic(xs[2]) || isSymbolic(xs[3])) {
+          // H*W is no count here: ones over the plane, summed by a kernel at each size.
+          Value* plane = b.expand(b.scalarLike(1.0, c.dy()), Shape{xs[2], xs[3]});
+          Value* count = b.reduceSum(plane, {0, 1}, false);
+          return {b.expand(b.div(c.dy(), count), xs)};
+        }
         return {b.expand(b.div(c.dy(), b.scalarLike(static_cast<double>(xs[2] * xs[3]), c.dy())), xs)};
       },
       .lower = globalPoolLowering("global_avg_pool2d"),

@@ -88,7 +88,7 @@ TEST_CASE("symbolic products: the text IR prints and parses them, and inference 
       "graph @g(%x: f32[N,6]) {\n  %0 = reshape(%x) {shape = [4*N, -1]} : f32[4*N,1]\n  return z = %0\n}\n");
   CHECK_MESSAGE(e.find("6*N is not a multiple of 4*N") != std::string::npos, e);
   e = productsError("graph @g(%x: f32[N,6]) {\n  %0 = reshape(%x) {shape = [2*3, N]} : f32[6,N]\n  return z = %0\n}\n");
-  CHECK_MESSAGE(e.find("a product of counts") != std::string::npos, e);
+  CHECK_MESSAGE(e.find("arithmetic on counts") != std::string::npos, e);
   e = productsError("graph @g(%x: f32[N*-2]) {\n  %0 = neg(%x) : f32[N]\n  return z = %0\n}\n");
   CHECK_MESSAGE(e.find("negative") != std::string::npos, e);
 }

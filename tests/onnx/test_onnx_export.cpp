@@ -88,6 +88,20 @@ TEST_CASE("onnx export: elementwise, comparison, reduction and layout ops round-
                  1e-6);
 }
 
+TEST_CASE(
+    "onnx export: sums of a symbolic batch (a concat along it, a reshape to it, a pad and a cut of it) round-trip") {
+  // The reshape's target N+2 is rebuilt as Shape(a)[0] + 2; the importer folds the Add back into N+2.
+  checkRoundTrip(R"(graph @sums(%a: f32[N,4], %c: f32[2,4]) {
+  %0 = concat(%a, %c) {axis = 0} : f32[N+2,4]
+  %1 = reshape(%0) {shape = [N+2, 2, 2]} : f32[N+2,2,2]
+  %2 = pad(%1) {pads = [1, 0, 0, 0, 0, 0]} : f32[N+3,2,2]
+  %3 = slice(%2) {starts = [1], ends = [9223372036854775807]} : f32[N+2,2,2]
+  return y = %3, z = %2
+}
+)",
+                 0);
+}
+
 TEST_CASE("onnx export: an op with no ONNX form is an error naming the node") {
   // A collective: ONNX has none (composites without an ONNX node export their decomposition).
   Graph g = testing::parseOrFail(R"(graph @g(%x: f32[3,4]) {

@@ -348,3 +348,108 @@ TEST_CASE("symbolic executables: a CNN's training graph differentiated with its 
   }
   for (const std::unique_ptr<Executable>& exe : executables) CHECK(exe->specializations() == 3);
 }
+
+namespace {
+
+/// Differentiates `text` (loss output first) with respect to `wrt` with its dims symbolic, compiles it once per
+/// device, and checks every run at each binding against the reference on the source bound and then
+/// differentiated, in f64.
+void checkSymbolicGradients(const char* text, const std::vector<std::string>& wrt,
+                            const std::vector<DimBinding>& bindings) {
+  auto withGradients = [&](Graph g) {
+    auto grads = gradientOfOutputs(g, wrt);
+    REQUIRE_MESSAGE(grads.ok(), grads.error().message());
+    for (size_t i = 0; i < wrt.size(); ++i) g.addOutput(wrt[i] + ".grad", (*grads)[i]);
+    return g;
+  };
+  Graph symbolic = withGradients(testing::parseOrFail(text));
+  std::vector<std::unique_ptr<Executable>> executables;
+  for (const std::shared_ptr<Device>& device : testing::everyDevice()) {
+    auto exe = Executable::compile(symbolic, {.device = device->id()});
+    REQUIRE_MESSAGE(exe.ok(), device->id(), ": ", exe.error().message());
+    executables.push_back(std::move(*exe));
+  }
+  uint64_t seed = testing::testSeed();
+  for (const DimBinding& binding : bindings) {
+    CAPTURE(bindingToString(binding));
+    auto bound = bindDims(symbolic, binding);
+    REQUIRE_MESSAGE(bound.ok(), bound.error().message());
+    auto staticSource = bindDims(testing::parseOrFail(text), binding);
+    REQUIRE_MESSAGE(staticSource.ok(), staticSource.error().message());
+    Graph differentiatedStatic = withGradients(std::move(*staticSource));
+    TensorMap feeds = testing::randomFeeds(differentiatedStatic, ++seed);
+    auto want = interpret(differentiatedStatic, feeds);
+    REQUIRE_MESSAGE(want.ok(), want.error().message());
+    auto reference = interpret(*bound, feeds);
+    REQUIRE_MESSAGE(reference.ok(), reference.error().message());
+    REQUIRE(want->size() == wrt.size() + 1);
+    for (size_t i = 0; i < want->size(); ++i) {
+      CAPTURE(i);
+      testing::checkClose((*reference)[i], (*want)[i], 1e-12);
+    }
+    for (const std::unique_ptr<Executable>& exe : executables) {
+      CAPTURE(exe->deviceId());
+      auto compiled = exe->run(feeds);
+      REQUIRE_MESSAGE(compiled.ok(), compiled.error().message());
+      for (size_t i = 0; i < want->size(); ++i) {
+        CAPTURE(i);
+        testing::checkClose((*compiled)[i], (*want)[i], 1e-10);
+      }
+    }
+  }
+  for (const std::unique_ptr<Executable>& exe : executables) {
+    CHECK(exe->specializations() == static_cast<int64_t>(bindings.size()));
+  }
+}
+
+}  // namespace
+
+TEST_CASE(
+    "symbolic executables: a CNN over a symbolic image size (strided convolution, max pooling, their gradients through "
+    "symbolic output paddings) gives the static graph's gradients at every size") {
+  // tanh, not relu: no kink for rounding to flip between the two graphs; max pooling over tanh has no ties.
+  constexpr const char* kImages =
+      R"(graph @images(%x: f64[N,2,H,W], %t: f64[N,3], %w: f64[4,2,3,3], %cb: f64[4], %w2: f64[3,4,3,3], %fw: f64[3,3]) {
+  dim H in [4, 32]
+  dim W in [4, 32]
+  %c = conv2d(%x, %w, %cb) {padding = [1, 1, 1, 1], stride = [2, 2]} : f64[N,4,(H+1)/2,(W+1)/2]
+  %r = tanh(%c) : f64[N,4,(H+1)/2,(W+1)/2]
+  %p = max_pool2d(%r) {kernel = [2, 2], stride = [1, 1]} : f64[N,4,(H+1)/2-1,(W+1)/2-1]
+  %c2 = conv2d(%p, %w2) {padding = [1, 1, 1, 1]} : f64[N,3,(H+1)/2-1,(W+1)/2-1]
+  %g = global_avg_pool2d(%c2) : f64[N,3,1,1]
+  %f = reshape(%g) {shape = [-1, 3]} : f64[N,3]
+  %l = matmul(%f, %fw) : f64[N,3]
+  %d = sub(%l, %t) : f64[N,3]
+  %sq = mul(%d, %d) : f64[N,3]
+  %loss = reduce_mean(%sq) : f64[]
+  return loss = %loss
+}
+)";
+  // The data gradient of the strided convolution restores H with output_padding -2*(H+1)/2+H+1: 0 or 1 by parity.
+  checkSymbolicGradients(
+      kImages, {"x", "w", "cb", "w2", "fw"},
+      {{{"N", 2}, {"H", 7}, {"W", 9}}, {{"N", 1}, {"H", 8}, {"W", 8}}, {{"N", 3}, {"H", 12}, {"W", 5}}});
+}
+
+TEST_CASE(
+    "symbolic executables: a sequence grown along a symbolic length (concat, cuts from either end, padding) gives the "
+    "static graph's gradients at every length") {
+  constexpr const char* kSequence = R"(graph @sequence(%past: f64[N,T,4], %new: f64[N,1,4], %q: f64[4,4]) {
+  dim T in [2, 64]
+  %0 = concat(%past, %new) {axis = 1} : f64[N,T+1,4]
+  %1 = matmul(%0, %q) : f64[N,T+1,4]
+  %2 = softmax(%1) {axis = 1} : f64[N,T+1,4]
+  %3 = slice(%2) {starts = [-1], ends = [9223372036854775807], axes = [1]} : f64[N,1,4]
+  %4 = slice(%2) {starts = [1], ends = [9223372036854775807], axes = [1]} : f64[N,T,4]
+  %5 = pad(%4) {pads = [0, 1, 0, 0, 2, 0]} : f64[N,T+3,4]
+  %6 = tanh(%5) : f64[N,T+3,4]
+  %7 = reduce_mean(%6) : f64[]
+  %8 = mul(%3, %3) : f64[N,1,4]
+  %9 = reduce_sum(%8) : f64[]
+  %loss = add(%7, %9) : f64[]
+  return loss = %loss
+}
+)";
+  checkSymbolicGradients(kSequence, {"past", "new", "q"},
+                         {{{"N", 2}, {"T", 3}}, {{"N", 1}, {"T", 7}}, {{"N", 3}, {"T", 2}}});
+}

@@ -17,9 +17,9 @@ Expected<Graph> withSymbolicBatch(const Graph& graph, int64_t batch) {
 TensorType substituteSymbols(TensorType t, int64_t n) {
   for (int64_t& d : t.shape) {
     if (!isSymbolic(d)) continue;
-    ExtentFactors f = extentFactors(d);  // a product of symbols: each one n
-    d = f.count;
-    for (size_t i = 0; i < f.symbols.size(); ++i) d *= n;
+    d = evaluateSymbolicExtent(d, [n](const std::string&) {
+          return std::optional<int64_t>(n);
+        }).value();  // each symbol n
   }
   return t;
 }

@@ -27,7 +27,7 @@ inline constexpr const char* kBatchWindows = R"(graph @windows(%x: f32[N,4,4,3])
 /// extent keep theirs), every node inferred again: an error where an op's inference refuses it.
 Expected<Graph> withSymbolicBatch(const Graph& graph, int64_t batch);
 
-/// `t` with every symbol replaced by `n` (a product 4*B by 4n).
+/// `t` with every symbol replaced by `n` (a product 4*B by 4n, a sum B+3 by n+3).
 TensorType substituteSymbols(TensorType t, int64_t n);
 
 /// Empty when every value of `bound` (inputs, then each node's results, in order) has the type of the
