@@ -3,7 +3,8 @@
 window partition and attention heads reshape the batch into products such as 16*batch) and its
 three segmentation models (LR-ASPP and DeepLabV3 on MobileNetV3, FCN on ResNet-50), at small image sizes,
 plus the models of torch_models.py, each with random seeded weights (zero-initialized ones, as ViT's head,
-drawn too), exported from PyTorch with a dynamic batch:
+drawn too), exported from PyTorch with a dynamic batch (ResNet-18 also with a dynamic height and width, which
+smelt keeps symbolic: its strided convolutions and pooling give sizes such as (height+1)/2):
   - `smelt run` (llvm) gives PyTorch's outputs at the exported batch and at another (relative error under
     1e-4), the batch symbolic unless FIXED_BATCH says why not (smelt's log then shows the import at the
     fed shapes, which is checked both ways);
@@ -30,6 +31,8 @@ TOLERANCE = 1e-4
 FIXED_BATCH = {
     "volume": "3-D convolution and pooling are composed with a static batch",
 }
+# Exported with a dynamic height and width as well, and run at another image size too.
+DYNAMIC_IMAGE = {"resnet18_hw"}
 ORT_RUN = """import sys, numpy as np, onnxruntime as ort
 s = ort.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
 np.save(sys.argv[3], s.run(None, {s.get_inputs()[0].name: np.load(sys.argv[2])})[0])
@@ -57,6 +60,7 @@ def torchvision_models():
         ("deeplabv3", seg.deeplabv3_mobilenet_v3_large(weights=None, weights_backbone=None, num_classes=5,
                                                        aux_loss=False), (1, 3, 64, 64)),
         ("fcn", seg.fcn_resnet50(weights=None, weights_backbone=None, num_classes=5, aux_loss=False), (1, 3, 64, 48)),
+        ("resnet18_hw", torchvision.models.resnet18(num_classes=10), (1, 3, 64, 64)),
     ]
 
 
@@ -81,11 +85,14 @@ def main():
                     if p.numel() and float(p.abs().max()) == 0:
                         p.normal_(0, 0.05)  # ViT's zero-initialized head would make every output 0
             x = torch.randn(*shape, generator=torch.Generator().manual_seed(5))
-            other = torch.randn(shape[0] + 1, *shape[1:], generator=torch.Generator().manual_seed(6))
+            image = name in DYNAMIC_IMAGE
+            other_shape = (shape[0] + 1, shape[1], shape[2] + 8, shape[3] - 11) if image else (shape[0] + 1, *shape[1:])
+            other = torch.randn(*other_shape, generator=torch.Generator().manual_seed(6))
             onnx_path = os.path.join(tmp, f"{name}.onnx")
+            axes = {0: "batch", 2: "height", 3: "width"} if image else {0: "batch"}
             torch.onnx.export(model, x, onnx_path, input_names=["input"], output_names=["output"], opset_version=opset,
-                              dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
-            for label, inputs in ((f"{name} (batch {shape[0]})", x), (f"{name} (batch {other.shape[0]})", other)):
+                              dynamic_axes={"input": axes, "output": {0: "batch"}})
+            for label, inputs in ((f"{name} {list(shape)}", x), (f"{name} {list(other.shape)}", other)):
                 with torch.no_grad():
                     want = model(inputs).numpy().astype(np.float64)
                 feed = os.path.join(tmp, f"{name}_in.npy")
