@@ -102,5 +102,13 @@ def markdown(results):
                     workload, 100 * r["budget"], r["planned_bytes"] / 1e6, r["budget_planned_bytes"] / 1e6,
                     r["median_ms"], r["budget_median_ms"], r["budget_median_ms"] / r["median_ms"],
                     r["loss_max_rel_diff"]))
-    md.append("")
+    md += ["",
+           "Why the MLP has no plan under about 81% of its peak: its weight gradients are never stored (each is "
+           "computed inside its Adam update's kernel, written in place over the weight), so the planned peak is "
+           "activations only, and one point of the backward pass needs three of them (batch 256 x 1024 f32, 1 MiB "
+           "each) at once. The second layer's update reads its output gradient dz1 and its input h0, and writes "
+           "over W2, so it must run after dh0 = dz1 W2^T has read the old W2; at dh0, dz1, h0 (stored or "
+           "recomputed: recomputing it needs the old W0, so before the first layer's update, which needs dh0) "
+           "and dh0 are live: 3 MiB of the 3.5 MiB peak. Going lower would take a copy of a weight (4 MiB of "
+           "state to save 1 MiB of activations) or splitting the products along the batch.", ""]
     return md
