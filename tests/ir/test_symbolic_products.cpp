@@ -107,12 +107,7 @@ TEST_CASE("symbolic products: bound, the graph is the static graph of that size,
       for (size_t at; (at = fixed.find(from)) != std::string::npos;) fixed.replace(at, from.size(), std::to_string(to));
     }
     CHECK(toText(*bound) == toText(testing::parseOrFail(fixed)));
-    TensorMap feeds = testing::randomFeeds(*bound, testing::testSeed() + n);
-    auto viaSymbolic = interpret(g, feeds);
-    auto viaStatic = interpret(*bound, feeds);
-    REQUIRE_MESSAGE(viaSymbolic.ok(), viaSymbolic.error().message());
-    REQUIRE(viaStatic.ok());
-    for (size_t i = 0; i < viaStatic->size(); ++i) testing::checkClose((*viaSymbolic)[i], (*viaStatic)[i], 0);
+    testing::checkSymbolicRunsAsBound(g, *bound, testing::testSeed() + n);
   }
 }
 

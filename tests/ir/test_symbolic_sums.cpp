@@ -15,6 +15,7 @@
 #include "ir/printer.h"
 #include "tests/support/op_test_helpers.h"
 #include "tests/support/random_tensors.h"
+#include "tests/support/symbolic_batch.h"
 
 using namespace smelt;
 
@@ -67,12 +68,6 @@ RandomExtent randomExtent(std::mt19937_64& rng, int depth) {
       return {quotientOf(a.extent, d), [a, d, floorDiv](int64_t h, int64_t w) { return floorDiv(a.value(h, w), d); }};
     }
   }
-}
-
-std::string sumsError(std::string_view text) {
-  auto g = parseGraph(text);
-  REQUIRE_MESSAGE(!g.ok(), "parsed, expected an error:\n", text);
-  return g.error().message();
 }
 
 }  // namespace
@@ -192,60 +187,56 @@ TEST_CASE(
       // bindDims infers every node again at the bound sizes and checks each result against its symbolic type.
       auto bound = bindDims(g, *binding);
       REQUIRE_MESSAGE(bound.ok(), bound.error().message());
-      TensorMap feeds = testing::randomFeeds(*bound, testing::testSeed() + static_cast<uint64_t>(tv * 100 + hv));
-      auto viaSymbolic = interpret(g, feeds);
-      auto viaStatic = interpret(*bound, feeds);
-      REQUIRE_MESSAGE(viaSymbolic.ok(), viaSymbolic.error().message());
-      REQUIRE(viaStatic.ok());
-      for (size_t i = 0; i < viaStatic->size(); ++i) testing::checkClose((*viaSymbolic)[i], (*viaStatic)[i], 0);
+      testing::checkSymbolicRunsAsBound(g, *bound, testing::testSeed() + static_cast<uint64_t>(tv * 100 + hv));
     }
   }
 }
 
 TEST_CASE("symbolic sums: what stays an error names the node") {
-  std::string e = sumsError(R"(graph @g(%x: f32[1,1,H,5]) {
+  std::string e = testing::requireParseError(R"(graph @g(%x: f32[1,1,H,5]) {
   %0 = max_pool2d(%x) {kernel = [2, 2], ceil_mode = 1} : f32[1,1,H,3]
   return y = %0
 })");
   CHECK_MESSAGE(e.find("max_pool2d %0: ceil_mode over a symbolic height (H): bind it first") != std::string::npos, e);
-  e = sumsError(R"(graph @g(%x: f32[N,3]) {
+  e = testing::requireParseError(R"(graph @g(%x: f32[N,3]) {
   %0 = pad(%x) {pads = [1, 0, 1, 0], mode = "reflect"} : f32[N+2,3]
   return y = %0
 })");
   CHECK_MESSAGE(e.find("reflect padding of symbolic axis 0 (N)") != std::string::npos, e);
-  e = sumsError(R"(graph @g(%x: f32[N,3]) {
+  e = testing::requireParseError(R"(graph @g(%x: f32[N,3]) {
   %0 = slice(%x) {starts = [-1], ends = [-9223372036854775807], steps = [-1]} : f32[N,3]
   return y = %0
 })");
   CHECK_MESSAGE(e.find("slicing it [-1:-9223372036854775807:-1] runs from its end") != std::string::npos, e);
   // Cuts that clamp at small sizes have no one polynomial: x[-3:] is min(3, N), x[1:-1] max(N-2, 0).
-  e = sumsError(R"(graph @g(%x: f32[N,3]) {
+  e = testing::requireParseError(R"(graph @g(%x: f32[N,3]) {
   %0 = slice(%x) {starts = [-3], ends = [9223372036854775807]} : f32[3,3]
   return y = %0
 })");
   CHECK_MESSAGE(e.find("slice %0: axis 0 is symbolic dimension N: slicing it [-3:9223372036854775807:1] clamps at "
                        "small sizes; bind it first") != std::string::npos,
                 e);
-  e = sumsError(R"(graph @g(%x: f32[N,3]) {
+  e = testing::requireParseError(R"(graph @g(%x: f32[N,3]) {
   %0 = slice(%x) {starts = [1], ends = [-1]} : f32[N-2,3]
   return y = %0
 })");
   CHECK_MESSAGE(e.find("clamps at small sizes") != std::string::npos, e);
-  e = sumsError(R"(graph @g(%x: f32[N,3]) {
+  e = testing::requireParseError(R"(graph @g(%x: f32[N,3]) {
   %0 = pad(%x) {pads = [-1, 0, -1, 0]} : f32[N-2,3]
   return y = %0
 })");
   CHECK_MESSAGE(
       e.find("pad %0: pads -1 and -1 crop symbolic axis 0 (N) to N-2, empty at small sizes") != std::string::npos, e);
-  e = sumsError(R"(graph @g(%x: f32[N,3], %y: f32[N,3]) {
+  e = testing::requireParseError(R"(graph @g(%x: f32[N,3], %y: f32[N,3]) {
   %0 = concat(%x, %y) {axis = 0} : f32[N+1,3]
   return y = %0
 })");
   CHECK_MESSAGE(e.find("the op gives f32[2*N,3]") != std::string::npos, e);
-  e = sumsError("graph @g(%x: f32[" + std::string(40, '(') + "N" + std::string(40, ')') + "]) {\n  return y = %x\n}\n");
+  e = testing::requireParseError("graph @g(%x: f32[" + std::string(40, '(') + "N" + std::string(40, ')') +
+                                 "]) {\n  return y = %x\n}\n");
   CHECK_MESSAGE(e.find("nests parentheses too deeply") != std::string::npos, e);
   // N+1 and N never unify.
-  e = sumsError(R"(graph @g(%x: f32[N,3], %y: f32[N,3]) {
+  e = testing::requireParseError(R"(graph @g(%x: f32[N,3], %y: f32[N,3]) {
   %0 = concat(%x, %y) {axis = 1} : f32[N,6]
   %1 = pad(%0) {pads = [1, 0, 0, 0]} : f32[N+1,6]
   %2 = add(%1, %0) : f32[N+1,6]

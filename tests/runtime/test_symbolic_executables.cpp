@@ -61,6 +61,57 @@ void runAndCheck(Executable& exe, const Graph& g, int64_t n, uint64_t seed) {
   }
 }
 
+/// Differentiates `text` (loss output first) with respect to `wrt` with its dims symbolic, compiles it once per
+/// device, and checks every run at each binding against the reference on the source bound and then
+/// differentiated, in f64.
+void checkSymbolicGradients(const char* text, const std::vector<std::string>& wrt,
+                            const std::vector<DimBinding>& bindings) {
+  auto withGradients = [&](Graph g) {
+    auto grads = gradientOfOutputs(g, wrt);
+    REQUIRE_MESSAGE(grads.ok(), grads.error().message());
+    for (size_t i = 0; i < wrt.size(); ++i) g.addOutput(wrt[i] + ".grad", (*grads)[i]);
+    return g;
+  };
+  Graph symbolic = withGradients(testing::parseOrFail(text));
+  std::vector<std::unique_ptr<Executable>> executables;
+  for (const std::shared_ptr<Device>& device : testing::everyDevice()) {
+    auto exe = Executable::compile(symbolic, {.device = device->id()});
+    REQUIRE_MESSAGE(exe.ok(), device->id(), ": ", exe.error().message());
+    executables.push_back(std::move(*exe));
+  }
+  uint64_t seed = testing::testSeed();
+  for (const DimBinding& binding : bindings) {
+    CAPTURE(bindingToString(binding));
+    auto bound = bindDims(symbolic, binding);
+    REQUIRE_MESSAGE(bound.ok(), bound.error().message());
+    auto staticSource = bindDims(testing::parseOrFail(text), binding);
+    REQUIRE_MESSAGE(staticSource.ok(), staticSource.error().message());
+    Graph differentiatedStatic = withGradients(std::move(*staticSource));
+    TensorMap feeds = testing::randomFeeds(differentiatedStatic, ++seed);
+    auto want = interpret(differentiatedStatic, feeds);
+    REQUIRE_MESSAGE(want.ok(), want.error().message());
+    auto reference = interpret(*bound, feeds);
+    REQUIRE_MESSAGE(reference.ok(), reference.error().message());
+    REQUIRE(want->size() == wrt.size() + 1);
+    for (size_t i = 0; i < want->size(); ++i) {
+      CAPTURE(i);
+      testing::checkClose((*reference)[i], (*want)[i], 1e-12);
+    }
+    for (const std::unique_ptr<Executable>& exe : executables) {
+      CAPTURE(exe->deviceId());
+      auto compiled = exe->run(feeds);
+      REQUIRE_MESSAGE(compiled.ok(), compiled.error().message());
+      for (size_t i = 0; i < want->size(); ++i) {
+        CAPTURE(i);
+        testing::checkClose((*compiled)[i], (*want)[i], 1e-10);
+      }
+    }
+  }
+  for (const std::unique_ptr<Executable>& exe : executables) {
+    CHECK(exe->specializations() == static_cast<int64_t>(bindings.size()));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("symbolic executables: one graph, every batch size in its range, each compiled once, on every device") {
@@ -303,106 +354,13 @@ TEST_CASE("symbolic executables: a CNN's training graph differentiated with its 
 }
 )";
   const std::vector<std::string> wrt = {"x", "w", "cb", "s", "b", "fw"};
-  auto withGradients = [&](Graph g) {
-    auto grads = gradientOfOutputs(g, wrt);
-    REQUIRE_MESSAGE(grads.ok(), grads.error().message());
-    for (size_t i = 0; i < wrt.size(); ++i) g.addOutput(wrt[i] + ".grad", (*grads)[i]);
-    return g;
-  };
-  Graph symbolic = withGradients(testing::parseOrFail(kConvTrain));
   // The backward graph keeps the batch symbolic: no extent computed from the symbol's number.
-  CHECK(symbolic.outputs()[1].value->type().toString() == "f64[N,2,5,5]");
-  std::vector<std::unique_ptr<Executable>> executables;
-  for (const std::shared_ptr<Device>& device : testing::everyDevice()) {
-    auto exe = Executable::compile(symbolic, {.device = device->id()});
-    REQUIRE_MESSAGE(exe.ok(), device->id(), ": ", exe.error().message());
-    executables.push_back(std::move(*exe));
-  }
-  const uint64_t seed = testing::testSeed();
-  for (int64_t n : {2, 3, 7}) {
-    CAPTURE(n);
-    auto bound = bindDims(symbolic, {{"N", n}});
-    REQUIRE_MESSAGE(bound.ok(), bound.error().message());
-    auto staticSource = bindDims(testing::parseOrFail(kConvTrain), {{"N", n}});
-    REQUIRE(staticSource.ok());
-    Graph differentiatedStatic = withGradients(std::move(*staticSource));
-    TensorMap feeds = testing::randomFeeds(differentiatedStatic, seed + static_cast<uint64_t>(n));
-    auto want = interpret(differentiatedStatic, feeds);
-    REQUIRE_MESSAGE(want.ok(), want.error().message());
-    auto reference = interpret(*bound, feeds);
-    REQUIRE_MESSAGE(reference.ok(), reference.error().message());
-    REQUIRE(want->size() == wrt.size() + 1);
-    for (size_t i = 0; i < want->size(); ++i) {
-      CAPTURE(i);
-      testing::checkClose((*reference)[i], (*want)[i], 1e-12);
-    }
-    for (const std::unique_ptr<Executable>& exe : executables) {
-      CAPTURE(exe->deviceId());
-      auto compiled = exe->run(feeds);
-      REQUIRE_MESSAGE(compiled.ok(), compiled.error().message());
-      for (size_t i = 0; i < want->size(); ++i) {
-        CAPTURE(i);
-        testing::checkClose((*compiled)[i], (*want)[i], 1e-10);
-      }
-    }
-  }
-  for (const std::unique_ptr<Executable>& exe : executables) CHECK(exe->specializations() == 3);
+  Graph g = testing::parseOrFail(kConvTrain);
+  auto grads = gradientOfOutputs(g, wrt);
+  REQUIRE_MESSAGE(grads.ok(), grads.error().message());
+  CHECK((*grads)[0]->type().toString() == "f64[N,2,5,5]");
+  checkSymbolicGradients(kConvTrain, wrt, {{{"N", 2}}, {{"N", 3}}, {{"N", 7}}});
 }
-
-namespace {
-
-/// Differentiates `text` (loss output first) with respect to `wrt` with its dims symbolic, compiles it once per
-/// device, and checks every run at each binding against the reference on the source bound and then
-/// differentiated, in f64.
-void checkSymbolicGradients(const char* text, const std::vector<std::string>& wrt,
-                            const std::vector<DimBinding>& bindings) {
-  auto withGradients = [&](Graph g) {
-    auto grads = gradientOfOutputs(g, wrt);
-    REQUIRE_MESSAGE(grads.ok(), grads.error().message());
-    for (size_t i = 0; i < wrt.size(); ++i) g.addOutput(wrt[i] + ".grad", (*grads)[i]);
-    return g;
-  };
-  Graph symbolic = withGradients(testing::parseOrFail(text));
-  std::vector<std::unique_ptr<Executable>> executables;
-  for (const std::shared_ptr<Device>& device : testing::everyDevice()) {
-    auto exe = Executable::compile(symbolic, {.device = device->id()});
-    REQUIRE_MESSAGE(exe.ok(), device->id(), ": ", exe.error().message());
-    executables.push_back(std::move(*exe));
-  }
-  uint64_t seed = testing::testSeed();
-  for (const DimBinding& binding : bindings) {
-    CAPTURE(bindingToString(binding));
-    auto bound = bindDims(symbolic, binding);
-    REQUIRE_MESSAGE(bound.ok(), bound.error().message());
-    auto staticSource = bindDims(testing::parseOrFail(text), binding);
-    REQUIRE_MESSAGE(staticSource.ok(), staticSource.error().message());
-    Graph differentiatedStatic = withGradients(std::move(*staticSource));
-    TensorMap feeds = testing::randomFeeds(differentiatedStatic, ++seed);
-    auto want = interpret(differentiatedStatic, feeds);
-    REQUIRE_MESSAGE(want.ok(), want.error().message());
-    auto reference = interpret(*bound, feeds);
-    REQUIRE_MESSAGE(reference.ok(), reference.error().message());
-    REQUIRE(want->size() == wrt.size() + 1);
-    for (size_t i = 0; i < want->size(); ++i) {
-      CAPTURE(i);
-      testing::checkClose((*reference)[i], (*want)[i], 1e-12);
-    }
-    for (const std::unique_ptr<Executable>& exe : executables) {
-      CAPTURE(exe->deviceId());
-      auto compiled = exe->run(feeds);
-      REQUIRE_MESSAGE(compiled.ok(), compiled.error().message());
-      for (size_t i = 0; i < want->size(); ++i) {
-        CAPTURE(i);
-        testing::checkClose((*compiled)[i], (*want)[i], 1e-10);
-      }
-    }
-  }
-  for (const std::unique_ptr<Executable>& exe : executables) {
-    CHECK(exe->specializations() == static_cast<int64_t>(bindings.size()));
-  }
-}
-
-}  // namespace
 
 TEST_CASE(
     "symbolic executables: a CNN over a symbolic image size (strided convolution, max pooling, their gradients through "

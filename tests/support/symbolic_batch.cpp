@@ -2,6 +2,9 @@
 #include "tests/support/symbolic_batch.h"
 
 #include "ir/dims.h"
+#include "ir/interpreter.h"
+#include "tests/support/op_test_helpers.h"
+#include "tests/support/random_tensors.h"
 
 #include <fmt/format.h>
 
@@ -12,6 +15,16 @@ Expected<Graph> withSymbolicBatch(const Graph& graph, int64_t batch) {
     if (t.rank() > 0 && t.shape[0] == batch) t.shape[0] = dimSymbol("B");
     return t;
   });
+}
+
+void checkSymbolicRunsAsBound(const Graph& symbolic, const Graph& bound, uint64_t seed) {
+  TensorMap feeds = randomFeeds(bound, seed);
+  auto viaSymbolic = interpret(symbolic, feeds);
+  auto viaStatic = interpret(bound, feeds);
+  REQUIRE_MESSAGE(viaSymbolic.ok(), viaSymbolic.error().message());
+  REQUIRE_MESSAGE(viaStatic.ok(), viaStatic.error().message());
+  REQUIRE(viaSymbolic->size() == viaStatic->size());
+  for (size_t i = 0; i < viaStatic->size(); ++i) checkClose((*viaSymbolic)[i], (*viaStatic)[i], 0);
 }
 
 TensorType substituteSymbols(TensorType t, int64_t n) {

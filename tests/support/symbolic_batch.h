@@ -27,6 +27,10 @@ inline constexpr const char* kBatchWindows = R"(graph @windows(%x: f32[N,4,4,3])
 /// extent keep theirs), every node inferred again: an error where an op's inference refuses it.
 Expected<Graph> withSymbolicBatch(const Graph& graph, int64_t batch);
 
+/// Runs `symbolic` and `bound` (it bound by bindDims) on the reference with one set of random feeds drawn
+/// from `seed` for the bound graph's inputs, and checks that their outputs are identical.
+void checkSymbolicRunsAsBound(const Graph& symbolic, const Graph& bound, uint64_t seed);
+
 /// `t` with every symbol replaced by `n` (a product 4*B by 4n, a sum B+3 by n+3).
 TensorType substituteSymbols(TensorType t, int64_t n);
 
