@@ -666,6 +666,11 @@ std::vector<Value*> sliceGradient(Builder& b, const GradientContext& c) {
     int64_t length = sd.length;
     int64_t start = sd.start;
     int64_t step = sd.step;
+    if ((isSymbolic(size) || isSymbolic(start) || isSymbolic(length)) && length != 1 && step != 1) {
+      // Spread back by the step, the run would end past x by a symbolic 0 or more: no pad amount says that.
+      return {b.fail(makeError("the gradient of a slice with step {} along symbolic axis {} ({}): bind it first", step,
+                               d, extentToString(size)))};
+    }
     if (length == 1) {
       step = 1;  // one element: the step (which may be INT64_MIN) does not matter
     } else if (step < 0) {
@@ -687,8 +692,6 @@ std::vector<Value*> sliceGradient(Builder& b, const GradientContext& c) {
     }
     // The run covers [start, start + length*step); the end may pass x's size by up to step-1 zeros.
     if (isSymbolic(size) || isSymbolic(start) || isSymbolic(length)) {
-      if (step != 1)
-        return {b.fail(makeError("the gradient of a slice of symbolic axis {} with step {}: bind it first", d, step))};
       Expected<int64_t> end = addExtents(start, length);
       Expected<int64_t> after = end.ok() ? subtractExtents(size, *end) : end;
       if (!after.ok()) return {b.fail(after.error())};

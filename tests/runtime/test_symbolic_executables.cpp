@@ -408,6 +408,18 @@ TEST_CASE(
   return loss = %loss
 }
 )";
+  // A strided cut of a symbolic axis has no gradient in this form: an error naming the step and the axis.
+  Graph strided = testing::parseOrFail(R"(graph @strided(%x: f64[T,2]) {
+  %0 = slice(%x) {starts = [0], ends = [9223372036854775807], steps = [2]} : f64[(T+1)/2,2]
+  %1 = reduce_sum(%0) : f64[]
+  return loss = %1
+}
+)");
+  auto stridedGrads = gradientOfOutputs(strided, std::vector<std::string>{"x"});
+  REQUIRE_FALSE(stridedGrads.ok());
+  CHECK_MESSAGE(stridedGrads.error().message().find("the gradient of a slice with step 2 along symbolic axis 0 (T)") !=
+                    std::string::npos,
+                stridedGrads.error().message());
   checkSymbolicGradients(kSequence, {"past", "new", "q"},
                          {{{"N", 2}, {"T", 3}}, {{"N", 1}, {"T", 7}}, {{"N", 3}, {"T", 2}}});
 }
