@@ -21,8 +21,9 @@ IR = """graph @scale(%x: f32[2,3], %k: f32[3]) {
 """
 
 
-def smelt(*args, stdin=None):
-    return subprocess.run([SMELT, *args], input=stdin, capture_output=True, text=True)
+def smelt(*args, stdin=None, env=None):
+    return subprocess.run([SMELT, *args], input=stdin, capture_output=True, text=True,
+                          env=None if env is None else dict(os.environ, **env))
 
 
 class Cli(unittest.TestCase):
@@ -201,13 +202,18 @@ class Cli(unittest.TestCase):
             f.write(self.SYMBOLIC_IR)
         k = np.random.default_rng().uniform(0.5, 2, (3,)).astype(np.float32)
         np.save(os.path.join(self.dir, "k.npy"), k)
+        # run keeps the graph symbolic: the second process, at another size, finds every kernel in the cache.
+        env = {"SMELT_CACHE_DIR": os.path.join(self.dir, "cache"), "SMELT_LOG": "info"}
         for n in (1, 5):
             x = np.random.default_rng().uniform(-2, 2, (n, 3)).astype(np.float32)
             np.save(os.path.join(self.dir, "x.npy"), x)
             r = smelt("run", path, "--input", f"x={self.dir}/x.npy", "--input", f"k={self.dir}/k.npy",
-                      "--output-dir", self.dir)
+                      "--output-dir", self.dir, env=env)
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertIn(f"y: f32[{n},3]", r.stdout)
+            self.assertIn(f"N={n}: ", r.stderr)
+            if n == 5:
+                self.assertIn("of them shared by every size, 0 compiled (not from a cache)", r.stderr)
             e = np.exp(x * k - (x * k).max(axis=1, keepdims=True))
             np.testing.assert_allclose(np.load(os.path.join(self.dir, "y.npy")), e / e.sum(axis=1, keepdims=True),
                                        rtol=1e-5)

@@ -29,7 +29,9 @@ Action addRunCommand(CLI::App& app) {
   addDimOption(cmd, options->dims);
   return [options]() {
     SMELT_TRY_CLI(TensorMap given, readInputArrays(options->inputs));
-    auto graph = loadModelForCommand(options->file, options->dims, given);
+    // Kept symbolic (unless --dim binds it): the executable binds the --input arrays' shapes itself and
+    // compiles the kernels every size shares, so a later run at another size finds them in the disk cache.
+    auto graph = loadModelForCommand(options->file, options->dims, given, /*keepSymbolic=*/true);
     if (!graph) return fail(graph.error().message());
     SMELT_TRY_CLI(TensorMap feeds, readFeeds(*graph, options->inputs));
     auto outputs = runOnce(*graph, feeds, options->backend);
