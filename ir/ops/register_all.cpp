@@ -11,7 +11,8 @@ void registerAllOps(OpRegistry& registry) {
   registerReductionOps(registry);
   registerLinalgOps(registry);
   registerLayoutOps(registry);
-  registerIndexingOps(registry);
+  registerSlicingOps(registry);
+  registerGatherScatterOps(registry);
   registerConvOps(registry);
   registerPoolingOps(registry);
   registerNormalizationOps(registry);

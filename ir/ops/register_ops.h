@@ -13,7 +13,8 @@ void registerElementwiseMiscOps(OpRegistry& registry);  // where, clip, cast
 void registerReductionOps(OpRegistry& registry);      // reduce_sum, ..., softmax, log_softmax
 void registerLinalgOps(OpRegistry& registry);         // matmul, gemm
 void registerLayoutOps(OpRegistry& registry);         // transpose, reshape, flatten, squeeze, unsqueeze, expand
-void registerIndexingOps(OpRegistry& registry);       // concat, slice, pad, gather
+void registerSlicingOps(OpRegistry& registry);        // concat, slice, pad
+void registerGatherScatterOps(OpRegistry& registry);  // gather, scatter_add, scatter_reduce
 void registerConvOps(OpRegistry& registry);           // conv2d, conv_transpose2d, locally_connected2d
 void registerPoolingOps(OpRegistry& registry);        // max_pool2d, avg_pool2d, global pools
 void registerNormalizationOps(OpRegistry& registry);  // batch_norm, batch_norm_train, layer_norm
