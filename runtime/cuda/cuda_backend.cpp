@@ -5,16 +5,21 @@
 #include "codegen/cuda/cuda_renderer.h"
 #include "codegen/cuda/nvrtc_compiler.h"
 #include "codegen/log.h"
+#include "ir/collective.h"
 #include "runtime/cuda/cublas.h"
-#include "runtime/cuda/cudnn.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/cuda_driver.h"
+#include "runtime/cuda/cudnn.h"
+#include "runtime/cuda/nccl.h"
 #include "runtime/exec/executable.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
 
 namespace smelt {
 
@@ -127,6 +132,44 @@ Status CudaBackend::runProduct(const GemmPlan& p, const ProductBuffers& buffers,
                         .lda = p.transA ? p.m : p.k, .ldb = p.transB ? p.k : p.n, .ldc = p.n, .batch = p.batch,
                         .strideA = p.strideA, .strideB = p.strideB, .strideC = p.strideC, .tf32 = p.tf32};
   return cuda::cublasGemm(cudaContextOf(*device_), cudaStreamOf(stream), call);
+}
+
+bool CudaBackend::allReducesOnDevice(DType dtype) const {
+  static const bool off = [] {
+    const char* env = std::getenv("SMELT_NCCL");
+    return env && std::string_view(env) == "0";
+  }();
+  return !off && cuda::ncclAvailable(dtype);
+}
+
+Status CudaBackend::allReduce(const KernelBufferArg& send, const KernelBufferArg& recv, int64_t count, DType dtype,
+                              bool mean, DeviceStream& stream) const {
+  // The process's collective group (MPI's ranks), or a world of one: the same NCCL path either way.
+  const std::shared_ptr<CollectiveGroup>& group = collectiveGroup();
+  const int rank = group ? group->rank() : 0, size = group ? group->size() : 1;
+  cuda::Context& context = cudaContextOf(*device_);
+  SMELT_TRY(cuda::NcclCommunicator * comm,
+            cuda::ncclCommunicator(context, rank, size, group.get(), [&]() -> Expected<cuda::NcclUniqueId> {
+              // Rank 0 makes the id and broadcasts it; every rank takes part, in the same order.
+              cuda::NcclUniqueId id{};
+              if (rank == 0) {
+                SMELT_TRY(id, cuda::ncclNewUniqueId());
+              }
+              if (size == 1) return id;
+              Tensor bytes(TensorType{DType::u8, {static_cast<int64_t>(id.size())}});
+              std::memcpy(bytes.raw(), id.data(), id.size());
+              if (Status sent = group->broadcast(bytes, 0); !sent.ok()) {
+                return sent.error().withContext("sharing NCCL's unique id from rank 0");
+              }
+              std::memcpy(id.data(), bytes.raw(), id.size());
+              return id;
+            }));
+  auto address = [](const KernelBufferArg& arg) {
+    return cudaAddressOf(arg.memory) + static_cast<std::uint64_t>(arg.byteOffset);
+  };
+  return cuda::ncclAllReduce(
+      context, *comm, cudaStreamOf(stream),
+      {.dtype = dtype, .count = count, .send = address(send), .recv = address(recv), .mean = mean});
 }
 
 Expected<std::shared_ptr<DeviceKernels>> CudaBackend::loadKernels(std::span<const codegen::Kernel* const> kernels,

@@ -2,7 +2,8 @@
 // (codegen/cuda) in one source per compile, compiled by NVRTC into a CUBIN for the GPU's exact
 // architecture (no driver JIT) or, for a GPU newer than NVRTC knows, PTX for the newest virtual
 // architecture below it; kept in the kernel cache and loaded once per process and device. Each
-// executable runs on a stream of its own, so waiting for a run waits for it alone.
+// executable runs on a stream of its own, so waiting for a run waits for it alone. Products go to cuBLAS,
+// convolutions to cuDNN, the data-parallel all-reduces to NCCL, each where it loads.
 #pragma once
 
 #include "runtime/exec/device_backend.h"
@@ -32,6 +33,11 @@ class CudaBackend final : public DeviceBackend {
   /// stay on generated kernels.
   std::optional<GemmPlan> planProduct(const Node& node, const CompileOptions& options) const override;
   Status runProduct(const GemmPlan& plan, const ProductBuffers& buffers, DeviceStream& stream) const override;
+  /// All-reduces on NCCL (runtime/cuda/nccl.h) when it loads, unless $SMELT_NCCL is 0; the communicator is
+  /// bootstrapped through the collective group (rank 0's unique id broadcast), a world of one without one.
+  bool allReducesOnDevice(DType dtype) const override;
+  Status allReduce(const KernelBufferArg& send, const KernelBufferArg& recv, int64_t count, DType dtype, bool mean,
+                   DeviceStream& stream) const override;
   Expected<std::shared_ptr<DeviceKernels>> loadKernels(std::span<const codegen::Kernel* const> kernels,
                                                        std::span<const std::string> symbols,
                                                        KernelLoadInfo& info) const override;

@@ -122,11 +122,12 @@ CompiledGraph::Impl::~Impl() {
       label += fmt::format(" [{}{}]", members, members.size() >= 160 ? ", ..." : "");
     }
     labels.push_back(std::move(label));
-    std::string kind = s.kind == Step::Kind::kHost          ? "host"
-                       : s.kind == Step::Kind::kCollective  ? "collective"
-                       : s.kind == Step::Kind::kInterpreted ? "interpreted"
-                       : s.kind == Step::Kind::kProduct     ? (s.launch ? "BLAS+epilogue" : "BLAS")
-                                                            : "kernel";
+    std::string kind = s.kind == Step::Kind::kHost               ? "host"
+                       : s.kind == Step::Kind::kCollective       ? "collective"
+                       : s.kind == Step::Kind::kDeviceCollective ? "collective on the device"
+                       : s.kind == Step::Kind::kInterpreted      ? "interpreted"
+                       : s.kind == Step::Kind::kProduct          ? (s.launch ? "BLAS+epilogue" : "BLAS")
+                                                                 : "kernel";
     kinds.push_back(kind + (s.launch && s.shape.parallel && hostMemory ? ", parallel" : ""));
   }
   // Printed, not logged: asking for a profile is asking to see it, whatever SMELT_LOG says.
@@ -312,6 +313,22 @@ Status CompiledGraph::Impl::prepare(const Graph& source, const std::string& symb
         return n->op().collectiveOnHost(call, buffers);
       };
       logger().debug("{}: a collective over the executable's buffers", step.label);
+      steps.push_back(std::move(step));
+      continue;
+    }
+    if (!hostMemory && node->op().collective && backend->allReducesOnDevice(node->operand(0)->type().dtype) &&
+        collectiveInPlace(*node, outputIndex)) {
+      step.kind = Step::Kind::kDeviceCollective;
+      const std::string& op = node->opName();
+      const std::vector<TensorType> operandTypes{node->operand(0)->type()};
+      const OpCall call(node->op(), step.label, operandTypes, node->attrs());  // with the defaults filled in
+      step.onDevice = Step::OnDevice{.op = op == "all_reduce_start"  ? Step::OnDevice::Op::kStart
+                                           : op == "all_reduce_wait" ? Step::OnDevice::Op::kWait
+                                                                     : Step::OnDevice::Op::kAllReduce,
+                                     .tag = op == "all_reduce" ? 0 : call.getInt("tag"),
+                                     .mean = call.getString("op") == "mean",
+                                     .type = operandTypes[0]};
+      logger().debug("{}: a collective on {}'s buffers", step.label, device->id());
       steps.push_back(std::move(step));
       continue;
     }

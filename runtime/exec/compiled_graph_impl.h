@@ -44,8 +44,9 @@ struct DeviceConvolution {
 /// One node's work in a compiled graph.
 struct Step {
   /// kCollective: a collective over the executable's host buffers (OpDef::collectiveOnHost), without the copies
-  /// the interpreter makes.
-  enum class Kind { kKernel, kProduct, kHost, kCollective, kInterpreted };
+  /// the interpreter makes. kDeviceCollective: one over a device's buffers, on its streams
+  /// (DeviceBackend::allReduce).
+  enum class Kind { kKernel, kProduct, kHost, kCollective, kDeviceCollective, kInterpreted };
   Kind kind = Kind::kInterpreted;
   const Node* node = nullptr;
   std::string label;
@@ -70,6 +71,15 @@ struct Step {
   HostKernel host;
   /// The collective over the step's host buffers (Kind::kCollective), its OpCall's types bound once.
   std::function<Status(char* const* buffers)> collective;
+  /// A collective on the device (Kind::kDeviceCollective): which op, its tag (pairing a start with its wait),
+  /// the mean or the sum, and its operand's type.
+  struct OnDevice {
+    enum class Op { kAllReduce, kStart, kWait } op = Op::kAllReduce;
+    int64_t tag = 0;
+    bool mean = false;
+    TensorType type;
+  };
+  std::optional<OnDevice> onDevice;
   /// Its kernel among those being compiled (-1: none) and that kernel's symbol.
   int64_t kernel = -1;
   std::string symbol;
@@ -98,6 +108,12 @@ struct CompiledGraph::Impl : WorkingMemoryUser {
   std::unique_ptr<DeviceEvent> joinEvent, rejoinEvent;
 
   std::vector<Step> steps;
+  /// The stream all_reduce_start's sums run on beside the steps (made on the first), the event that orders each
+  /// after what came before it on `stream`, and, by tag, the event its all_reduce_wait makes `stream` wait for.
+  /// Declared after the stream: destroyed first.
+  std::unique_ptr<DeviceStream> collectiveStream;
+  std::unique_ptr<DeviceEvent> collectiveReady;
+  std::unordered_map<int64_t, std::unique_ptr<DeviceEvent>> collectiveDone;
   /// The graph's constants by Binding::kConstant index, and their values.
   std::vector<const Value*> constants;
   std::vector<Tensor> constantValues;
@@ -213,6 +229,8 @@ struct CompiledGraph::Impl : WorkingMemoryUser {
   /// Rebinds every step's dynamic buffers to this run's feeds and outputs, then runs the steps.
   Status execute();
   Status runStep(Step& step);
+  /// An all_reduce, all_reduce_start or all_reduce_wait on the device (Step::Kind::kDeviceCollective).
+  Status runDeviceCollective(const Step& step);
   Status runDeviceConvolution(Step& step, const ProductBuffers& buffers);
   Status interpretStep(const Step& step);
   /// Copies of a step's operands (or results) to the host, waiting for them.

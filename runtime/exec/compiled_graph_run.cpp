@@ -119,7 +119,56 @@ Status CompiledGraph::Impl::runStep(Step& step) {
       for (size_t b = 0; b < step.args.size(); ++b) step.pointers[b] = pointerOf(step.args[b]);
       return step.collective(step.pointers.data());
     }
+    case Step::Kind::kDeviceCollective:
+      return runDeviceCollective(step);
     case Step::Kind::kInterpreted: return interpretStep(step);
+  }
+  return Status::success();
+}
+
+Status CompiledGraph::Impl::runDeviceCollective(const Step& step) {
+  using Op = Step::OnDevice::Op;
+  const Step::OnDevice& c = *step.onDevice;
+  const KernelBufferArg &operand = step.args[0], &result = step.args[1];
+  const bool inPlace = operand.memory.handle == result.memory.handle && operand.byteOffset == result.byteOffset;
+  const auto bytes = static_cast<size_t>(c.type.byteSize());
+  auto copyToResult = [&]() -> Status {
+    if (inPlace || bytes == 0) return Status::success();
+    return device->copy(result.memory, static_cast<size_t>(result.byteOffset), operand.memory,
+                        static_cast<size_t>(operand.byteOffset), bytes, *stream);
+  };
+  // (Re-)records `event` after what `on` has enqueued so far.
+  auto mark = [](DeviceStream& on, std::unique_ptr<DeviceEvent>& event) -> Status {
+    if (event) {
+      SMELT_TRY(bool again, on.recordAgain(*event));
+      if (again) return Status::success();
+    }
+    SMELT_TRY(event, on.record());
+    return Status::success();
+  };
+  switch (c.op) {
+    case Op::kAllReduce:
+      return backend->allReduce(operand, result, c.type.numel(), c.type.dtype, c.mean, *stream);
+    case Op::kStart: {
+      // The sum runs in place in the result buffer, which only the wait reads (compiled_graph.cpp checks), on a
+      // stream of its own: the operand's buffer is free for the steps after this one once the copy is done.
+      SMELT_CHECK_OK(copyToResult());
+      if (!collectiveStream) {
+        SMELT_TRY(collectiveStream, device->createStream());
+      }
+      SMELT_CHECK_OK(mark(*stream, collectiveReady));
+      SMELT_CHECK_OK(collectiveStream->wait(*collectiveReady));
+      SMELT_CHECK_OK(backend->allReduce(result, result, c.type.numel(), c.type.dtype, c.mean, *collectiveStream));
+      return mark(*collectiveStream, collectiveDone[c.tag]);
+    }
+    case Op::kWait: {
+      auto done = collectiveDone.find(c.tag);
+      if (done == collectiveDone.end() || !done->second) {
+        return makeError("{}: no all_reduce_start of tag {} ran before it", step.label, c.tag);
+      }
+      SMELT_CHECK_OK(stream->wait(*done->second));
+      return copyToResult();
+    }
   }
   return Status::success();
 }

@@ -54,6 +54,11 @@ Status DeviceBackend::runProduct(const GemmPlan&, const ProductBuffers&, DeviceS
   return makeError("{}: no vendor products on this device", device_->id());
 }
 
+Status DeviceBackend::allReduce(const KernelBufferArg&, const KernelBufferArg&, int64_t, DType, bool,
+                                DeviceStream&) const {
+  return makeError("{}: no collectives on the device's buffers", device_->id());
+}
+
 Expected<std::shared_ptr<DeviceKernels>> DeviceBackend::loadImage(const KernelImage& image, size_t kernels,
                                                                   KernelLoadInfo& info) const {
   bool reused = false;

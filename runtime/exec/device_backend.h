@@ -96,6 +96,18 @@ class DeviceBackend {
   /// Runs a plan planProduct made, writing the product into buffers.product.
   virtual Status runProduct(const GemmPlan& plan, const ProductBuffers& buffers, DeviceStream& stream) const;
 
+  /// Whether the collective group's all-reduces of `dtype` run on this device's buffers and streams (NCCL on
+  /// CUDA): all_reduce, and all_reduce_start's sum on a stream of its own while the step goes on. Otherwise
+  /// (the default) collectives run on the host, their operands copied out and their results back.
+  virtual bool allReducesOnDevice(DType dtype) const {
+    (void)dtype;
+    return false;
+  }
+  /// recv = the elementwise sum (`mean`: the mean) over the collective group's ranks of send, `count` elements
+  /// of `dtype`, enqueued on `stream`; send may be recv. Only where allReducesOnDevice(dtype).
+  virtual Status allReduce(const KernelBufferArg& send, const KernelBufferArg& recv, int64_t count, DType dtype,
+                           bool mean, DeviceStream& stream) const;
+
   /// The clean-up passes a node's kernel is lowered with (codegen/kernel_passes.h): the common ones,
   /// or GPUs' (gpuLoweringPipeline).
   virtual std::string_view loweringPipeline() const { return codegen::kLoweringKernelPipeline; }

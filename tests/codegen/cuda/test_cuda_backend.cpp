@@ -4,7 +4,8 @@
 // (deviceCount() > 0): every op's IR example in every dtype against the reference interpreter (as
 // the OpenCL test does on PoCL), the edge-value kernels against the kernel interpreter, an executable
 // run repeatedly with the same results, fed and restored parameters, a second compile answered by
-// the kernel cache, and SMELT_CHECK_KERNELS. GPU tests pass with a MESSAGE where there is none.
+// the kernel cache, SMELT_CHECK_KERNELS, and all-reduces on NCCL (a world of one). GPU tests pass with a MESSAGE
+// where there is none.
 #include "codegen/cache/kernel_cache.h"
 #include "codegen/cuda/cuda_renderer.h"
 #include "codegen/cuda/nvrtc_compiler.h"
@@ -16,6 +17,7 @@
 #include "runtime/cuda/cuda_backend.h"
 #include "runtime/cuda/cublas.h"
 #include "runtime/cuda/cudnn.h"
+#include "runtime/cuda/nccl.h"
 #include "runtime/cuda/cuda_driver.h"
 #include "runtime/exec/executable.h"
 #include "tests/codegen/c_renderers/render_test_util.h"
@@ -433,4 +435,56 @@ TEST_CASE("cuda backend: cuBLAS loads where the host keeps it, or says where it 
   for (DType t : {DType::f32, DType::f64, DType::f16, DType::bf16}) CHECK(cuda::cublasAvailable(t));
   CHECK_FALSE(cuda::cublasAvailable(DType::i32));
   MESSAGE(description);
+}
+
+TEST_CASE("cuda backend: NCCL loads where the host keeps it and makes unique ids (no GPU needed)") {
+  // ncclGetVersion and ncclGetUniqueId need no GPU: here the toolkit's /usr/local/cuda/lib64 has NCCL.
+  std::string description = cuda::ncclDescription();
+  if (!cuda::ncclAvailable(DType::f32)) {
+    CHECK_MESSAGE(description.find("NCCL") != std::string::npos, description);
+    SMELT_SKIP_WITHOUT_GPU(description);
+  }
+  CHECK_MESSAGE(description.starts_with("NCCL 2."), description);
+  for (DType t : {DType::f32, DType::f64, DType::f16, DType::bf16}) CHECK(cuda::ncclAvailable(t));
+  CHECK_FALSE(cuda::ncclAvailable(DType::i32));
+  auto a = cuda::ncclNewUniqueId(), b = cuda::ncclNewUniqueId();
+  REQUIRE_MESSAGE(a.ok(), (a.ok() ? "" : a.error().message()));
+  REQUIRE(b.ok());
+  CHECK(*a != *b);
+  MESSAGE(description);
+}
+
+TEST_CASE("cuda backend: all-reduces run on NCCL over the GPU's buffers (a world of one)") {
+  SKIP_WITHOUT_GPU();
+  if (!cuda::ncclAvailable(DType::f32)) SMELT_SKIP_WITHOUT_GPU(cuda::ncclDescription());
+  // A blocking all_reduce, and a start/wait pair with work between them; in f32 and f64. One process is a world of
+  // one: the sum and the mean are the operand, through the same NCCL calls as N ranks.
+  Graph graph = testing::parseOrFail(R"(graph @g(%x: f32[1000], %y: f64[3,33]) {
+  %0 = all_reduce(%x) {op = "mean"} : f32[1000]
+  %1 = mul(%x, %x) : f32[1000]
+  %s = all_reduce_start(%1) {op = "sum", tag = 1} : f32[1000]
+  %2 = add(%x, %0) : f32[1000]
+  %w = all_reduce_wait(%s) {op = "sum", tag = 1} : f32[1000]
+  %3 = sub(%w, %2) : f32[1000]
+  %t = all_reduce_start(%y) {op = "mean", tag = 2} : f64[3,33]
+  %v = all_reduce_wait(%t) {op = "mean", tag = 2} : f64[3,33]
+  %4 = exp(%v) : f64[3,33]
+  return a = %0, b = %3, c = %4
+})");
+  auto exe = Executable::compile(graph, {.device = "cuda", .fallback = false});
+  REQUIRE_MESSAGE(exe.ok(), (exe.ok() ? "" : exe.error().message()));
+  // On the device: nothing on the reference interpreter (a collective on the host would be).
+  CHECK((*exe)->report().interpreted == 0);
+  // Three runs: step by step, recorded into a CUDA graph, replayed.
+  for (int run = 0; run < 3; ++run) {
+    CAPTURE(run);
+    TensorMap feeds = testing::randomFeeds(graph, testing::testSeed() + static_cast<uint64_t>(run));
+    auto expected = interpret(graph, feeds);
+    REQUIRE(expected.ok());
+    auto actual = (*exe)->run(feeds);
+    REQUIRE_MESSAGE(actual.ok(), (actual.ok() ? "" : actual.error().message()));
+    for (size_t o = 0; o < actual->size(); ++o) {
+      CHECK_MESSAGE(testing::compareTensors((*actual)[o], (*expected)[o], 1e-6).empty(), graph.outputs()[o].name);
+    }
+  }
 }
