@@ -7,6 +7,7 @@
 #include "codegen/log.h"
 #include "ir/collective.h"
 #include "runtime/cuda/cublas.h"
+#include "runtime/cuda/cublas_lt.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/cuda_driver.h"
 #include "runtime/cuda/cudnn.h"
@@ -95,6 +96,26 @@ cuda::CudnnConvolution cudnnConvolutionOf(const GemmPlan& plan) {
   return c;
 }
 
+/// Whether linear layers' epilogues may go to cuBLASLt ($SMELT_CUBLASLT=0: never, to compare or bisect).
+bool cublasLtEnabled() {
+  static const bool off = [] {
+    const char* env = std::getenv("SMELT_CUBLASLT");
+    return env && std::string_view(env) == "0";
+  }();
+  return !off;
+}
+
+/// The cuBLASLt call of a product plan and its fused epilogue, without addresses.
+cuda::CublasLtGemm cublasLtCallOf(const GemmPlan& p, const VendorEpilogue& e) {
+  using Activation = VendorEpilogue::Activation;
+  using Epilogue = cuda::CublasLtGemm::Epilogue;
+  return {.epilogue = e.activation == Activation::kRelu       ? Epilogue::kReluBias
+                      : e.activation == Activation::kGeluTanh ? Epilogue::kGeluTanhBias
+                                                              : Epilogue::kBias,
+          .dtype = p.dtype, .transA = p.transA, .transB = p.transB, .m = p.m, .n = p.n, .k = p.k, .alpha = p.alpha,
+          .tf32 = p.tf32};
+}
+
 }  // namespace
 
 std::optional<GemmPlan> CudaBackend::planProduct(const Node& node, const CompileOptions& options) const {
@@ -103,6 +124,17 @@ std::optional<GemmPlan> CudaBackend::planProduct(const Node& node, const Compile
   plan->tf32 = options.tf32;
   // Convolutions in f16 and bf16 on cuDNN where it loads and expresses the window, with the workspace
   // it asks for; else layout kernels around a GEMM on cuBLAS (runtime/exec/device_convolution.cpp).
+  // A linear layer's bias and relu or gelu applied by cuBLASLt as it writes the product, where its heuristic
+  // has an algorithm for the shape: one launch, and the product is not read back by an epilogue kernel.
+  if (auto fused = vendorEpilogueOf(node, *plan); fused && cublasLtEnabled()) {
+    cuda::CublasLtGemm call = cublasLtCallOf(*plan, *fused);
+    if (cuda::cublasLtSupports(cudaContextOf(*device_), call)) {
+      plan->vendorEpilogue = fused;
+      plan->epilogue = false;
+      const auto element = static_cast<int64_t>(dtypeSize(plan->dtype));
+      plan->columnElements = (cuda::kCublasLtWorkspaceBytes + element - 1) / element;  // its workspace
+    }
+  }
   if (plan->conv && cuda::cudnnAvailable() && cuda::cudnnPreferred(plan->dtype)) {
     Expected<size_t> workspace = cuda::cudnnWorkspace(cudaContextOf(*device_), cudnnConvolutionOf(*plan));
     if (workspace.ok()) {
@@ -125,6 +157,15 @@ Status CudaBackend::runProduct(const GemmPlan& p, const ProductBuffers& buffers,
     return cuda::cudnnConvolve(cudaContextOf(*device_), cudaStreamOf(stream), cudnnConvolutionOf(p),
                                address(buffers.operands[p.operandA]), address(buffers.operands[p.operandB]),
                                address(buffers.product), address(buffers.scratch), workspace);
+  }
+  if (p.vendorEpilogue) {
+    cuda::CublasLtGemm call = cublasLtCallOf(p, *p.vendorEpilogue);
+    call.a = address(buffers.operands[p.operandA]);
+    call.b = address(buffers.operands[p.operandB]);
+    call.c = address(buffers.product);
+    call.bias = address(buffers.operands[p.vendorEpilogue->bias]);
+    call.workspace = address(buffers.scratch);
+    return cuda::cublasLtGemm(cudaContextOf(*device_), cudaStreamOf(stream), call);
   }
   cuda::CublasGemm call{.dtype = p.dtype, .transA = p.transA, .transB = p.transB, .m = p.m, .n = p.n, .k = p.k,
                         .alpha = p.alpha, .a = address(buffers.operands[p.operandA]),

@@ -29,8 +29,9 @@ class CudaBackend final : public DeviceBackend {
   std::string whyNotKernel(const Node& node) const override { return whyNotCommon(node); }
   std::string_view loweringPipeline() const override { return gpuLoweringPipeline(); }
   std::string_view kernelPipeline() const override { return gpuKernelPipeline(); }
-  /// matmul, gemm and their batches on cuBLAS (runtime/cuda/cublas.h) when it loads; convolutions
-  /// stay on generated kernels.
+  /// matmul, gemm and their batches on cuBLAS (runtime/cuda/cublas.h) when it loads, a linear layer's bias and
+  /// relu or gelu fused into cuBLASLt's GEMM (cublas_lt.h) where its heuristic has an algorithm for the shape, and
+  /// convolutions on cuDNN (cudnn.h) in f16 and bf16 (in f32 with SMELT_CUDNN=1), else layout kernels around cuBLAS.
   std::optional<GemmPlan> planProduct(const Node& node, const CompileOptions& options) const override;
   Status runProduct(const GemmPlan& plan, const ProductBuffers& buffers, DeviceStream& stream) const override;
   /// All-reduces on NCCL (runtime/cuda/nccl.h) when it loads, unless $SMELT_NCCL is 0; the communicator is

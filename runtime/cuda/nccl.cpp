@@ -212,8 +212,9 @@ Status ncclAllReduce(Context& context, NcclCommunicator& comm, void* stream, con
   }
   if (call.count == 0) return Status::success();
   return context.withCurrent([&]() -> Status {
+    const int op = call.mean ? kNcclAvg : kNcclSum;
     NcclResult r = api->allReduce(reinterpret_cast<const void*>(call.send), reinterpret_cast<void*>(call.recv),
-                                  static_cast<size_t>(call.count), type, call.mean ? kNcclAvg : kNcclSum, comm.comm, stream);
+                                  static_cast<size_t>(call.count), type, op, comm.comm, stream);
     if (r != kNcclSuccess) {
       return ncclError(*api, r,
                        fmt::format("ncclAllReduce ({} {} elements, rank {} of {})", dtypeName(call.dtype), call.count,

@@ -210,7 +210,9 @@ Status CompiledGraph::Impl::planProduct(Step& step) {
     }
   }
   if (plan->result < 0) {
+    // The product in a buffer of its own, and the whole epilogue after it as a kernel: nothing fused into it.
     plan->epilogue = true;
+    plan->vendorEpilogue.reset();
     step.productBytes = productBytes;
   }
   step.scratchBytes = plan->columnElements * static_cast<int64_t>(dtypeSize(plan->dtype));

@@ -184,4 +184,59 @@ bool ConvGeometry::direct() const {
   return kh == 1 && kw == 1 && strideH == 1 && strideW == 1 && padTop == 0 && padLeft == 0 && oh == h && ow == w;
 }
 
+std::optional<VendorEpilogue> vendorEpilogueOf(const Node& node, const GemmPlan& plan) {
+  using Activation = VendorEpilogue::Activation;
+  if (!plan.anchor || plan.conv || plan.batch != 1 || !plan.epilogue || plan.result != 0 || node.opName() != "fused" ||
+      node.results().size() != 1) {
+    return std::nullopt;
+  }
+  const Graph* body = std::get<GraphRef>(node.attrs().at("body")).get();
+  const Node& anchor = *plan.anchor;
+  if (!body || body->outputs().size() != 1) return std::nullopt;
+  const auto& inputs = body->inputs();
+  // A bias: a body input (the node's operand as it is) of [n] or [1, n] in the product's dtype.
+  auto biasOperand = [&](const Value* v) -> std::optional<size_t> {
+    const Shape& shape = v->shape();
+    const bool fits = shape == Shape{plan.n} || shape == Shape{1, plan.n};
+    auto it = std::find(inputs.begin(), inputs.end(), v);
+    if (!fits || v->dtype() != plan.dtype || it == inputs.end()) return std::nullopt;
+    return static_cast<size_t>(it - inputs.begin());
+  };
+  VendorEpilogue epilogue;
+  std::optional<size_t> bias;
+  const ProductFacet& facet = *anchor.op().product;
+  if (facet.addend >= 0 && anchor.numOperands() > static_cast<size_t>(facet.addend)) {
+    // gemm's c is the bias when beta is 1 (beta 0 ignores it); a matmul's addend never is.
+    if (facet.kind != ProductFacet::Kind::Gemm) return std::nullopt;
+    const double beta = attr<double>(anchor, "beta");
+    if (beta != 0) {
+      if (beta != 1) return std::nullopt;
+      bias = biasOperand(anchor.operand(static_cast<size_t>(facet.addend)));
+      if (!bias) return std::nullopt;
+    }
+  }
+  // The rest of the body is a chain, each value read once by the next: the bias added, then one activation.
+  const Value* current = anchor.result(0);
+  for (const auto& n : body->nodes()) {
+    if (n.get() == &anchor) continue;
+    if (current->users().size() != 1 || current->users()[0] != n.get()) return std::nullopt;
+    if (n->opName() == "add" && !bias && epilogue.activation == Activation::kNone) {
+      const Value* other = n->operand(0) == current ? n->operand(1) : n->operand(0);
+      bias = biasOperand(other);
+      if (!bias || n->result()->type() != current->type()) return std::nullopt;
+    } else if (n->opName() == "relu" && bias && epilogue.activation == Activation::kNone) {
+      epilogue.activation = Activation::kRelu;
+    } else if (n->opName() == "gelu" && bias && epilogue.activation == Activation::kNone &&
+               attr<std::string>(*n, "approximate") == "tanh") {
+      epilogue.activation = Activation::kGeluTanh;
+    } else {
+      return std::nullopt;
+    }
+    current = n->result();
+  }
+  if (!bias || body->outputs()[0].value != current) return std::nullopt;
+  epilogue.bias = *bias;
+  return epilogue;
+}
+
 }  // namespace smelt

@@ -29,6 +29,15 @@ struct ConvGeometry {
   bool direct() const;
 };
 
+/// A bias and activation a vendor GEMM applies as it writes its product (cuBLASLt's BIAS, RELU_BIAS and GELU_BIAS
+/// epilogues), in place of a generated epilogue kernel after it.
+struct VendorEpilogue {
+  enum class Activation { kNone, kRelu, kGeluTanh };
+  Activation activation = Activation::kNone;
+  /// The node's operand holding the bias: [n] or [1, n] of the product's dtype, one value per column.
+  size_t bias = 0;
+};
+
 struct GemmPlan {
   const Node* anchor = nullptr;  // the matmul, gemm or conv2d: the node itself or a member of its body
   DType dtype = DType::f32;
@@ -56,10 +65,19 @@ struct GemmPlan {
   bool transposeB = false;
   /// f32 products may round their inputs to TF32 (CompileOptions::tf32; cuBLAS and cuDNN only).
   bool tf32 = false;
+  /// The bias and activation the vendor's GEMM applies itself (vendorEpilogueOf; a backend sets it, and clears
+  /// `epilogue`, where its library takes it).
+  std::optional<VendorEpilogue> vendorEpilogue;
   /// A convolution the backend runs itself (cuDNN), with `columnElements` as its workspace, instead
   /// of layout kernels around a GEMM (runtime/exec/device_convolution.cpp).
   bool nativeConvolution = false;
 };
+
+/// The whole epilogue of `node` as a VendorEpilogue, or nothing (the generated epilogue kernel then runs): `plan`
+/// (planGemm's for `node`, a fused epilogue kernel) is one product, not batched and not a convolution, written
+/// straight into the node's only result, and all the kernel does after it is add a bias along the product's
+/// columns (an operand [n] or [1, n], or gemm's c with beta 1), then relu, gelu {approximate = "tanh"} or nothing.
+std::optional<VendorEpilogue> vendorEpilogueOf(const Node& node, const GemmPlan& plan);
 
 /// The GEMM plan for `node`, or nothing when the node does not qualify (a dtype the library lacks,
 /// vectors, partly broadcast batches, empty dims, an anchor reading a view). `available` says which

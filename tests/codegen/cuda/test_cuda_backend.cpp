@@ -4,7 +4,8 @@
 // (deviceCount() > 0): every op's IR example in every dtype against the reference interpreter (as
 // the OpenCL test does on PoCL), the edge-value kernels against the kernel interpreter, an executable
 // run repeatedly with the same results, fed and restored parameters, a second compile answered by
-// the kernel cache, SMELT_CHECK_KERNELS, and all-reduces on NCCL (a world of one). GPU tests pass with a MESSAGE
+// the kernel cache, SMELT_CHECK_KERNELS, linear layers' epilogues inside cuBLASLt's GEMM, and all-reduces on NCCL
+// (a world of one). GPU tests pass with a MESSAGE
 // where there is none.
 #include "codegen/cache/kernel_cache.h"
 #include "codegen/cuda/cuda_renderer.h"
@@ -16,6 +17,7 @@
 #include "runtime/exec/executable.h"
 #include "runtime/cuda/cuda_backend.h"
 #include "runtime/cuda/cublas.h"
+#include "runtime/cuda/cublas_lt.h"
 #include "runtime/cuda/cudnn.h"
 #include "runtime/cuda/nccl.h"
 #include "runtime/cuda/cuda_driver.h"
@@ -485,6 +487,55 @@ TEST_CASE("cuda backend: all-reduces run on NCCL over the GPU's buffers (a world
     REQUIRE_MESSAGE(actual.ok(), (actual.ok() ? "" : actual.error().message()));
     for (size_t o = 0; o < actual->size(); ++o) {
       CHECK_MESSAGE(testing::compareTensors((*actual)[o], (*expected)[o], 1e-6).empty(), graph.outputs()[o].name);
+    }
+  }
+}
+
+TEST_CASE("cuda backend: cuBLASLt loads where the host keeps it, or says where it looked (no GPU needed)") {
+  std::string description = cuda::cublasLtDescription();
+  if (description.find("not found") != std::string::npos) {
+    CHECK(description.find("nvidia/cublas/lib") != std::string::npos);
+    SMELT_SKIP_WITHOUT_GPU(description);
+  }
+  CHECK_MESSAGE(description.starts_with("cuBLASLt 1"), description);
+  MESSAGE(description);
+}
+
+TEST_CASE("cuda backend: a linear layer's bias and activation run inside cuBLASLt's GEMM") {
+  SKIP_WITHOUT_GPU();
+  // Each layer is one fused epilogue kernel (product, bias, activation), which the backend hands to cuBLASLt whole:
+  // nothing is left to compile. x W + b, relu(x W^T + b) through gemm's transB, gelu_tanh(x W + b) with a [1, n] bias.
+  for (const char* dtype : {"f32", "f16", "bf16"}) {
+    CAPTURE(dtype);
+    const std::string text = fmt::format(R"(graph @g(%x: {0}[64,96], %w: {0}[96,80], %u: {0}[96,80], %v: {0}[80,96],
+                %b: {0}[80], %c: {0}[1,80]) {{
+  %0 = matmul(%x, %w) : {0}[64,80]
+  %1 = add(%0, %b) : {0}[64,80]
+  %2 = gemm(%x, %v, %b) {{trans_b = 1, alpha = 0.5, beta = 1.0}} : {0}[64,80]
+  %3 = relu(%2) : {0}[64,80]
+  %4 = matmul(%x, %u) : {0}[64,80]
+  %5 = add(%4, %c) : {0}[64,80]
+  %6 = gelu(%5) {{approximate = "tanh"}} : {0}[64,80]
+  return bias = %1, relu = %3, gelu = %6
+}})",
+                                         dtype);
+    Graph graph = testing::parseOrFail(text);
+    auto exe = Executable::compile(graph, {.device = "cuda", .fallback = false});
+    REQUIRE_MESSAGE(exe.ok(), (exe.ok() ? "" : exe.error().message()));
+    MESSAGE(dtype, ": ", (*exe)->report().blas, " products, ", (*exe)->report().kernels, " kernels");
+    CHECK((*exe)->report().blas == 3);
+    CHECK((*exe)->report().kernels == 0);
+    TensorMap feeds = testing::randomFeeds(graph, testing::testSeed());
+    auto expected = interpret(graph, feeds);
+    REQUIRE(expected.ok());
+    for (int run = 0; run < 3; ++run) {  // step by step, recorded, replayed
+      auto actual = (*exe)->run(feeds);
+      REQUIRE_MESSAGE(actual.ok(), (actual.ok() ? "" : actual.error().message()));
+      for (size_t o = 0; o < actual->size(); ++o) {
+        const double tolerance = std::string_view(dtype) == "f32" ? 1e-4 : 3e-2;
+        CHECK_MESSAGE(testing::compareTensors((*actual)[o], (*expected)[o], tolerance).empty(),
+                      graph.outputs()[o].name);
+      }
     }
   }
 }
