@@ -217,6 +217,10 @@ Expected<LtPrepared> prepareLt(LtApi& api, LtHandle handle, const CublasLtGemm& 
   for (int attr : {kPrefAlignA, kPrefAlignB, kPrefAlignC, kPrefAlignD}) {
     if (prefs.ok()) prefs = check(api.prefSet(pref, attr, &kLtAlignment, sizeof kLtAlignment), "alignment preference");
   }
+  // The heuristic reads the bias pointer's value for its alignment (a null one would look perfectly aligned): a
+  // placeholder aligned as much as a run promises and no more.
+  const void* placeholder = reinterpret_cast<const void*>(std::uintptr_t{kLtAlignment});
+  if (prefs.ok()) prefs = check(api.descSet(p.desc, kDescBiasPointer, &placeholder, sizeof placeholder), "bias pointer");
   HeuristicAbi result{};
   int returned = 0;
   LtStatus found = prefs.ok() ? api.heuristic(handle, p.desc, p.a, p.b, p.c, p.c, pref, 1, &result, &returned) : 0;

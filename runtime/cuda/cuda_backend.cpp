@@ -213,6 +213,8 @@ Status CudaBackend::allReduce(const KernelBufferArg& send, const KernelBufferArg
       {.dtype = dtype, .count = count, .send = address(send), .recv = address(recv), .mean = mean});
 }
 
+Status CudaBackend::collectivesHealthy() const { return cuda::ncclHealthy(cudaContextOf(*device_)); }
+
 Expected<std::shared_ptr<DeviceKernels>> CudaBackend::loadKernels(std::span<const codegen::Kernel* const> kernels,
                                                                  std::span<const std::string> symbols,
                                                                  KernelLoadInfo& info) const {

@@ -39,6 +39,7 @@ class CudaBackend final : public DeviceBackend {
   bool allReducesOnDevice(DType dtype) const override;
   Status allReduce(const KernelBufferArg& send, const KernelBufferArg& recv, int64_t count, DType dtype, bool mean,
                    DeviceStream& stream) const override;
+  Status collectivesHealthy() const override;
   Expected<std::shared_ptr<DeviceKernels>> loadKernels(std::span<const codegen::Kernel* const> kernels,
                                                        std::span<const std::string> symbols,
                                                        KernelLoadInfo& info) const override;

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <thread>
 #include <tuple>
+#include <vector>
 
 #if SMELT_HAVE_CUDA_TOOLKIT && __has_include(<nccl.h>)
 #include <nccl.h>
@@ -94,9 +95,12 @@ Error ncclError(const NcclApi& api, NcclResult result, std::string_view what) {
   return makeError("{}: {} (NCCL result {})", what, text ? text : "unknown", result);
 }
 
-/// A communicator and what the watchdog found: once aborted, every later call is an error saying why.
+/// A communicator and what the watchdog found: once aborted, every later call is an error saying why. `use` is held
+/// around each enqueue and the abort (NCCL lets one thread at a time operate a communicator).
 struct CommEntry {
   NcclCommunicator communicator;
+  const Context* context = nullptr;
+  std::mutex use;
   std::atomic<bool> aborted{false};
   std::string why;  // written by the watchdog before `aborted` is set
 };
@@ -114,26 +118,38 @@ CommRegistry& commRegistry() {
 }
 
 /// Polls every communicator for an asynchronous error every 100 ms and aborts the one that has it, which ends the
-/// kernels waiting on its peers; the stream then reports the failure.
+/// kernels waiting on its peers; the executable then reports the failure (ncclHealthy) instead of a hang. New
+/// enqueues are refused first; the abort waits up to a second for an enqueue in progress, then goes ahead (an
+/// enqueue blocked on a dead peer is what it must end).
 void watchCommunicators() {
   const NcclApi& api = **nccl();
   while (true) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    std::lock_guard lock(commRegistry().mutex);
-    for (auto& [key, entry] : commRegistry().entries) {
-      if (entry->aborted.load() || !entry->communicator.comm) continue;
-      NcclResult state = kNcclSuccess;
-      NcclResult asked = api.commGetAsyncError(entry->communicator.comm, &state);
-      if (asked == kNcclSuccess && (state == kNcclSuccess || state == kNcclInProgress)) continue;
-      NcclResult failure = asked != kNcclSuccess ? asked : state;
-      entry->why = ncclError(api, failure,
-                             fmt::format("NCCL communicator of rank {} of {} failed (a peer died or the network "
-                                         "failed); it was aborted",
-                                         entry->communicator.rank, entry->communicator.size))
-                       .message();
+    std::vector<CommEntry*> failed;
+    {
+      std::lock_guard lock(commRegistry().mutex);
+      for (auto& [key, entry] : commRegistry().entries) {
+        if (entry->aborted.load() || !entry->communicator.comm) continue;
+        std::unique_lock use(entry->use, std::try_to_lock);
+        if (!use.owns_lock()) continue;  // an enqueue in progress: ask again next time
+        NcclResult state = kNcclSuccess;
+        NcclResult asked = api.commGetAsyncError(entry->communicator.comm, &state);
+        if (asked == kNcclSuccess && (state == kNcclSuccess || state == kNcclInProgress)) continue;
+        NcclResult failure = asked != kNcclSuccess ? asked : state;
+        entry->why = ncclError(api, failure,
+                               fmt::format("NCCL communicator of rank {} of {} failed (a peer died or the network "
+                                           "failed); it was aborted",
+                                           entry->communicator.rank, entry->communicator.size))
+                         .message();
+        entry->aborted.store(true);
+        failed.push_back(entry.get());
+      }
+    }
+    for (CommEntry* entry : failed) {
       logger().error("cuda: {}", entry->why);
+      std::unique_lock use(entry->use, std::defer_lock);
+      for (int i = 0; i < 50 && !use.try_lock(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
       api.commAbort(entry->communicator.comm);
-      entry->aborted.store(true);
     }
   }
 }
@@ -194,6 +210,7 @@ Expected<NcclCommunicator*> ncclCommunicator(Context& context, int rank, int siz
   std::lock_guard lock(r.mutex);
   auto entry = std::make_unique<CommEntry>();
   entry->communicator = {comm, rank, size, entry.get()};
+  entry->context = &context;
   NcclCommunicator* out = &entry->communicator;
   r.entries.emplace(key, std::move(entry));
   if (!r.watching) {
@@ -207,9 +224,10 @@ Status ncclAllReduce(Context& context, NcclCommunicator& comm, void* stream, con
   SMELT_TRY(NcclApi * api, nccl());
   const int type = ncclTypeOf(call.dtype);
   if (type < 0) return makeError("NCCL: no all-reduce of {} (f16, bf16, f32, f64)", dtypeName(call.dtype));
-  if (const auto* entry = static_cast<const CommEntry*>(comm.state); entry && entry->aborted.load()) {
-    return makeError("{}", entry->why);
-  }
+  auto* entry = static_cast<CommEntry*>(const_cast<void*>(comm.state));
+  if (!entry) return makeError("NCCL: a communicator ncclCommunicator did not make");
+  std::lock_guard use(entry->use);
+  if (entry->aborted.load()) return makeError("{}", entry->why);
   if (call.count == 0) return Status::success();
   return context.withCurrent([&]() -> Status {
     const int op = call.mean ? kNcclAvg : kNcclSum;
@@ -222,6 +240,14 @@ Status ncclAllReduce(Context& context, NcclCommunicator& comm, void* stream, con
     }
     return Status::success();
   });
+}
+
+Status ncclHealthy(const Context& context) {
+  std::lock_guard lock(commRegistry().mutex);
+  for (auto& [key, entry] : commRegistry().entries) {
+    if (entry->context == &context && entry->aborted.load()) return makeError("{}", entry->why);
+  }
+  return Status::success();
 }
 
 }  // namespace smelt::cuda

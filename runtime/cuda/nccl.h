@@ -3,7 +3,7 @@
 // the process's collective group (ir/collective.h: MPI's world); the caller bootstraps the communicator by handing
 // every rank the unique id rank 0 made (the CUDA backend broadcasts it through the group). A watchdog thread
 // polls each communicator for an asynchronous error (a peer that died, a network failure) and aborts it, so a
-// stream waiting on a collective reports an error instead of hanging.
+// stream waiting on a collective ends instead of hanging; ncclHealthy then reports the failure.
 //   SMELT_TRY(cuda::NcclCommunicator* comm, cuda::ncclCommunicator(context, rank, size, scope, agreeOnId));
 //   SMELT_CHECK_OK(cuda::ncclAllReduce(*comm, stream, {.dtype = DType::f32, .count = n, .send = a, .recv = a}));
 #pragma once
@@ -52,5 +52,9 @@ struct NcclAllReduce {
   bool mean = false;
 };
 Status ncclAllReduce(Context& context, NcclCommunicator& comm, void* stream, const NcclAllReduce& call);
+
+/// An error naming the failure when the watchdog aborted one of `context`'s communicators: the collectives enqueued
+/// before it may have ended early, their results garbage. Ask after a run's work has finished.
+Status ncclHealthy(const Context& context);
 
 }  // namespace smelt::cuda

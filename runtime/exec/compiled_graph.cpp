@@ -331,6 +331,7 @@ Status CompiledGraph::Impl::prepare(const Graph& source, const std::string& symb
                                      .mean = call.getString("op") == "mean",
                                      .type = operandTypes[0]};
       logger().debug("{}: a collective on {}'s buffers", step.label, device->id());
+      deviceCollectives = true;
       steps.push_back(std::move(step));
       continue;
     }

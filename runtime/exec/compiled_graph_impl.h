@@ -114,6 +114,8 @@ struct CompiledGraph::Impl : WorkingMemoryUser {
   std::unique_ptr<DeviceStream> collectiveStream;
   std::unique_ptr<DeviceEvent> collectiveReady;
   std::unordered_map<int64_t, std::unique_ptr<DeviceEvent>> collectiveDone;
+  /// Whether any step is a collective on the device (Step::Kind::kDeviceCollective).
+  bool deviceCollectives = false;
   /// The graph's constants by Binding::kConstant index, and their values.
   std::vector<const Value*> constants;
   std::vector<Tensor> constantValues;

@@ -4,6 +4,7 @@
 #include "runtime/exec/compiled_graph_impl.h"
 
 #include "codegen/log.h"
+#include "ir/collective.h"
 #include "ir/interpreter.h"
 #include "runtime/cpu/thread_pool.h"
 #include "runtime/exec/run_support.h"
@@ -239,6 +240,13 @@ Expected<bool> CompiledGraph::Impl::replay() {
       replayOff = true;  // host work cannot be recorded on a device stream
       return false;
     }
+    // NCCL requires every rank to launch a collective the same way, captured or not, and from the same capture;
+    // whether a run replays is decided here per rank (by fed addresses, a failed capture, profiling). Until the
+    // ranks agree on it, data-parallel steps launch step by step; a world of one replays.
+    if (s.kind == Step::Kind::kDeviceCollective && collectiveGroup() && collectiveGroup()->size() > 1) {
+      replayOff = true;
+      return false;
+    }
   }
   // This run's fed and returned buffers, and a recording made with the same (compared in place: a replayed
   // run allocates nothing).
@@ -369,6 +377,12 @@ Status CompiledGraph::run(std::span<const Tensor* const> inputs, std::span<const
     return fetched.error().withContext(fmt::format("{}: running @{}", x.device->id(), g.name()));
   }
   SMELT_CHECK_OK(x.rejoinDefaultStream());
+  // The run has finished (its outputs came back): a collective that failed without the stream saying so is an error.
+  if (x.deviceCollectives) {
+    if (Status healthy = x.backend->collectivesHealthy(); !healthy.ok()) {
+      return healthy.error().withContext(fmt::format("running @{}", g.name()));
+    }
+  }
   return x.takeFlags(outputs);
 }
 

@@ -107,6 +107,9 @@ class DeviceBackend {
   /// of `dtype`, enqueued on `stream`; send may be recv. Only where allReducesOnDevice(dtype).
   virtual Status allReduce(const KernelBufferArg& send, const KernelBufferArg& recv, int64_t count, DType dtype,
                            bool mean, DeviceStream& stream) const;
+  /// After a run's work has finished: an error when a collective it enqueued failed without the stream saying so
+  /// (NCCL's watchdog aborted its communicator: its results may be garbage).
+  virtual Status collectivesHealthy() const { return Status::success(); }
 
   /// The clean-up passes a node's kernel is lowered with (codegen/kernel_passes.h): the common ones,
   /// or GPUs' (gpuLoweringPipeline).
