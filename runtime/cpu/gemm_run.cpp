@@ -292,6 +292,17 @@ bool splitsByColumns(const GemmPlan& p) {
          p.n >= 2 * kColumnBlock && p.m * p.n * p.k >= (int64_t{1} << 22);
 }
 
+/// The width of a split product's column blocks: kColumnBlock, but for a very large product (2^30 multiply-adds
+/// and more) two blocks per thread. Each oneDNN call packs the whole of A again, so the calls' number is what the
+/// split costs: a 2048^3 product took 51-53 ms in 64-wide blocks, 44-47 in 512-wide (two per thread on 2 threads),
+/// against 42-44 for oneDNN's own two threads (alternating runs). Two blocks per thread still lets a thread on a
+/// busy core give up its second one.
+int64_t columnBlockWidth(const GemmPlan& p) {
+  if (p.m * p.n * p.k < (int64_t{1} << 30)) return kColumnBlock;
+  const int64_t perBlock = (p.n + 2 * ThreadPool::global().threads() - 1) / (2 * ThreadPool::global().threads());
+  return std::max(kColumnBlock, (perBlock + kColumnBlock - 1) / kColumnBlock * kColumnBlock);
+}
+
 }  // namespace
 
 void preferUntransposedB(GemmPlan& plan) {
@@ -356,9 +367,10 @@ void runGemm(const GemmPlan& p, char* const* operands, char* product, char* colu
     // (oneDNN runs one thread inside a parallel region): as fast as oneDNN's own threads on a quiet
     // machine, and a thread whose core another process holds delays only its last small block,
     // where oneDNN's static split makes every product wait for its slow half.
-    const int64_t blocks = (p.n + kColumnBlock - 1) / kColumnBlock;
+    const int64_t width = columnBlockWidth(p);
+    const int64_t blocks = (p.n + width - 1) / width;
     ThreadPool::global().parallelFor(blocks, [&](int64_t begin, int64_t end) {
-      const int64_t j0 = begin * kColumnBlock, j1 = std::min(p.n, end * kColumnBlock);
+      const int64_t j0 = begin * width, j1 = std::min(p.n, end * width);
       const float* bBlock = reinterpret_cast<const float*>(b) + (transB ? j0 * p.k : j0);
       blas::gemm(p.dtype, p.transA, transB, p.m, j1 - j0, p.k, p.alpha, a, lda, bBlock, ldb,
                  reinterpret_cast<float*>(product) + j0, p.n);
