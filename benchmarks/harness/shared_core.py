@@ -82,7 +82,8 @@ def markdown(results):
           "each kernel's work in guided chunks (a thread held up on a busy core delays the rest by one "
           "small chunk), and splits large products into column blocks claimed the same way, each a "
           "single-threaded oneDNN call (oneDNN's own split is static: every product waits for its slow "
-          "half). Targets: a slowdown within %d%% of jax.jit's." % round((SLACK - 1) * 100), "",
+          "half); when OpenMP's end-of-region barriers keep waiting for a worker the scheduler has not run, it "
+          "leaves them for its own threads (runtime/cpu/thread_pool.h). Targets: a slowdown within %d%% of jax.jit's." % round((SLACK - 1) * 100), "",
           "| workload | smelt quiet ms | smelt busy ms | smelt slowdown | jax quiet ms | jax busy ms | jax slowdown |",
           "|---|---|---|---|---|---|---|"]
     f = lambda v: "%.3f" % v if v else "-"

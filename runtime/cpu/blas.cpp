@@ -184,9 +184,10 @@ void gemm(DType dtype, bool transA, bool transB, int64_t m, int64_t n, int64_t k
   }
   if (dtype == DType::f32 && lib.dnnlSgemm) {
     // A small product runs on the calling thread alone: waking OpenMP's sleeping threads costs more
-    // than it saves (a 64x64x64 product: 4 us alone, 5-12 us with the second thread woken).
+    // than it saves (a 64x64x64 product: 4 us alone, 5-12 us with the second thread woken). So does every
+    // product while another process holds a core (ThreadPool::contended): OpenMP's team would wait for it.
     int threads = lib.threads.load();
-    bool alone = m * n * k <= kSmallProduct && lib.ompThreads && threads > 1;
+    bool alone = (m * n * k <= kSmallProduct || ThreadPool::global().contended()) && lib.ompThreads && threads > 1;
     if (alone) lib.ompThreads(1);
     lib.dnnlSgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, static_cast<float>(alpha),
                   static_cast<const float*>(a), lda, static_cast<const float*>(b), ldb, 0.0f, static_cast<float*>(c),

@@ -2,13 +2,15 @@
 #include "runtime/cpu/thread_pool.h"
 
 #include <algorithm>
+#include <bit>
+#include <chrono>
 #include <cstdlib>
 
 namespace smelt {
 
 std::atomic<ThreadPool::OpenMpParallel> ThreadPool::openMp_{nullptr};
 
-void ThreadPool::runOnOpenMp(OpenMpParallel parallel) { openMp_.store(parallel); }
+ThreadPool::OpenMpParallel ThreadPool::runOnOpenMp(OpenMpParallel parallel) { return openMp_.exchange(parallel); }
 
 namespace {
 
@@ -25,13 +27,28 @@ int64_t minimumChunk(int64_t total, int threads) {
   return std::max<int64_t>(1, total / (64 * static_cast<int64_t>(threads)));
 }
 
+int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// A region's caller waiting this long at its end, after its own share, was kept waiting by a worker the
+/// scheduler had not run (a quiet machine's wait is one small chunk: microseconds).
+constexpr int64_t kLateWaitNs = 200'000;
+/// Contended: at least this many of the last 16 regions were late. Then for this long the pool runs on its
+/// own threads, and looks again.
+constexpr int kLateRegions = 3;
+constexpr int64_t kContendedForNs = 200'000'000;
+
 // One parallelFor on OpenMP's threads: each claims guided chunks from a shared counter until none
-// are left.
+// are left. The caller notes when its own share ended.
 struct OpenMpJob {
   const std::function<void(int64_t, int64_t)>* fn;
   int64_t total, minChunk;
   int threads;
+  std::thread::id caller;
   std::atomic<int64_t> next{0};
+  int64_t callerDoneNs = 0;
 
   static void run(void* data) {
     auto& job = *static_cast<OpenMpJob*>(data);
@@ -42,6 +59,7 @@ struct OpenMpJob {
       (*job.fn)(begin, end);
       begin = job.next.load(std::memory_order_relaxed);
     }
+    if (std::this_thread::get_id() == job.caller) job.callerDoneNs = nowNs();
   }
 };
 
@@ -67,6 +85,16 @@ ThreadPool::~ThreadPool() {
 ThreadPool& ThreadPool::global() {
   static ThreadPool pool;
   return pool;
+}
+
+bool ThreadPool::contended() const { return contendedUntilNs_.load(std::memory_order_relaxed) > nowNs(); }
+
+void ThreadPool::noteOpenMpWait(int64_t waitedNs) {
+  lateRegions_ = (lateRegions_ << 1 | (waitedNs > kLateWaitNs ? 1u : 0u)) & 0xffffu;
+  if (std::popcount(lateRegions_) >= kLateRegions) {
+    contendedUntilNs_.store(nowNs() + kContendedForNs, std::memory_order_relaxed);
+    lateRegions_ = 0;
+  }
 }
 
 void ThreadPool::runChunks() {
@@ -112,11 +140,14 @@ void ThreadPool::parallelFor(int64_t total, const std::function<void(int64_t, in
   }
   // Guided chunks (see guidedChunk), never smaller than `chunk`.
   const int64_t chunk = minimumChunk(total, threads());
-  if (OpenMpParallel openMp = openMp_.load()) {
-    OpenMpJob job{&fn, total, chunk, threads()};
+  OpenMpParallel openMp = openMp_.load();
+  if (openMp && !contended()) {
+    OpenMpJob job{&fn, total, chunk, threads(), std::this_thread::get_id()};
     openMp(&OpenMpJob::run, &job, static_cast<unsigned>(threads()), 0);
+    noteOpenMpWait(nowNs() - job.callerDoneNs);
     return;
   }
+
   {
     std::lock_guard lock(mutex_);
     job_ = &fn;
