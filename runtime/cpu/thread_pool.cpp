@@ -5,6 +5,7 @@
 #include <bit>
 #include <chrono>
 #include <cstdlib>
+#include <string_view>
 
 namespace smelt {
 
@@ -34,10 +35,11 @@ int64_t nowNs() {
 
 /// A region's caller waiting this long at its end, after its own share, was kept waiting by a worker the
 /// scheduler had not run (a quiet machine's wait is one small chunk: microseconds).
-constexpr int64_t kLateWaitNs = 200'000;
-/// Contended: at least this many of the last 16 regions were late. Then for this long the pool runs on its
-/// own threads, and looks again.
-constexpr int kLateRegions = 3;
+constexpr int64_t kLateWaitNs = 300'000;
+/// Contended: at least this many of the last 16 regions were late (fewer: another tenant's passing load, which
+/// made the MLP step 7% slower when 3 counted). Then for this long the pool runs on its own threads, and looks
+/// again.
+constexpr int kLateRegions = 8;
 constexpr int64_t kContendedForNs = 200'000'000;
 
 // One parallelFor on OpenMP's threads: each claims guided chunks from a shared counter until none
@@ -90,6 +92,11 @@ ThreadPool& ThreadPool::global() {
 bool ThreadPool::contended() const { return contendedUntilNs_.load(std::memory_order_relaxed) > nowNs(); }
 
 void ThreadPool::noteOpenMpWait(int64_t waitedNs) {
+  static const bool watching = [] {
+    const char* env = std::getenv("SMELT_CONTENTION");
+    return !(env && std::string_view(env) == "0");
+  }();
+  if (!watching) return;
   lateRegions_ = (lateRegions_ << 1 | (waitedNs > kLateWaitNs ? 1u : 0u)) & 0xffffu;
   if (std::popcount(lateRegions_) >= kLateRegions) {
     contendedUntilNs_.store(nowNs() + kContendedForNs, std::memory_order_relaxed);

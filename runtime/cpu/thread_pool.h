@@ -9,7 +9,7 @@
 // (which cost the MLP training step's medium-sized products up to half their speed). But an OpenMP region
 // ends at a barrier every thread must reach: when another process holds a core, each of a training step's
 // ~125 regions waited for a worker the scheduler had not run yet, even one that took no work. So the pool
-// watches for that (the caller waiting at the barrier after its share, in several recent regions) and, while
+// watches for that (the caller waiting at the barrier after its share, in half of the last 16 regions) and, while
 // it lasts (rechecked every 200 ms), runs loops on its own threads, which never wait for a worker that has not
 // started, and the library's products on one thread (contended()).
 //   ThreadPool::global().parallelFor(total, [&](int64_t begin, int64_t end) { entry(bufs, begin, end); });
