@@ -175,6 +175,8 @@ TEST_CASE("blas: a very large product splits into wide column blocks, the last o
     REQUIRE_MESSAGE(out.ok(), (out.ok() ? "" : out.error().message()));
     results.push_back((*out)[0]);
   }
-  CHECK_MESSAGE(testing::compareTensors(results[0], results[1], 1e-4).empty(),
-                testing::compareTensors(results[0], results[1], 1e-4));
+  // Sums of 2048 products of about 15 in magnitude, added in different orders (the sanitizer build's kernel is not
+  // vectorized): up to 2048 roundings of 2^-24 at that scale apart. A block computed wrong or left out is far more.
+  CHECK_MESSAGE(testing::compareTensors(results[0], results[1], 2e-3).empty(),
+                testing::compareTensors(results[0], results[1], 2e-3));
 }
