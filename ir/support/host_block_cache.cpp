@@ -1,12 +1,13 @@
 // The host block cache (see host_block_cache.h).
 #include "ir/support/host_block_cache.h"
 
+#include "ir/support/env_switch.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <mutex>
 #include <new>
-#include <string_view>
 #include <unistd.h>
 
 namespace smelt {
@@ -20,8 +21,7 @@ bool cachingEnabled() {
 #if defined(__SANITIZE_ADDRESS__)
   return false;  // a reused block would hide a use after free from AddressSanitizer
 #else
-  const char* env = std::getenv("SMELT_HOST_CACHE");
-  return !(env && std::string_view(env) == "0");
+  return !switchedOff("SMELT_HOST_CACHE");
 #endif
 }
 

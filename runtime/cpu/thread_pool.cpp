@@ -1,11 +1,12 @@
 // ThreadPool: workers sleep on a condition variable and take chunks from a shared counter.
 #include "runtime/cpu/thread_pool.h"
 
+#include "ir/support/env_switch.h"
+
 #include <algorithm>
 #include <bit>
 #include <chrono>
 #include <cstdlib>
-#include <string_view>
 
 namespace smelt {
 
@@ -67,7 +68,7 @@ struct OpenMpJob {
 
 }  // namespace
 
-ThreadPool::ThreadPool(int threads) {
+ThreadPool::ThreadPool(int threads) : watchContention_(!switchedOff("SMELT_CONTENTION")) {
   if (threads <= 0) {
     const char* env = std::getenv("SMELT_NUM_THREADS");
     threads = env && std::atoi(env) > 0 ? std::atoi(env) : static_cast<int>(std::thread::hardware_concurrency());
@@ -92,11 +93,7 @@ ThreadPool& ThreadPool::global() {
 bool ThreadPool::contended() const { return contendedUntilNs_.load(std::memory_order_relaxed) > nowNs(); }
 
 void ThreadPool::noteOpenMpWait(int64_t waitedNs) {
-  static const bool watching = [] {
-    const char* env = std::getenv("SMELT_CONTENTION");
-    return !(env && std::string_view(env) == "0");
-  }();
-  if (!watching) return;
+  if (!watchContention_) return;
   lateRegions_ = (lateRegions_ << 1 | (waitedNs > kLateWaitNs ? 1u : 0u)) & 0xffffu;
   if (std::popcount(lateRegions_) >= kLateRegions) {
     contendedUntilNs_.store(nowNs() + kContendedForNs, std::memory_order_relaxed);

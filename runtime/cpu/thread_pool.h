@@ -66,6 +66,7 @@ class ThreadPool {
   bool stop_ = false;
   /// The last regions' lateness (one bit each, newest lowest) and, while contended, until when (steady clock ns).
   uint32_t lateRegions_ = 0;
+  const bool watchContention_;  // not when SMELT_CONTENTION=0
   std::atomic<int64_t> contendedUntilNs_{0};
   static std::atomic<OpenMpParallel> openMp_;
 };

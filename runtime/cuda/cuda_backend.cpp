@@ -6,6 +6,7 @@
 #include "codegen/cuda/nvrtc_compiler.h"
 #include "codegen/log.h"
 #include "ir/collective.h"
+#include "ir/support/env_switch.h"
 #include "runtime/cuda/cublas.h"
 #include "runtime/cuda/cublas_lt.h"
 #include "runtime/cuda/cuda_device.h"
@@ -18,9 +19,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
-#include <string_view>
 
 namespace smelt {
 
@@ -98,10 +97,7 @@ cuda::CudnnConvolution cudnnConvolutionOf(const GemmPlan& plan) {
 
 /// Whether linear layers' epilogues may go to cuBLASLt ($SMELT_CUBLASLT=0: never, to compare or bisect).
 bool cublasLtEnabled() {
-  static const bool off = [] {
-    const char* env = std::getenv("SMELT_CUBLASLT");
-    return env && std::string_view(env) == "0";
-  }();
+  static const bool off = switchedOff("SMELT_CUBLASLT");
   return !off;
 }
 
@@ -122,8 +118,6 @@ std::optional<GemmPlan> CudaBackend::planProduct(const Node& node, const Compile
   std::optional<GemmPlan> plan = planGemm(node, &cuda::cublasAvailable);
   if (!plan || plan->transposeB) return std::nullopt;
   plan->tf32 = options.tf32;
-  // Convolutions in f16 and bf16 on cuDNN where it loads and expresses the window, with the workspace
-  // it asks for; else layout kernels around a GEMM on cuBLAS (runtime/exec/device_convolution.cpp).
   // A linear layer's bias and relu or gelu applied by cuBLASLt as it writes the product, where its heuristic
   // has an algorithm for the shape: one launch, and the product is not read back by an epilogue kernel.
   if (auto fused = vendorEpilogueOf(node, *plan); fused && cublasLtEnabled()) {
@@ -135,6 +129,8 @@ std::optional<GemmPlan> CudaBackend::planProduct(const Node& node, const Compile
       plan->columnElements = (cuda::kCublasLtWorkspaceBytes + element - 1) / element;  // its workspace
     }
   }
+  // Convolutions in f16 and bf16 on cuDNN where it loads and expresses the window, with the workspace
+  // it asks for; else layout kernels around a GEMM on cuBLAS (runtime/exec/device_convolution.cpp).
   if (plan->conv && cuda::cudnnAvailable() && cuda::cudnnPreferred(plan->dtype)) {
     Expected<size_t> workspace = cuda::cudnnWorkspace(cudaContextOf(*device_), cudnnConvolutionOf(*plan));
     if (workspace.ok()) {
@@ -176,10 +172,7 @@ Status CudaBackend::runProduct(const GemmPlan& p, const ProductBuffers& buffers,
 }
 
 bool CudaBackend::allReducesOnDevice(DType dtype) const {
-  static const bool off = [] {
-    const char* env = std::getenv("SMELT_NCCL");
-    return env && std::string_view(env) == "0";
-  }();
+  static const bool off = switchedOff("SMELT_NCCL");
   return !off && cuda::ncclAvailable(dtype);
 }
 

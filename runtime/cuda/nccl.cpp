@@ -26,6 +26,17 @@
 
 namespace smelt::cuda {
 
+/// A communicator and what the watchdog found: once aborted, every later call is an error saying why. `use` is held
+/// around each enqueue and the abort (NCCL lets one thread at a time operate a communicator).
+struct NcclCommunicator {
+  void* comm = nullptr;  // ncclComm_t
+  int rank = 0, size = 1;
+  const Context* context = nullptr;
+  std::mutex use;
+  std::atomic<bool> aborted{false};
+  std::string why;  // written by the watchdog before `aborted` is set
+};
+
 namespace {
 
 using CommHandle = void*;  // ncclComm_t
@@ -95,21 +106,11 @@ Error ncclError(const NcclApi& api, NcclResult result, std::string_view what) {
   return makeError("{}: {} (NCCL result {})", what, text ? text : "unknown", result);
 }
 
-/// A communicator and what the watchdog found: once aborted, every later call is an error saying why. `use` is held
-/// around each enqueue and the abort (NCCL lets one thread at a time operate a communicator).
-struct CommEntry {
-  NcclCommunicator communicator;
-  const Context* context = nullptr;
-  std::mutex use;
-  std::atomic<bool> aborted{false};
-  std::string why;  // written by the watchdog before `aborted` is set
-};
-
 /// Every communicator of the process, by context, epoch, scope, rank and size, and the watchdog thread over them.
 /// Entries are never destroyed: a reset's communicators belong to a context that is gone.
 struct CommRegistry {
   std::mutex mutex;
-  std::map<std::tuple<const Context*, std::uint64_t, const void*, int, int>, std::unique_ptr<CommEntry>> entries;
+  std::map<std::tuple<const Context*, std::uint64_t, const void*, int, int>, std::unique_ptr<NcclCommunicator>> entries;
   bool watching = false;
 };
 CommRegistry& commRegistry() {
@@ -125,31 +126,31 @@ void watchCommunicators() {
   const NcclApi& api = **nccl();
   while (true) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    std::vector<CommEntry*> failed;
+    std::vector<NcclCommunicator*> failed;
     {
       std::lock_guard lock(commRegistry().mutex);
       for (auto& [key, entry] : commRegistry().entries) {
-        if (entry->aborted.load() || !entry->communicator.comm) continue;
+        if (entry->aborted.load() || !entry->comm) continue;
         std::unique_lock use(entry->use, std::try_to_lock);
         if (!use.owns_lock()) continue;  // an enqueue in progress: ask again next time
         NcclResult state = kNcclSuccess;
-        NcclResult asked = api.commGetAsyncError(entry->communicator.comm, &state);
+        NcclResult asked = api.commGetAsyncError(entry->comm, &state);
         if (asked == kNcclSuccess && (state == kNcclSuccess || state == kNcclInProgress)) continue;
         NcclResult failure = asked != kNcclSuccess ? asked : state;
         entry->why = ncclError(api, failure,
                                fmt::format("NCCL communicator of rank {} of {} failed (a peer died or the network "
                                            "failed); it was aborted",
-                                           entry->communicator.rank, entry->communicator.size))
+                                           entry->rank, entry->size))
                          .message();
         entry->aborted.store(true);
         failed.push_back(entry.get());
       }
     }
-    for (CommEntry* entry : failed) {
+    for (NcclCommunicator* entry : failed) {
       logger().error("cuda: {}", entry->why);
       std::unique_lock use(entry->use, std::defer_lock);
       for (int i = 0; i < 50 && !use.try_lock(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      api.commAbort(entry->communicator.comm);
+      api.commAbort(entry->comm);
     }
   }
 }
@@ -192,7 +193,7 @@ Expected<NcclCommunicator*> ncclCommunicator(Context& context, int rank, int siz
     std::lock_guard lock(r.mutex);
     if (auto it = r.entries.find(key); it != r.entries.end()) {
       if (it->second->aborted.load()) return makeError("{}", it->second->why);
-      return &it->second->communicator;
+      return it->second.get();
     }
   }
   // Outside the lock: the id exchange and ncclCommInitRank wait for the other ranks.
@@ -208,10 +209,12 @@ Expected<NcclCommunicator*> ncclCommunicator(Context& context, int rank, int siz
   }));
   logger().debug("cuda: NCCL communicator for rank {} of {}", rank, size);
   std::lock_guard lock(r.mutex);
-  auto entry = std::make_unique<CommEntry>();
-  entry->communicator = {comm, rank, size, entry.get()};
+  auto entry = std::make_unique<NcclCommunicator>();
+  entry->comm = comm;
+  entry->rank = rank;
+  entry->size = size;
   entry->context = &context;
-  NcclCommunicator* out = &entry->communicator;
+  NcclCommunicator* out = entry.get();
   r.entries.emplace(key, std::move(entry));
   if (!r.watching) {
     r.watching = true;
@@ -224,10 +227,8 @@ Status ncclAllReduce(Context& context, NcclCommunicator& comm, void* stream, con
   SMELT_TRY(NcclApi * api, nccl());
   const int type = ncclTypeOf(call.dtype);
   if (type < 0) return makeError("NCCL: no all-reduce of {} (f16, bf16, f32, f64)", dtypeName(call.dtype));
-  auto* entry = static_cast<CommEntry*>(const_cast<void*>(comm.state));
-  if (!entry) return makeError("NCCL: a communicator ncclCommunicator did not make");
-  std::lock_guard use(entry->use);
-  if (entry->aborted.load()) return makeError("{}", entry->why);
+  std::lock_guard use(comm.use);
+  if (comm.aborted.load()) return makeError("{}", comm.why);
   if (call.count == 0) return Status::success();
   return context.withCurrent([&]() -> Status {
     const int op = call.mean ? kNcclAvg : kNcclSum;

@@ -29,12 +29,9 @@ using NcclUniqueId = std::array<char, 128>;
 /// A new unique id (ncclGetUniqueId); only rank 0 calls it.
 Expected<NcclUniqueId> ncclNewUniqueId();
 
-/// One rank's communicator (ncclComm_t) on one context's GPU.
-struct NcclCommunicator {
-  void* comm = nullptr;
-  int rank = 0, size = 1;
-  const void* state = nullptr;  // the watchdog's record of it (whether it was aborted, and why)
-};
+/// One rank's communicator (an ncclComm_t and the watchdog's record of it) on one context's GPU; kept for the
+/// process.
+struct NcclCommunicator;
 
 /// The communicator of `rank` among `size` ranks on `context`'s GPU, made on first use and kept for the context's
 /// epoch and `scope` (the collective group it belongs to: a new group makes a new communicator). `agreeOnId` gives

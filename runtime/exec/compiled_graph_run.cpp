@@ -138,15 +138,6 @@ Status CompiledGraph::Impl::runDeviceCollective(const Step& step) {
     return device->copy(result.memory, static_cast<size_t>(result.byteOffset), operand.memory,
                         static_cast<size_t>(operand.byteOffset), bytes, *stream);
   };
-  // (Re-)records `event` after what `on` has enqueued so far.
-  auto mark = [](DeviceStream& on, std::unique_ptr<DeviceEvent>& event) -> Status {
-    if (event) {
-      SMELT_TRY(bool again, on.recordAgain(*event));
-      if (again) return Status::success();
-    }
-    SMELT_TRY(event, on.record());
-    return Status::success();
-  };
   switch (c.op) {
     case Op::kAllReduce:
       return backend->allReduce(operand, result, c.type.numel(), c.type.dtype, c.mean, *stream);
@@ -157,10 +148,10 @@ Status CompiledGraph::Impl::runDeviceCollective(const Step& step) {
       if (!collectiveStream) {
         SMELT_TRY(collectiveStream, device->createStream());
       }
-      SMELT_CHECK_OK(mark(*stream, collectiveReady));
+      SMELT_CHECK_OK(recordOn(*stream, collectiveReady));
       SMELT_CHECK_OK(collectiveStream->wait(*collectiveReady));
       SMELT_CHECK_OK(backend->allReduce(result, result, c.type.numel(), c.type.dtype, c.mean, *collectiveStream));
-      return mark(*collectiveStream, collectiveDone[c.tag]);
+      return recordOn(*collectiveStream, collectiveDone[c.tag]);
     }
     case Op::kWait: {
       auto done = collectiveDone.find(c.tag);
@@ -240,13 +231,13 @@ Expected<bool> CompiledGraph::Impl::replay() {
       replayOff = true;  // host work cannot be recorded on a device stream
       return false;
     }
-    // NCCL requires every rank to launch a collective the same way, captured or not, and from the same capture;
-    // whether a run replays is decided here per rank (by fed addresses, a failed capture, profiling). Until the
-    // ranks agree on it, data-parallel steps launch step by step; a world of one replays.
-    if (s.kind == Step::Kind::kDeviceCollective && collectiveGroup() && collectiveGroup()->size() > 1) {
-      replayOff = true;
-      return false;
-    }
+  }
+  // NCCL requires every rank to launch a collective the same way, captured or not, and from the same capture;
+  // whether a run replays is decided here per rank (by fed addresses, a failed capture, profiling). Until the
+  // ranks agree on it, data-parallel steps launch step by step; a world of one replays.
+  if (deviceCollectives && collectiveGroup() && collectiveGroup()->size() > 1) {
+    replayOff = true;
+    return false;
   }
   // This run's fed and returned buffers, and a recording made with the same (compared in place: a replayed
   // run allocates nothing).

@@ -4,6 +4,7 @@
 #include "codegen/cache/kernel_cache.h"
 #include "codegen/log.h"
 #include "codegen/lower_kernel.h"
+#include "ir/support/env_switch.h"
 #include "codegen/kernel_passes.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/device/fault_injection.h"
@@ -16,7 +17,6 @@
 
 #include <fmt/format.h>
 
-#include <cstdlib>
 #include <set>
 
 namespace smelt {
@@ -82,10 +82,7 @@ Expected<std::shared_ptr<DeviceKernels>> DeviceBackend::loadBuiltImage(
 }
 
 std::string_view gpuKernelPipeline() {
-  static const bool enabled = [] {
-    const char* env = std::getenv("SMELT_BLOCKS");
-    return !(env && std::string_view(env) == "0");
-  }();
+  static const bool enabled = !switchedOff("SMELT_BLOCKS");
   return enabled ? codegen::kGpuKernelPipeline : "";
 }
 
