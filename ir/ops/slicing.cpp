@@ -78,7 +78,8 @@ struct SliceDim {
 };
 
 /// A slice of symbolic extent `dim` with step > 0, where ONNX's clamping gives one polynomial at every
-/// extent from 1 up: positions 0, 1, -1 (dim-1) and the ends (to the end: dim; from before the start: 0),
+/// size: positions 0, 1 and -1 (dim-1; these two where dim is at least 1 at every size) and the ends (to the
+/// end: dim; from before the start: 0),
 /// or a symbolic position (a concat's gradient cutting its pieces at offsets it computed), and a distance
 /// between them that is never negative. x[1:] of N is N-1, x[:-1] N-1, x[-1:] 1, x[::2] (N+1)/2; x[-3:]
 /// would be min(3, N): refused, naming the node (bind it first; ONNX import then takes the fed shapes).
@@ -89,13 +90,18 @@ Expected<SliceDim> symbolicSliceDim(const OpCall& call, int64_t dim, int64_t sta
                       extentToString(dim), extentToString(start), extentToString(end), step, why);
   };
   if (step < 0) return refuse("runs from its end");
+  // Positions 1 and -1 lie inside the extent only where it is at least 1 at every size: a symbol is, a floor
+  // quotient such as (B)/2 is not (0 at B = 1, where x[:1] is empty).
+  Expected<int64_t> lessOne = subtractExtents(dim, 1);
+  const bool atLeastOne = lessOne.ok() && provablyNonnegative(*lessOne);
   auto position = [&](int64_t p) -> std::optional<int64_t> {
     if (isSymbolic(p)) return p;
     if (p >= kMaxElements) return dim;
     if (p <= -kMaxElements) return int64_t{0};
-    if (p == 0 || p == 1) return p;                       // inside an extent of at least 1
-    if (p == -1) return subtractExtents(dim, 1).value();  // dim-1 >= 0
-    return std::nullopt;                                  // clamped at some sizes: min(p, dim)
+    if (p == 0) return p;
+    if (p == 1 && atLeastOne) return p;
+    if (p == -1 && atLeastOne) return *lessOne;  // dim-1 >= 0
+    return std::nullopt;                         // clamped at some sizes: min(p, dim)
   };
   std::optional<int64_t> from = position(start), to = position(end);
   if (!from || !to) return refuse("clamps at small sizes");

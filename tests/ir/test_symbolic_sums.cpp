@@ -223,6 +223,18 @@ TEST_CASE("symbolic sums: what stays an error names the node") {
   return y = %0
 })");
   CHECK_MESSAGE(e.find("clamps at small sizes") != std::string::npos, e);
+  // A floor quotient can be 0 (N/2 at N = 1), so its x[:1], x[1:] and x[-1:] clamp too (a random graph found it).
+  for (const char* cut : {"starts = [0], ends = [1]", "starts = [1], ends = [9223372036854775807]",
+                          "starts = [-1], ends = [9223372036854775807]"}) {
+    CAPTURE(cut);
+    e = testing::requireParseError(std::string(R"(graph @g(%x: f32[N,3]) {
+  %0 = slice(%x) {starts = [0], ends = [-1], steps = [2]} : f32[(N)/2,3]
+  %1 = slice(%0) {)") + cut + R"(} : f32[1,3]
+  return y = %1
+})");
+    CHECK_MESSAGE(e.find("slice %1: axis 0 is symbolic dimension (N)/2") != std::string::npos, e);
+    CHECK_MESSAGE(e.find("clamps at small sizes") != std::string::npos, e);
+  }
   e = testing::requireParseError(R"(graph @g(%x: f32[N,3]) {
   %0 = pad(%x) {pads = [-1, 0, -1, 0]} : f32[N-2,3]
   return y = %0
