@@ -434,7 +434,7 @@ Expected<int64_t> evaluateSymbolicExtent(int64_t extent,
   return static_cast<int64_t>(sum);
 }
 
-bool extentsUnify(int64_t a, int64_t b) {
+bool extentsMayBeEqual(int64_t a, int64_t b) {
   if (a == b) return true;
   if (!isSymbolic(a) || !isSymbolic(b)) return false;
   // Two extents whose difference is positive (or negative) wherever the symbols are at least 1 never
@@ -447,6 +447,35 @@ bool extentsUnify(int64_t a, int64_t b) {
   negated.constant = -negated.constant;
   for (Term& t : negated.terms) t.coefficient = -t.coefficient;
   return !provablyPositive(negated);
+}
+
+namespace {
+
+/// Whether two extents of one symbol agree at no more than two of its sizes 1..256: 3*N and N+2 (only
+/// at 1), N and (N)/2 (never). Extents equal at every size, or at a regular share of them (2*((N)/2)
+/// and N at every even N, as after a pooling and an upsampling), are not.
+bool agreeOnlyBySize(int64_t a, int64_t b) {
+  std::vector<std::string> symbols = extentSymbols(a);
+  for (std::string& s : extentSymbols(b)) symbols.push_back(std::move(s));
+  std::sort(symbols.begin(), symbols.end());
+  symbols.erase(std::unique(symbols.begin(), symbols.end()), symbols.end());
+  if (symbols.size() != 1) return false;  // H and W agree on a whole diagonal of bindings
+  int agreements = 0;
+  for (int64_t size = 1; size <= 256 && agreements <= 2; ++size) {
+    auto valueOf = [&](const std::string&) { return std::optional<int64_t>(size); };
+    Expected<int64_t> va = evaluateSymbolicExtent(a, valueOf);
+    Expected<int64_t> vb = evaluateSymbolicExtent(b, valueOf);
+    if (!va.ok() || !vb.ok()) return false;
+    agreements += *va == *vb ? 1 : 0;
+  }
+  return agreements <= 2;
+}
+
+}  // namespace
+
+bool extentsUnify(int64_t a, int64_t b) {
+  if (a == b) return true;
+  return extentsMayBeEqual(a, b) && !agreeOnlyBySize(a, b);
 }
 
 bool provablyNonnegative(int64_t extent) {

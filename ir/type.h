@@ -128,9 +128,15 @@ struct TensorType {
   bool operator==(const TensorType&) const = default;
 };
 
-/// Whether two extents may stand for one: equal, or two symbolic extents (which the op then unifies:
-/// the graph holds only if they are bound to one extent, which bindDims checks) whose difference is
-/// not positive (or negative) wherever every symbol is at least 1 (2*N is never 3*N, nor N+1 N).
+/// Whether two extents can be equal at some binding: equal, or two symbolic extents whose difference
+/// is not provably positive (or negative) wherever every symbol is at least 1 (2*N is never 3*N, nor
+/// N+1 N). ONNX shape arithmetic folds a comparison to false only when this is false.
+bool extentsMayBeEqual(int64_t a, int64_t b);
+
+/// Whether an op may take two extents for one (the graph then holds only if they are bound to one
+/// extent, which bindDims checks): they may be equal, and when both are of a single symbol they agree
+/// at more than two of its sizes 1..256. So 3*N and N+2 (equal only at N = 1) or N and (N)/2 do not
+/// unify, while 2*((N)/2) and N (equal at every even N) do, as do H and W.
 bool extentsUnify(int64_t a, int64_t b);
 
 /// The numpy broadcast of two shapes, or an error naming both. A symbolic extent broadcasts with 1

@@ -40,7 +40,7 @@ std::optional<bool> alwaysEqual(int64_t a, int64_t b) {
   if (a == b) return true;
   if (!isSymbolic(a)) std::swap(a, b);
   if (isSymbolic(b)) {
-    if (!extentsUnify(a, b)) return false;
+    if (!extentsMayBeEqual(a, b)) return false;
     return std::nullopt;
   }
   if (!isMonomial(a)) return std::nullopt;

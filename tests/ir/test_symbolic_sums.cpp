@@ -125,6 +125,16 @@ TEST_CASE("symbolic sums: one canonical extent per polynomial, named as the text
   CHECK(extentsUnify(n1, t));
   CHECK(extentsUnify(n, half));  // equal at H = 2N-1
   CHECK(!extentsUnify(n1, 5));
+  // Extents of one symbol that agree at only a size or two do not unify, though they can be equal (a
+  // random graph at batch 1 met 3*N against N+2, and N against (N)/2 broadcast as 1 against 0)...
+  CHECK(extentsMayBeEqual(productOf(n, 3), sumOf(n, 2)));
+  CHECK(!extentsUnify(productOf(n, 3), sumOf(n, 2)));
+  CHECK(!extentsUnify(n, quotientOf(n, 2)));
+  CHECK(!extentsUnify(productOf(n, n), productOf(n, 2)));
+  // ... while those equal at every size, or at a regular share of sizes, do.
+  CHECK(extentsUnify(productOf(quotientOf(h, 2), 2), h));  // a pooling and an upsampling: every even H
+  CHECK(extentsUnify(productOf(quotientOf(h, 32), 32), h));
+  CHECK(extentsUnify(quotientOf(sumOf(h, 1), 2), quotientOf(sumOf(h, 2), 2)));  // every odd H
   CHECK(checkShapeLimits(Shape{n1, half}).ok());
 }
 
