@@ -31,6 +31,9 @@ class CollectiveGroup {
   virtual Expected<int64_t> startAllReduceSum(void* data, int64_t count, DType dtype);
   /// Waits for a started sum (all_reduce_wait): its memory then holds the sum.
   virtual Status finishAllReduce(int64_t handle);
+  /// How long a collective may wait for the other ranks before it is an error ($SMELT_COLLECTIVE_TIMEOUT for MPI's
+  /// world); the collectives that run elsewhere (NCCL on the GPU) keep to it too.
+  virtual double timeoutSeconds() const { return 300; }
 
  private:
   std::set<int64_t> finished_;

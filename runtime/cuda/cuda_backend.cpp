@@ -183,7 +183,8 @@ Status CudaBackend::allReduce(const KernelBufferArg& send, const KernelBufferArg
   const int rank = group ? group->rank() : 0, size = group ? group->size() : 1;
   cuda::Context& context = cudaContextOf(*device_);
   SMELT_TRY(cuda::NcclCommunicator * comm,
-            cuda::ncclCommunicator(context, rank, size, group.get(), [&]() -> Expected<cuda::NcclUniqueId> {
+            cuda::ncclCommunicator(context, rank, size, group.get(), group ? group->timeoutSeconds() : 300,
+                                   [&]() -> Expected<cuda::NcclUniqueId> {
               // Rank 0 makes the id and broadcasts it; every rank takes part, in the same order.
               cuda::NcclUniqueId id{};
               if (rank == 0) {

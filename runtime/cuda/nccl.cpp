@@ -6,6 +6,7 @@
 #include "codegen/dynamic_library.h"
 #include "codegen/log.h"
 #include "runtime/cuda/nvidia_libraries.h"
+#include "runtime/cuda/pending_collectives.h"
 
 #include <fmt/format.h>
 
@@ -15,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <tuple>
 #include <vector>
@@ -27,14 +29,21 @@
 namespace smelt::cuda {
 
 /// A communicator and what the watchdog found: once aborted, every later call is an error saying why. `use` is held
-/// around each enqueue and the abort (NCCL lets one thread at a time operate a communicator).
+/// around each enqueue, the watchdog's look at the pending collectives and the abort (NCCL lets one thread at a time
+/// operate a communicator).
 struct NcclCommunicator {
   void* comm = nullptr;  // ncclComm_t
   int rank = 0, size = 1;
-  const Context* context = nullptr;
+  Context* context = nullptr;
+  double timeoutSeconds = 300;
   std::mutex use;
   std::atomic<bool> aborted{false};
   std::string why;  // written by the watchdog before `aborted` is set
+  // With more than one rank: each collective's completion event, until the watchdog sees it done; events that
+  // completed are recorded again for later collectives.
+  PendingCollectives pending;
+  std::vector<void*> spareEvents;
+  int64_t enqueued = 0;
 };
 
 namespace {
@@ -118,10 +127,24 @@ CommRegistry& commRegistry() {
   return *r;
 }
 
-/// Polls every communicator for an asynchronous error every 100 ms and aborts the one that has it, which ends the
-/// kernels waiting on its peers; the executable then reports the failure (ncclHealthy) instead of a hang. New
-/// enqueues are refused first; the abort waits up to a second for an enqueue in progress, then goes ahead (an
-/// enqueue blocked on a dead peer is what it must end).
+/// The oldest collective of `entry` still pending past its timeout, described; the caller holds `entry.use`. An
+/// event the driver cannot query (a context that failed) counts as done: the asynchronous error reports that.
+std::optional<std::string> overdueCollective(NcclCommunicator& entry) {
+  const auto timeout = std::chrono::duration_cast<PendingCollectives::Clock::duration>(
+      std::chrono::duration<double>(entry.timeoutSeconds));
+  return entry.pending.overdue(
+      [&](void* event) {
+        Expected<bool> done = entry.context->eventDone(event);
+        return !done.ok() || *done;
+      },
+      [&](void* event) { entry.spareEvents.push_back(event); }, PendingCollectives::Clock::now(), timeout);
+}
+
+/// Polls every communicator every 100 ms for an asynchronous error (a peer died, the network failed) and for a
+/// collective pending past the timeout (a peer that hangs: NCCL reports nothing and waits forever), and aborts the
+/// one that has either, which ends the kernels waiting on its peers; the executable then reports the failure
+/// (ncclHealthy) instead of a hang. New enqueues are refused first; the abort waits up to a second for an enqueue
+/// in progress, then goes ahead (an enqueue blocked on a dead peer is what it must end).
 void watchCommunicators() {
   const NcclApi& api = **nccl();
   while (true) {
@@ -135,13 +158,21 @@ void watchCommunicators() {
         if (!use.owns_lock()) continue;  // an enqueue in progress: ask again next time
         NcclResult state = kNcclSuccess;
         NcclResult asked = api.commGetAsyncError(entry->comm, &state);
-        if (asked == kNcclSuccess && (state == kNcclSuccess || state == kNcclInProgress)) continue;
-        NcclResult failure = asked != kNcclSuccess ? asked : state;
-        entry->why = ncclError(api, failure,
-                               fmt::format("NCCL communicator of rank {} of {} failed (a peer died or the network "
-                                           "failed); it was aborted",
-                                           entry->rank, entry->size))
-                         .message();
+        if (asked == kNcclSuccess && (state == kNcclSuccess || state == kNcclInProgress)) {
+          std::optional<std::string> late = overdueCollective(*entry);
+          if (!late) continue;
+          entry->why = fmt::format(
+              "{}: a peer rank stopped answering (hung or unreachable; $SMELT_COLLECTIVE_TIMEOUT sets the timeout); "
+              "the NCCL communicator of rank {} of {} was aborted",
+              *late, entry->rank, entry->size);
+        } else {
+          NcclResult failure = asked != kNcclSuccess ? asked : state;
+          entry->why = ncclError(api, failure,
+                                 fmt::format("NCCL communicator of rank {} of {} failed (a peer died or the network "
+                                             "failed); it was aborted",
+                                             entry->rank, entry->size))
+                           .message();
+        }
         entry->aborted.store(true);
         failed.push_back(entry.get());
       }
@@ -151,6 +182,7 @@ void watchCommunicators() {
       std::unique_lock use(entry->use, std::defer_lock);
       for (int i = 0; i < 50 && !use.try_lock(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
       api.commAbort(entry->comm);
+      for (void* event : entry->pending.takeEvents()) entry->context->destroyEvent(event);
     }
   }
 }
@@ -184,6 +216,7 @@ Expected<NcclUniqueId> ncclNewUniqueId() {
 }
 
 Expected<NcclCommunicator*> ncclCommunicator(Context& context, int rank, int size, const void* scope,
+                                             double timeoutSeconds,
                                              const std::function<Expected<NcclUniqueId>()>& agreeOnId) {
   SMELT_TRY(NcclApi * api, nccl());
   if (size < 1 || rank < 0 || rank >= size) return makeError("NCCL: rank {} of {} ranks", rank, size);
@@ -214,6 +247,7 @@ Expected<NcclCommunicator*> ncclCommunicator(Context& context, int rank, int siz
   entry->rank = rank;
   entry->size = size;
   entry->context = &context;
+  entry->timeoutSeconds = timeoutSeconds;
   NcclCommunicator* out = entry.get();
   r.entries.emplace(key, std::move(entry));
   if (!r.watching) {
@@ -234,11 +268,24 @@ Status ncclAllReduce(Context& context, NcclCommunicator& comm, void* stream, con
     const int op = call.mean ? kNcclAvg : kNcclSum;
     NcclResult r = api->allReduce(reinterpret_cast<const void*>(call.send), reinterpret_cast<void*>(call.recv),
                                   static_cast<size_t>(call.count), type, op, comm.comm, stream);
-    if (r != kNcclSuccess) {
-      return ncclError(*api, r,
-                       fmt::format("ncclAllReduce ({} {} elements, rank {} of {})", dtypeName(call.dtype), call.count,
-                                   comm.rank, comm.size));
+    ++comm.enqueued;
+    auto what = [&] {
+      return fmt::format("ncclAllReduce #{} ({} {} elements, rank {} of {})", comm.enqueued, dtypeName(call.dtype),
+                         call.count, comm.rank, comm.size);
+    };
+    if (r != kNcclSuccess) return ncclError(*api, r, what());
+    // A world of one has no peer to wait for (and its step may be under CUDA-graph capture, which a world of
+    // more never is: the executable does not replay it).
+    if (comm.size == 1) return Status::success();
+    void* event = nullptr;
+    if (!comm.spareEvents.empty()) {
+      event = comm.spareEvents.back();
+      SMELT_CHECK_OK(context.recordEventAgain(event, stream));
+      comm.spareEvents.pop_back();
+    } else {
+      SMELT_TRY(event, context.recordEvent(stream));
     }
+    comm.pending.add(event, what(), PendingCollectives::Clock::now());
     return Status::success();
   });
 }

@@ -2,9 +2,10 @@
 // loader's path, the CUDA toolkit or the nvidia-nccl pip wheel: nvidia_libraries.h), never linked. The ranks are
 // the process's collective group (ir/collective.h: MPI's world); the caller bootstraps the communicator by handing
 // every rank the unique id rank 0 made (the CUDA backend broadcasts it through the group). A watchdog thread
-// polls each communicator for an asynchronous error (a peer that died, a network failure) and aborts it, so a
-// stream waiting on a collective ends instead of hanging; ncclHealthy then reports the failure.
-//   SMELT_TRY(cuda::NcclCommunicator* comm, cuda::ncclCommunicator(context, rank, size, scope, agreeOnId));
+// polls each communicator for an asynchronous error (a peer that died, a network failure) and for a collective
+// pending past the timeout (a peer that hangs), and aborts it, so a stream waiting on a collective ends instead of
+// hanging; ncclHealthy then reports the failure.
+//   SMELT_TRY(cuda::NcclCommunicator* comm, cuda::ncclCommunicator(context, rank, size, scope, 300, agreeOnId));
 //   SMELT_CHECK_OK(cuda::ncclAllReduce(*comm, stream, {.dtype = DType::f32, .count = n, .send = a, .recv = a}));
 #pragma once
 
@@ -36,8 +37,10 @@ struct NcclCommunicator;
 /// The communicator of `rank` among `size` ranks on `context`'s GPU, made on first use and kept for the context's
 /// epoch and `scope` (the collective group it belongs to: a new group makes a new communicator). `agreeOnId` gives
 /// every rank the same unique id (rank 0's ncclNewUniqueId, broadcast); it runs on every rank, in the same order,
-/// before the collective ncclCommInitRank, which waits for every rank.
+/// before the collective ncclCommInitRank, which waits for every rank. With more than one rank, a collective not
+/// complete `timeoutSeconds` after it was enqueued (a peer that hangs) makes the watchdog abort the communicator.
 Expected<NcclCommunicator*> ncclCommunicator(Context& context, int rank, int size, const void* scope,
+                                             double timeoutSeconds,
                                              const std::function<Expected<NcclUniqueId>()>& agreeOnId);
 
 /// recv = the elementwise sum (or mean) over the ranks of send, `count` elements of `dtype`, enqueued on `stream`

@@ -69,6 +69,7 @@ class MpiGroup final : public CollectiveGroup {
   const Status& startStatus() const { return startStatus_; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  double timeoutSeconds() const override { return timeout_; }
 
   Status allReduceSum(Tensor& tensor) override {
     MPI_Datatype type = mpiType(tensor.dtype());

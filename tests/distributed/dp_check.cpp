@@ -30,6 +30,7 @@
 #include <chrono>
 #include <csignal>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -261,6 +262,11 @@ int main(int argc, char** argv) {
   }
   CollectiveGroup& group = **world;
   const int rank = group.rank();
+  // The timeout the group keeps to is the one the NCCL watchdog is handed too.
+  if (const char* t = std::getenv("SMELT_COLLECTIVE_TIMEOUT"); t && group.timeoutSeconds() != std::strtod(t, nullptr)) {
+    fmt::print("FAIL: the group's timeout is {} s, SMELT_COLLECTIVE_TIMEOUT {}\n", group.timeoutSeconds(), t);
+    return 1;
+  }
   Case mlp{"mlp",
            [] {
              return nn::sequential({nn::linear(10, 32), nn::tanh(), nn::linear(32, 16), nn::relu(), nn::linear(16, 4)});

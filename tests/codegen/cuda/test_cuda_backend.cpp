@@ -20,6 +20,7 @@
 #include "runtime/cuda/cublas_lt.h"
 #include "runtime/cuda/cudnn.h"
 #include "runtime/cuda/nccl.h"
+#include "runtime/cuda/pending_collectives.h"
 #include "runtime/cuda/cuda_driver.h"
 #include "runtime/exec/executable.h"
 #include "tests/codegen/c_renderers/render_test_util.h"
@@ -33,6 +34,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <set>
 
 using namespace smelt;
 
@@ -454,6 +457,40 @@ TEST_CASE("cuda backend: NCCL loads where the host keeps it and makes unique ids
   REQUIRE(b.ok());
   CHECK(*a != *b);
   MESSAGE(description);
+}
+
+TEST_CASE("cuda backend: a collective pending past the timeout is named for the NCCL watchdog (no GPU needed)") {
+  // The bookkeeping the watchdog runs over each communicator, with stand-ins for the events: the finished ones
+  // at the front are dropped (and their events kept for reuse), the oldest unfinished one past the timeout is
+  // named, and one within it is not.
+  using Clock = cuda::PendingCollectives::Clock;
+  using std::chrono::seconds;
+  cuda::PendingCollectives pending;
+  int events[4] = {};
+  const Clock::time_point t0 = Clock::now();
+  pending.add(&events[0], "ncclAllReduce #1 (f32 10 elements, rank 0 of 2)", t0);
+  pending.add(&events[1], "ncclAllReduce #2 (f32 20 elements, rank 0 of 2)", t0 + seconds(1));
+  pending.add(&events[2], "ncclAllReduce #3 (f32 30 elements, rank 0 of 2)", t0 + seconds(2));
+  std::set<void*> finished = {&events[0], &events[2]};  // #3 done before #2 never happens; it is not dropped
+  std::vector<void*> recycled;
+  auto isFinished = [&](void* e) { return finished.count(e) > 0; };
+  auto recycle = [&](void* e) { recycled.push_back(e); };
+
+  CHECK_FALSE(pending.overdue(isFinished, recycle, t0 + seconds(5), seconds(10)).has_value());
+  CHECK(recycled == std::vector<void*>{&events[0]});
+  CHECK(pending.size() == 2);
+  std::optional<std::string> late = pending.overdue(isFinished, recycle, t0 + seconds(12), seconds(10));
+  REQUIRE(late.has_value());
+  CHECK_MESSAGE(late->find("ncclAllReduce #2 (f32 20 elements, rank 0 of 2) did not complete within 10 s (waiting 11 s)") !=
+                    std::string::npos,
+                *late);
+  finished.insert(&events[1]);
+  CHECK_FALSE(pending.overdue(isFinished, recycle, t0 + seconds(60), seconds(10)).has_value());
+  CHECK(pending.size() == 0);
+  CHECK(recycled.size() == 3);
+  pending.add(&events[3], "ncclAllReduce #4", t0 + seconds(60));
+  CHECK(pending.takeEvents() == std::vector<void*>{&events[3]});
+  CHECK(pending.size() == 0);
 }
 
 TEST_CASE("cuda backend: all-reduces run on NCCL over the GPU's buffers (a world of one)") {
