@@ -12,6 +12,9 @@
 
 namespace smelt {
 
+/// How long a collective waits for the other ranks unless told otherwise ($SMELT_COLLECTIVE_TIMEOUT).
+constexpr double kDefaultCollectiveTimeoutSeconds = 300;
+
 class CollectiveGroup {
  public:
   virtual ~CollectiveGroup() = default;
@@ -33,7 +36,7 @@ class CollectiveGroup {
   virtual Status finishAllReduce(int64_t handle);
   /// How long a collective may wait for the other ranks before it is an error ($SMELT_COLLECTIVE_TIMEOUT for MPI's
   /// world); the collectives that run elsewhere (NCCL on the GPU) keep to it too.
-  virtual double timeoutSeconds() const { return 300; }
+  virtual double timeoutSeconds() const { return kDefaultCollectiveTimeoutSeconds; }
 
  private:
   std::set<int64_t> finished_;

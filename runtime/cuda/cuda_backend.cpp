@@ -181,10 +181,10 @@ Status CudaBackend::allReduce(const KernelBufferArg& send, const KernelBufferArg
   // The process's collective group (MPI's ranks), or a world of one: the same NCCL path either way.
   const std::shared_ptr<CollectiveGroup>& group = collectiveGroup();
   const int rank = group ? group->rank() : 0, size = group ? group->size() : 1;
+  const double timeout = group ? group->timeoutSeconds() : kDefaultCollectiveTimeoutSeconds;
   cuda::Context& context = cudaContextOf(*device_);
   SMELT_TRY(cuda::NcclCommunicator * comm,
-            cuda::ncclCommunicator(context, rank, size, group.get(), group ? group->timeoutSeconds() : 300,
-                                   [&]() -> Expected<cuda::NcclUniqueId> {
+            cuda::ncclCommunicator(context, rank, size, group.get(), timeout, [&]() -> Expected<cuda::NcclUniqueId> {
               // Rank 0 makes the id and broadcasts it; every rank takes part, in the same order.
               cuda::NcclUniqueId id{};
               if (rank == 0) {

@@ -35,7 +35,7 @@ struct NcclCommunicator {
   void* comm = nullptr;  // ncclComm_t
   int rank = 0, size = 1;
   Context* context = nullptr;
-  double timeoutSeconds = 300;
+  double timeoutSeconds = 0;  // the collective group's (ncclCommunicator)
   std::mutex use;
   std::atomic<bool> aborted{false};
   std::string why;  // written by the watchdog before `aborted` is set

@@ -167,7 +167,9 @@ class MpiGroup final : public CollectiveGroup {
   // The in-place sum over the ranks. MPI_Allreduce, not MPI_Iallreduce driven by tests: Open MPI's blocking
   // algorithms reached 2.5x the non-blocking one's bandwidth on 25 MB (shared memory), and over TCP between two
   // hosts (10 Gbit/s) the data-parallel steps took no longer with it (MLP 43 ms against 46, ResNet-18 359 ms
-  // against 361, tests every 20 us with sleeps between).
+  // against 361, tests every 20 us with sleeps between; again no better with 2 MB buckets and tests 0-500 us
+  // apart, 2026-12). Whichever it is, every rank must make the same call: a blocking and a non-blocking
+  // collective never match, and ranks choosing by their own state (a caller waiting or not) deadlocked.
   Status sum(void* data, MPI_Datatype mpi, const TensorType& type) {
     Blocking blocking(*this, describe("all_reduce", type));
     if (MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(type.numel()), mpi, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS) {

@@ -14,7 +14,7 @@ namespace smelt {
 
 struct MpiWorldOptions {
   /// How long a collective may wait for every rank; $SMELT_COLLECTIVE_TIMEOUT (seconds) overrides it.
-  double timeoutSeconds = 300;
+  double timeoutSeconds = kDefaultCollectiveTimeoutSeconds;
 };
 
 /// Whether this process was started by an MPI launcher (mpirun sets OMPI_COMM_WORLD_SIZE or PMI_SIZE).
