@@ -21,9 +21,7 @@ if grep -rnE 'TEST_CASE\("[^"]*\[[^]"]*"' tests/; then echo "test names must not
 # optimized, once per eight sources instead of once per source: runtime/exec's eight files compile in
 # 16 s instead of 47 (GCC, -O2), 35 s instead of 64 (clang, ASan+UBSan) (docs/testing.md). (A file's
 # file-local names must therefore differ from its batch neighbours': a clash fails the build here.)
-# Sixteen sources to a file, not CMake's default eight: the ASan build of ir/ and passes/ took 108 s instead of
-# 120 (the templates they share are instantiated and optimized half as often).
-unity=(-DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16)
+unity=(-DCMAKE_UNITY_BUILD=ON)
 
 echo "== build (RelWithDebInfo) and test ($(date +%T))"
 # Line tables only (-g1, as the sanitizer builds below): full debug info nearly doubled the compile
