@@ -4,6 +4,7 @@
 
 #include "codegen/log.h"
 #include "runtime/device/fault_injection.h"
+#include "runtime/device/private_namespace.h"
 
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -59,19 +60,16 @@ struct HipApi {
   SMELT_HIP_FUNCTIONS(SMELT_HIP_MEMBER)
 #undef SMELT_HIP_MEMBER
   int version = 0;
+  PrivateNamespace ns;  // the HIP runtime's: see enterThread()
 };
 
 Expected<HipApi*> loadHip() {
-  void* handle = nullptr;
-  std::string errors;
-  for (const char* name : {"libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"}) {
-    handle = dlmopen(LM_ID_NEWLM, name, RTLD_NOW | RTLD_LOCAL);
-    if (handle) break;
-    const char* why = dlerror();
-    errors += fmt::format("{}{}", errors.empty() ? "" : "; ", why ? why : name);
-  }
-  if (!handle) return makeError("HIP runtime not found: {}", errors);
+  // In a namespace of its own: the HIP runtime brings its own LLVM, beside smelt's LLVM 16 JIT.
+  PrivateNamespace ns = PrivateNamespace::open({"libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"});
+  if (!ns.handle()) return makeError("HIP runtime not found: {}", ns.errors());
+  void* handle = ns.handle();
   auto api = std::make_unique<HipApi>();
+  api->ns = std::move(ns);
 #define SMELT_HIP_BIND(name, ...)                                                                \
   api->name = reinterpret_cast<std::add_pointer_t<__VA_ARGS__>>(dlsym(handle, #name));           \
   if (!api->name) return makeError("HIP runtime unusable: symbol {} not found", #name);
@@ -83,6 +81,7 @@ Expected<HipApi*> loadHip() {
 
 const Expected<HipApi*>& hip() {
   static const Expected<HipApi*> api = loadHip();
+  if (api) (*api)->ns.enterThread();
   return api;
 }
 
@@ -115,6 +114,7 @@ HipError injected(Fault fault) {
 
 #define SMELT_HIP_CALL(call, what)                                          \
   do {                                                                      \
+    api_.ns.enterThread();                                                  \
     if (HipError rc_ = api_.call; rc_ != kHipSuccess) return hipError(api_, rc_, what); \
   } while (0)
 

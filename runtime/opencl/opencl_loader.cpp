@@ -4,7 +4,10 @@
 // (dlmopen): PoCL's libclang-cpp.so.15 has unversioned weak symbols (template vtables such as
 // PassModel<Module, VerifierPass>) that otherwise bind to libLLVM-16's copies, and its first cold
 // clBuildProgram crashes inside LLVM 16 (a warm PoCL cache skips clang, which hid this). Without
-// another LLVM the loader is dlopen'ed as usual. Functions smelt does not call are not defined.
+// another LLVM the loader is dlopen'ed as usual (runtime/device/private_namespace.h: what a private
+// namespace needs mended). Functions smelt does not call are not defined.
+#include "runtime/device/private_namespace.h"
+
 #include <CL/cl.h>
 #include <dlfcn.h>
 #include <link.h>
@@ -62,9 +65,8 @@ constexpr cl_int kUnavailable = -1001;
 /// The loader's functions (null when it could not be opened).
 struct Api {
   void* handle = nullptr;
-  bool isolated = false;
-  /// The private namespace's libc's __ctype_init (null when not isolated): see api().
-  void (*ctypeInit)() = nullptr;
+  /// The namespace the loader was opened in, when isolated (its handle null otherwise).
+  smelt::PrivateNamespace isolated;
 #define SMELT_CL_MEMBER(name) decltype(&::name) name = nullptr;
   SMELT_CL_FUNCTIONS(SMELT_CL_MEMBER)
 #undef SMELT_CL_MEMBER
@@ -85,69 +87,31 @@ bool otherLlvmLoaded() {
   return found;
 }
 
-/// A copy of the environment that lives for the process (held here too, so leak checkers see it).
-char** copyOfEnvironment() {
-  static std::vector<std::string> strings;
-  static std::vector<char*> pointers;
-  for (char** e = environ; *e; ++e) strings.emplace_back(*e);
-  for (std::string& s : strings) pointers.push_back(s.data());
-  pointers.push_back(nullptr);
-  return pointers.data();
-}
-
 Api load() {
   Api api;
   // SMELT_OPENCL_NAMESPACE=shared / private forces either way (for debugging).
   const char* force = std::getenv("SMELT_OPENCL_NAMESPACE");
   bool isolate = force ? std::strcmp(force, "private") == 0 : otherLlvmLoaded();
   if (isolate) {
-    // The private namespace brings its own libc, whose pthread_create does not tell this namespace's
-    // libc that the process has threads. The dynamic linker, shared by both, allocates PoCL worker
-    // threads' TLS with this libc's malloc, which skips its locks while it believes it runs one thread:
-    // resnet18's gradient on opencl corrupted the heap in most runs. One thread started here first
-    // makes this libc lock from then on.
-    std::thread([] {}).join();
-  }
-  void* handle = nullptr;
-  for (const char* name : {"libOpenCL.so.1", "libOpenCL.so"}) {
-    handle = isolate ? dlmopen(LM_ID_NEWLM, name, RTLD_NOW | RTLD_LOCAL) : dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (handle) break;
-  }
-  if (!handle) return api;
-  api.handle = handle;
-  api.isolated = isolate;
-#define SMELT_CL_LOAD(name) api.name = reinterpret_cast<decltype(api.name)>(dlsym(handle, #name));
-  SMELT_CL_FUNCTIONS(SMELT_CL_LOAD)
-#undef SMELT_CL_LOAD
-  if (isolate) {
-    Lmid_t namespaceId = 0;
-    if (dlinfo(handle, RTLD_DI_LMID, &namespaceId) == 0) {
-      if (void* libc = dlmopen(namespaceId, "libc.so.6", RTLD_NOW | RTLD_NOLOAD)) {
-        api.ctypeInit = reinterpret_cast<void (*)()>(dlsym(libc, "__ctype_init"));
-        // That libc's environment is the main one's environ array as it was when the namespace was
-        // made. The main libc's next setenv reallocates and frees that array (PoCL's getenv then read
-        // freed memory and crashed in clGetPlatformIDs once GOMP_SPINCOUNT was set at start-up). It
-        // gets its own copy, never freed: what OpenCL reads is fixed at load, as it reads it then.
-        if (auto* privateEnviron = static_cast<char***>(dlsym(libc, "environ"))) *privateEnviron = copyOfEnvironment();
-      }
+    api.isolated = smelt::PrivateNamespace::open({"libOpenCL.so.1", "libOpenCL.so"});
+    api.handle = api.isolated.handle();
+  } else {
+    for (const char* name : {"libOpenCL.so.1", "libOpenCL.so"}) {
+      api.handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+      if (api.handle) break;
     }
   }
+  if (!api.handle) return api;
+#define SMELT_CL_LOAD(name) api.name = reinterpret_cast<decltype(api.name)>(dlsym(api.handle, #name));
+  SMELT_CL_FUNCTIONS(SMELT_CL_LOAD)
+#undef SMELT_CL_LOAD
   // Kept loaded for the life of the process: drivers do not survive dlclose.
   return api;
 }
 
 const Api& api() {
   static const Api instance = load();
-  // The private namespace's libc sets its per-thread ctype tables only in threads it started (and
-  // the one that loaded it): in any other thread PoCL's isspace() read a null table and crashed
-  // (clBuildProgram from a worker thread). Each thread sets them up once, before its first call.
-  if (instance.ctypeInit) {
-    thread_local bool ready = false;
-    if (!ready) {
-      ready = true;
-      instance.ctypeInit();
-    }
-  }
+  instance.isolated.enterThread();
   return instance;
 }
 
@@ -158,10 +122,8 @@ namespace smelt::opencl {
 void* openBesideLoader(const char* soname) {
   const Api& a = api();
   if (!a.handle) return nullptr;
-  if (!a.isolated) return dlopen(soname, RTLD_NOW | RTLD_LOCAL);
-  Lmid_t namespaceId = 0;
-  if (dlinfo(a.handle, RTLD_DI_LMID, &namespaceId) != 0) return nullptr;
-  return dlmopen(namespaceId, soname, RTLD_NOW | RTLD_LOCAL);
+  if (!a.isolated.handle()) return dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+  return a.isolated.openBeside(soname);
 }
 
 }  // namespace smelt::opencl
