@@ -3,6 +3,7 @@
 #include "codegen/c_renderer.h"
 
 #include "codegen/kernel_walk.h"
+#include "codegen/row_cache.h"
 
 #include <fmt/format.h>
 
@@ -138,6 +139,7 @@ class Writer {
       for (size_t i = 0; i < k_.buffers.size(); ++i) out_ += fmt::format("  b{0} += b{0}_off;\n", i);
     }
     readParams(k_.body);
+    rows_ = planRowCaches(k_);
     if (k_.pointsPerThread > 1) {
       vectorBody();
     } else {
@@ -524,12 +526,26 @@ class Writer {
         rhs = cast(in);
         break;
       case KInstKind::Load:
+        if (auto cached = rows_.loads.find(&in); cached != rows_.loads.end()) return cachedLoad(in, cached->second, indent);
         // A top-level load of a block-mapped kernel may read what another thread stored.
         if (k_.blockThreads > 0 && depth_ == 0) barrierIfWritten(static_cast<int32_t>(in.ibits), indent);
         rhs = load(in);
         break;
     }
     out_ += fmt::format("{}{} {} = {};\n", indent, regType(in.dtype), v(in.result), rhs);
+  }
+
+  /// A load of a row kept in registers (codegen/row_cache.h): the first sweep loads and keeps each
+  /// iteration's value, the later ones read it back.
+  void cachedLoad(const KInst& in, const RowCachePlan::CachedLoad& cached, const std::string& indent) {
+    if (step_.empty()) return fail("a row kept in registers outside an unrolled split loop");
+    const std::string array = fmt::format("smelt_row{}[{}]", cached.array, step_);
+    if (cached.fills) {
+      out_ += fmt::format("{}{} {} = {};\n", indent, regType(in.dtype), v(in.result), load(in));
+      out_ += fmt::format("{}{} = {};\n", indent, array, v(in.result));
+    } else {
+      out_ += fmt::format("{}{} {} = {};\n", indent, regType(in.dtype), v(in.result), array);
+    }
   }
 
   /// The outer index along `dim`, from the linear point p (row-major).
@@ -707,8 +723,13 @@ class Writer {
     // of constant trip count: the compiler unrolls it and issues every load before the first use.
     const int64_t perThread =
         l.extentValue < 0 && l.extent % k_.blockThreads == 0 ? l.extent / k_.blockThreads : 0;
+    for (size_t a = 0; a < rows_.arrays.size(); ++a) {
+      const RowCachePlan::Array& row = rows_.arrays[a];
+      if (row.filledIn == &l) out_ += fmt::format("{}{} smelt_row{}[{}];\n", indent, regType(row.dtype), a, row.length);
+    }
+    std::string step;
     if (perThread > 0 && perThread <= kMaxUnrolledIterations) {
-      const std::string step = "r" + v(l.index);
+      step = "r" + v(l.index);
       if (!r_.unrollPragma().empty()) out_ += indent + r_.unrollPragma() + "\n";
       out_ += fmt::format("{0}for (int {1} = 0; {1} < {2}; ++{1}) {{\n{0}  {3} {4} = tid + ({3}){1} * {5};\n", indent,
                           step, perThread, i64(), v(l.index), k_.blockThreads);
@@ -718,7 +739,9 @@ class Writer {
     }
     std::string inner = indent + "  ";
     ++depth_;
+    step_ = step;
     block(l.body, inner);
+    step_.clear();
     --depth_;
     for (size_t c = 0; c < l.next.size(); ++c) out_ += fmt::format("{}{} = {};\n", inner, v(l.carried[c]), v(l.next[c]));
     out_ += indent + "}\n";
@@ -888,6 +911,9 @@ class Writer {
   std::set<int32_t> points_;
   /// Split loops rendered so far.
   int splitLoops_ = 0;
+  /// The rows kept in registers, and the iteration variable of the unrolled split loop being rendered.
+  RowCachePlan rows_;
+  std::string step_;
 };
 
 }  // namespace

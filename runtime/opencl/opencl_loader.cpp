@@ -14,10 +14,7 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <string>
 #include <string_view>
-#include <thread>
-#include <vector>
 
 namespace {
 

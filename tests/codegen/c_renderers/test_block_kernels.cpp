@@ -175,6 +175,38 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "block kernels on devices: rows of whole blocks stay in registers between the sweeps (layer_norm, softmax, "
+    "their gradients)") {
+  for (const DeviceDescription& device : devices()) {
+    std::vector<Graph> graphs;
+    std::vector<std::string> names;
+    for (int64_t n : {1024, 2048}) {
+      Graph g = testing::parseOrFail(fmt::format(
+          R"(graph @t(%x: f32[4,{0}], %w: f32[{0}], %b: f32[{0}], %t: f32[4,{0}]) {{
+  %0 = layer_norm(%x, %w, %b) {{axis = 1, epsilon = 1e-5}} : f32[4,{0}]
+  %1 = softmax(%x) {{axis = 1}} : f32[4,{0}]
+  %2 = log_softmax(%0) {{axis = 1}} : f32[4,{0}]
+  %3 = mul(%2, %t) : f32[4,{0}]
+  %4 = reduce_sum(%3) : f32[]
+  return y = %0, s = %1, loss = %4
+}})",
+          n));
+      std::vector<std::string> wrt = {"x", "w", "b"};
+      auto grads = gradientOfOutputs(g, wrt);
+      REQUIRE_MESSAGE(grads.ok(), (grads.ok() ? "" : grads.error().message()));
+      for (size_t i = 0; i < wrt.size(); ++i) g.addOutput(wrt[i] + ".grad", (*grads)[i]);
+      graphs.push_back(std::move(g));
+      names.push_back(fmt::format("rows of {}", n));
+    }
+    testing::checkOnDevice(device, graphs, names, [&](const std::string& what, const Executable& exe) {
+      // codegen/row_cache.h: the first sweep of a row fills smelt_row0, the later ones read it.
+      CHECK_MESSAGE(exe.source().find("smelt_row0[") != std::string::npos, what, ": no row kept in registers\n",
+                    exe.source());
+    });
+  }
+}
+
 TEST_CASE("block kernels on devices: a large reduction into one result runs in two stages, the first across blocks") {
   for (const DeviceDescription& device : devices()) {
     // split-reductions (passes/split_reductions.cpp): 256 rows of 4096 squares, then the 256 partials.

@@ -56,6 +56,13 @@ const GoldenCase kCases[] = {
   return y = %0
 })",
      true},
+    // Rows of whole blocks: the row stays in registers from the mean's sweep to the output's
+    // (codegen/row_cache.h).
+    {"layer_norm_blocks", R"(graph @layer_norm(%x: f32[16,1024], %w: f32[1024], %b: f32[1024]) {
+  %0 = layer_norm(%x, %w, %b) {axis = -1, epsilon = 1e-5} : f32[16,1024]
+  return y = %0
+})",
+     true},
     // A full reduction, then element loops reading its result (a clip by the global norm).
     {"clip_blocks", R"(graph @clip(%g: f32[4096], %m: f32[4096]) {
   %0 = mul(%g, %g) : f32[4096]

@@ -12,10 +12,12 @@ extern "C" __global__ void k0_fused_0(const float* b0, const float* b1, float* b
   const int lanes = 32 < 256 ? 32 : 256;
   float v0 = 0.0f;
   float v2 = tid == 0 ? v0 : 0.0f;
+  float smelt_row0[16];
   #pragma unroll
   for (int rv1 = 0; rv1 < 16; ++rv1) {
     long long v1 = tid + (long long)rv1 * 256;
     float v3 = b0[v1];
+    smelt_row0[rv1] = v3;
     float v4 = v3 * v3;
     float v5 = v4 + v2;
     v2 = v5;
@@ -43,7 +45,7 @@ extern "C" __global__ void k0_fused_0(const float* b0, const float* b1, float* b
   for (int rv9 = 0; rv9 < 16; ++rv9) {
     long long v9 = tid + (long long)rv9 * 256;
     float v10 = b1[v9];
-    float v11 = b0[v9];
+    float v11 = smelt_row0[rv9];
     float v12 = v8 * v11;
     float v13 = v10 + v12;
     b3[v9] = v13;
