@@ -526,7 +526,9 @@ class Writer {
         rhs = cast(in);
         break;
       case KInstKind::Load:
-        if (auto cached = rows_.loads.find(&in); cached != rows_.loads.end()) return cachedLoad(in, cached->second, indent);
+        if (auto cached = rows_.loads.find(&in); cached != rows_.loads.end()) {
+          return cachedLoad(in, cached->second, indent);
+        }
         // A top-level load of a block-mapped kernel may read what another thread stored.
         if (k_.blockThreads > 0 && depth_ == 0) barrierIfWritten(static_cast<int32_t>(in.ibits), indent);
         rhs = load(in);
@@ -725,7 +727,8 @@ class Writer {
         l.extentValue < 0 && l.extent % k_.blockThreads == 0 ? l.extent / k_.blockThreads : 0;
     for (size_t a = 0; a < rows_.arrays.size(); ++a) {
       const RowCachePlan::Array& row = rows_.arrays[a];
-      if (row.filledIn == &l) out_ += fmt::format("{}{} smelt_row{}[{}];\n", indent, regType(row.dtype), a, row.length);
+      if (row.filledIn != &l) continue;
+      out_ += fmt::format("{}{} smelt_row{}[{}];\n", indent, regType(row.dtype), a, row.length);
     }
     std::string step;
     if (perThread > 0 && perThread <= kMaxUnrolledIterations) {

@@ -8,6 +8,9 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <functional>
+#include <string>
+
 using namespace smelt;
 using namespace smelt::codegen;
 
@@ -74,7 +77,8 @@ std::string cachedLoadsOf(const Kernel& k, const RowCachePlan& plan, int64_t buf
     for (const KStmt& s : b.stmts) {
       if (const KInst* in = std::get_if<KInst>(&s)) {
         auto it = plan.loads.find(in);
-        if (in->kind == KInstKind::Load && in->ibits == buffer) roles += it == plan.loads.end() ? '-' : it->second.fills ? 'F' : 'R';
+        if (in->kind != KInstKind::Load || in->ibits != buffer) continue;
+        roles += it == plan.loads.end() ? '-' : it->second.fills ? 'F' : 'R';
       } else if (const auto* l = std::get_if<std::shared_ptr<KLoop>>(&s)) {
         walk((*l)->body);
       }
