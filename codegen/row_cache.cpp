@@ -36,7 +36,7 @@ std::optional<int32_t> rowOffset(const KLoop& l, int32_t offset,
                                  const std::unordered_map<int32_t, const KInst*>& bodyDefs) {
   if (offset == l.index) return -1;
   auto def = bodyDefs.find(offset);
-  if (def == bodyDefs.end()) return std::nullopt;
+  if (def == bodyDefs.end() || def->second == nullptr) return std::nullopt;  // outside, or from an inner loop
   const KInst& add = *def->second;
   if (add.kind != KInstKind::Binary || add.binary != KBinary::Add) return std::nullopt;
   int32_t other = add.a == l.index ? add.b : add.b == l.index ? add.a : -2;
