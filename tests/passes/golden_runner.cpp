@@ -48,9 +48,12 @@ fs::path expectedPath(const fs::path& input) {
   return input.parent_path() / (input.stem().string() + std::string(kExpectedSuffix));
 }
 
+// The case's first line, where `// RUN:` names the pipeline and options.
+std::string_view runLine(std::string_view text) { return text.substr(0, text.find('\n')); }
+
 // The pipeline named on the first line: `// RUN: --passes=cse,dce` (or `// RUN: smelt opt %s --passes=...`).
 std::optional<std::string> runLinePipeline(std::string_view text) {
-  std::string_view first = text.substr(0, text.find('\n'));
+  std::string_view first = runLine(text);
   if (!first.starts_with("// RUN:")) return std::nullopt;
   size_t at = first.find("--passes=");
   if (at == std::string_view::npos) return std::nullopt;
@@ -60,8 +63,7 @@ std::optional<std::string> runLinePipeline(std::string_view text) {
 
 // True when the RUN line asks for the numeric check in f64 (`--compare-in=f64`).
 bool comparesInF64(std::string_view text) {
-  std::string_view first = text.substr(0, text.find('\n'));
-  return first.find("--compare-in=f64") != std::string_view::npos;
+  return runLine(text).find("--compare-in=f64") != std::string_view::npos;
 }
 
 // `graph` with every f32 type and attribute widened to f64, through its lossless text form.
