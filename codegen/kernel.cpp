@@ -25,18 +25,24 @@ std::string v(int32_t id) { return fmt::format("%{}", id); }
 
 class Printer {
  public:
-  explicit Printer(const Kernel& k) : k_(k) {}
+  /// `computationOnly`: without the names and provenance (computationText()).
+  Printer(const Kernel& k, bool computationOnly) : k_(k), computationOnly_(computationOnly) {}
 
   std::string run() {
-    out_ += fmt::format("kernel @{} domain [{}]{}{}\n", k_.name, domainText(k_),
+    out_ += fmt::format("kernel @{} domain [{}]{}{}\n", computationOnly_ ? "" : k_.name, domainText(k_),
                         k_.blockThreads > 0 ? fmt::format(" threads {}", k_.blockThreads) : "",
                         k_.pointsPerThread > 1 ? fmt::format(" vector {}", k_.pointsPerThread) : "");
-    for (const std::string& p : k_.provenance) out_ += fmt::format("  // from {}\n", p);
+    if (computationOnly_) {
+      if (k_.disjointBuffers) out_ += "  // disjoint buffers\n";
+    } else {
+      for (const std::string& p : k_.provenance) out_ += fmt::format("  // from {}\n", p);
+    }
     for (size_t i = 0; i < k_.buffers.size(); ++i) {
       const KBuffer& b = k_.buffers[i];
       out_ += fmt::format("  buffer %b{}: {}[{}] {} {}{}\n", i, dtypeName(b.dtype),
                           b.numel == kRunTimeExtent ? "?" : std::to_string(b.numel), b.output ? "out" : "in",
-                          quoteString(b.name), b.sameAs >= 0 ? fmt::format(" same %b{}", b.sameAs) : "");
+                          computationOnly_ ? "" : quoteString(b.name),
+                          b.sameAs >= 0 ? fmt::format(" same %b{}", b.sameAs) : "");
     }
     block(k_.body, "  ");
     return out_;
@@ -98,6 +104,7 @@ class Printer {
   }
 
   const Kernel& k_;
+  bool computationOnly_;
   std::string out_;
 };
 
@@ -118,7 +125,9 @@ void countBlock(const KBlock& b, KernelCounts& c, int64_t depth) {
 
 }  // namespace
 
-std::string printKernel(const Kernel& kernel) { return Printer(kernel).run(); }
+std::string printKernel(const Kernel& kernel) { return Printer(kernel, false).run(); }
+
+std::string computationText(const Kernel& kernel) { return Printer(kernel, true).run(); }
 
 KernelCounts countKernel(const Kernel& kernel) {
   KernelCounts c;

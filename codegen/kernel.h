@@ -139,6 +139,12 @@ std::string domainText(const Kernel& kernel);
 /// The kernel as text (deterministic; the cache key hashes it).
 std::string printKernel(const Kernel& kernel);
 
+/// What the kernel computes, as text: printKernel() without the kernel's name, its provenance and its
+/// buffers' names, with the disjointBuffers promise (which the rendered code shows). Two kernels with
+/// the same computation text render to the same code but for their symbols, so one image need hold
+/// only one of them (runtime/exec/distinct_kernels.h).
+std::string computationText(const Kernel& kernel);
+
 /// Instruction and loop counts, for listings and tests.
 struct KernelCounts {
   int64_t instructions = 0, loads = 0, stores = 0, loops = 0, maxLoopDepth = 0;

@@ -2,6 +2,7 @@
 // epilogue, host code, or the interpreter) + one image of every kernel + one arena (see
 // compiled_graph.h). Running is compiled_graph_run.cpp.
 #include "runtime/exec/compiled_graph_impl.h"
+#include "runtime/exec/distinct_kernels.h"
 #include "runtime/exec/size_general_kernels.h"
 
 #include "codegen/c_renderer.h"
@@ -570,20 +571,35 @@ Expected<std::vector<std::unique_ptr<CompiledGraph>>> CompiledGraph::compileAll(
   if (compiled.empty()) return compiled;
   KernelLoadInfo info;
   std::shared_ptr<DeviceKernels> loaded;
+  DistinctKernels distinct = distinctKernels(kernels, symbols);
   if (!kernels.empty()) {
-    progress.stage(fmt::format("building {} kernels (compiling, or from the kernel cache)", kernels.size()));
-    info.compiledOne = [&](size_t done) { progress.stage(fmt::format("built {} of {} kernels", done, kernels.size())); };
-    SMELT_TRY(loaded, compiled.front()->impl_->backend->loadKernels(kernels, symbols, info));
+    const size_t building = distinct.kernels.size();
+    progress.stage(fmt::format("building {} kernels (compiling, or from the kernel cache)", building));
+    info.compiledOne = [&](size_t done) { progress.stage(fmt::format("built {} of {} kernels", done, building)); };
+    SMELT_TRY(loaded, compiled.front()->impl_->backend->loadKernels(distinct.kernels, distinct.symbols, info));
     info.compiledOne = nullptr;  // it refers to this frame; the info is kept
+    loaded = withAliases(std::move(loaded), distinct.aliases);
+    // Per kernel given, as the reports count them: an alias compiled nothing of its own, like a cache hit.
+    std::vector<bool> cachedPerKernel;
+    for (size_t k = 0; k < kernels.size(); ++k) {
+      const size_t compiledAs = distinct.compiledAs[k];
+      cachedPerKernel.push_back(distinct.aliases.contains(symbols[k]) ||
+                                (compiledAs < info.cached.size() && info.cached[compiledAs]));
+    }
+    info.cached = std::move(cachedPerKernel);
   }
   int64_t cached = 0;
   for (bool hit : info.cached) cached += hit ? 1 : 0;
-  progress.summary(fmt::format("{} kernels, {} from the cache", kernels.size(), cached));
+  progress.summary(fmt::format("{} kernels ({} distinct), {} from the cache or shared", kernels.size(), distinct.kernels.size(),
+                               cached));
   size_t first = 0;
   for (auto& one : compiled) {
-    // Each graph counts its own kernels' cache hits.
+    // Each graph counts its own kernels' cache hits and shared code.
     size_t count = one->impl_->pendingKernels.size();
-    for (size_t k = first; k < first + count && k < info.cached.size(); ++k) one->impl_->report.cacheHits += info.cached[k];
+    for (size_t k = first; k < first + count && k < info.cached.size(); ++k) {
+      one->impl_->report.cacheHits += info.cached[k];
+      one->impl_->report.sharedKernels += distinct.aliases.contains(symbols[k]) ? 1 : 0;
+    }
     first += count;
     one->impl_->progress = nullptr;
     SMELT_CHECK_OK(one->impl_->finish(loaded, info));

@@ -94,8 +94,11 @@ struct CompileReport {
   int64_t vectorKernels = 0;
   /// Products (matmul, gemm, conv2d) computed by a vendor library; their epilogues count as kernels.
   int64_t blas = 0;
-  /// Kernels whose compiled code came from a cache instead of a compiler.
+  /// Kernels whose compiled code came from a cache instead of a compiler (sharedKernels among them).
   int64_t cacheHits = 0;
+  /// Of the kernels, those that compute what an earlier kernel of the same image computes and run its
+  /// code, compiling nothing of their own (runtime/exec/distinct_kernels.h).
+  int64_t sharedKernels = 0;
   /// Of the kernels, those compiled for every size of a symbolic graph's dimensions (their sizes read
   /// at run time: codegen/size_general.h); each later binding reuses them from the kernel cache.
   int64_t sizeGeneralKernels = 0;
