@@ -1,9 +1,10 @@
 // Kernels that compute the same thing compiled once per image. A graph often lowers to several
 // kernels that differ only in their names: an unrolled recurrence's steps, a network's repeated
 // blocks, the same padding or transpose before each convolution (a ResNet export: 55 kernels, 38
-// distinct; an unrolled LSTM: 183 kernels, 32 distinct). Devices that compile an image of many kernels
-// (OpenCL, CUDA, HIP) then compile, load and cache only the distinct ones; the others become aliases
-// of the first kernel of their computation (codegen::computationText()).
+// distinct; an unrolled LSTM: 183 kernels, 32 distinct). Every backend's loadKernels() then sees only
+// the distinct ones (OpenCL, CUDA and HIP build one image of them; the CPU's JIT skips its cache lookups
+// for the rest); the others become aliases of the first kernel of their computation
+// (codegen::computationText()).
 //   DistinctKernels distinct = distinctKernels(kernels, symbols);
 //   SMELT_TRY(loaded, backend->loadKernels(distinct.kernels, distinct.symbols, info));
 //   loaded = withAliases(std::move(loaded), distinct.aliases);
