@@ -3,6 +3,7 @@
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build git
+  ccache                                   # scripts/test.sh: the build without LLVM reuses the main build's objects
   llvm-16-dev                              # CPU JIT backend (codegen issue)
   libzstd-dev                              # LLVM's static libraries need it (SMELT_LLVM_STATIC: the ThreadSanitizer build)
   libfmt-dev libspdlog-dev doctest-dev libcli11-dev nlohmann-json3-dev
