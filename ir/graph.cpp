@@ -242,6 +242,30 @@ size_t Graph::removeDeadNodes() {
   return removed;
 }
 
+Status Graph::reorderNodes(const std::vector<const Node*>& order) {
+  if (order.size() != nodes_.size())
+    return makeError("reorderNodes: {} nodes given, the graph has {}", order.size(), nodes_.size());
+  std::unordered_map<const Node*, size_t> current;
+  for (size_t i = 0; i < nodes_.size(); ++i) current.emplace(nodes_[i].get(), i);
+  std::unordered_set<const Node*> placed;
+  for (const Node* node : order) {
+    if (!current.count(node) || placed.count(node))
+      return makeError("reorderNodes: a node is {}", current.count(node) ? "given twice" : "not in the graph");
+    for (const Value* operand : node->operands()) {
+      if (operand->producer() && !placed.count(operand->producer()))
+        return makeError("reorderNodes: {} would run before {}, which produces its operand", labelOf(*node),
+                         labelOf(*operand->producer()));
+    }
+    placed.insert(node);
+  }
+  std::vector<std::unique_ptr<Node>> reordered;
+  reordered.reserve(nodes_.size());
+  for (const Node* node : order) reordered.push_back(std::move(nodes_[current.at(node)]));
+  nodes_ = std::move(reordered);
+  renumber();
+  return Status::success();
+}
+
 void Graph::removeObserver(GraphObserver* observer) {
   observers_.erase(std::remove(observers_.begin(), observers_.end(), observer), observers_.end());
 }

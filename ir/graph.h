@@ -167,6 +167,9 @@ class Graph {
   void replaceUsesIn(Node* user, Value* from, Value* to);
   /// Removes nodes whose results are unused and not outputs; returns how many were removed.
   size_t removeDeadNodes();
+  /// Puts the nodes in `order` (every node once, each after the producers of its operands): the execution
+  /// order a scheduling decision chose. An error, changing nothing, for an order that is not one.
+  Status reorderNodes(const std::vector<const Node*>& order);
 
   /// The label errors use for `node`: "conv2d %7" where %7 is its first result's printed number,
   /// followed by its source name when it has one.

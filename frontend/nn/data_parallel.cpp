@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <unordered_map>
 
 namespace smelt::nn {
 
@@ -39,11 +40,20 @@ std::vector<Value*> averageOverRanks(Builder& b, const std::vector<Value*>& grad
     int64_t tag;
   };
   std::vector<Started> inFlight;
-  // The backward pass produces the last parameters' gradients first: buckets fill in that order.
+  // Buckets fill in the order the backward pass produces the gradients (the last layers' first, but not
+  // always in the reverse of the parameters' order: a model's state lists them by name), so that each
+  // bucket is complete as early as it can be.
+  std::unordered_map<const Node*, size_t> position;
+  for (size_t i = 0; i < b.graph().numNodes(); ++i) position.emplace(b.graph().nodes()[i].get(), i);
+  auto producedAt = [&](size_t i) -> int64_t {
+    const Node* producer = grads[i]->producer();
+    return producer ? static_cast<int64_t>(position.at(producer)) : -1;
+  };
   std::vector<size_t> order;
   for (size_t i = grads.size(); i-- > 0;) {
     if (grads[i]) order.push_back(i);
   }
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return producedAt(x) < producedAt(y); });
   size_t next = 0;
   int bucketIndex = 0;
   while (next < order.size()) {
@@ -91,6 +101,26 @@ std::vector<Value*> averageOverRanks(Builder& b, const std::vector<Value*>& grad
     }
   }
   return averaged;
+}
+
+Status runWaitsLate(Graph& graph) {
+  // Each node's rank: the last all_reduce_wait it depends on (in the order the waits run), -1 for none. Every
+  // node's rank is at least its operands', so ordering the nodes by rank, stably, keeps every operand before
+  // its users: a valid order that runs each wait right before the first node that needs it.
+  std::unordered_map<const Node*, int> rank;
+  int waits = 0;
+  std::vector<const Node*> order;
+  for (const auto& node : graph.nodes()) {
+    int r = node->opName() == "all_reduce_wait" ? waits++ : -1;
+    for (const Value* operand : node->operands()) {
+      if (operand->producer()) r = std::max(r, rank.at(operand->producer()));
+    }
+    rank.emplace(node.get(), r);
+    order.push_back(node.get());
+  }
+  if (waits == 0) return Status::success();
+  std::stable_sort(order.begin(), order.end(), [&](const Node* x, const Node* y) { return rank.at(x) < rank.at(y); });
+  return graph.reorderNodes(order);
 }
 
 Status broadcastState(StateDict& state, CollectiveGroup& group) {

@@ -27,10 +27,17 @@ struct DistributedOptions {
 
 /// `grads` (of the trainable parameters, in their order) averaged over the ranks: flattened into buckets, each
 /// bucket's `all_reduce_start {op = "mean"}` placed right after its last gradient's node (so the rest of the
-/// backward pass computes while it travels) and its `all_reduce_wait` after the backward pass, cut back.
+/// backward pass computes while it travels) and its `all_reduce_wait` after the backward pass (runWaitsLate moves
+/// each to its first use once the updates exist). Buckets fill in the order the gradients are produced.
 /// `schedule`, when given, gets one line per collective.
 std::vector<Value*> averageOverRanks(Builder& b, const std::vector<Value*>& grads, const DistributedOptions& options,
                                      std::vector<std::string>* schedule = nullptr);
+
+/// Runs each all_reduce_wait as late as the graph allows: right before the first node that needs its result, and
+/// every node that needs none of the waits (or only earlier ones) before it. So the optimizer updates of the first
+/// buckets run while the last bucket still travels. Call once the graph is complete (the updates built); the
+/// starts and every other node keep their order.
+Status runWaitsLate(Graph& graph);
 
 /// Replaces every tensor of `state` by rank 0's (in name order; every rank must hold the same names and types).
 Status broadcastState(StateDict& state, CollectiveGroup& group);

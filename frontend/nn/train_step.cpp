@@ -273,6 +273,8 @@ Status TrainStep::compileBatch(int64_t batch, bool accumulateOnly) {
     SMELT_CHECK_OK(b.status());
   }
 
+  // Each bucket's wait right before the first update that reads it, the others' updates first (data_parallel.h).
+  if (options_.distributed.enabled && !accumulateOnly) SMELT_CHECK_OK(runWaitsLate(graph));
   CompiledBatch c;
   graph.addOutput("loss", lossValue);
   graph.addOutput("output", output);

@@ -184,6 +184,8 @@ Expected<Graph> sgdStep(const F64Case& c, int64_t rows, bool distributed) {
     g.addOutput("new." + c.params[i].first, b.sub(params[i], b.scale(grads[i], 0.1)));
   }
   SMELT_CHECK_OK(b.status());
+  // Each wait at its first use, as TrainStep runs them: the sums must not depend on where the waits run.
+  if (distributed) SMELT_CHECK_OK(nn::runWaitsLate(g));
   return g;
 }
 

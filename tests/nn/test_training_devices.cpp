@@ -31,7 +31,7 @@ void makeGaussianBatch(std::mt19937_64& rng, Tensor& x, Tensor& y) {
   for (int64_t i = 0; i < y.numel(); ++i) y.setInt(i, static_cast<int64_t>(rng() % 3));
 }
 
-nn::ModulePtr net() {
+nn::ModulePtr gaussianClassifier() {
   return nn::sequential({nn::linear(6, 24), nn::tanh(), nn::linear(24, 24), nn::relu(), nn::linear(24, 3)});
 }
 
@@ -60,7 +60,7 @@ TEST_CASE("training on devices: the device's losses and state are the CPU's, ste
   for (const std::string& id : ids) {
     CAPTURE(id);
     TensorType xType{DType::f32, {32, 6}}, yType{DType::i64, {32}};
-    nn::Model onCpu(net(), 3), onDevice(net(), 3);
+    nn::Model onCpu(gaussianClassifier(), 3), onDevice(gaussianClassifier(), 3);
     nn::TrainStepOptions cpuOptions{.device = "cpu", .clipNorm = 1.0};
     nn::TrainStepOptions deviceOptions{.device = id, .clipNorm = 1.0};
     auto cpuStep = nn::TrainStep::create(onCpu, nn::crossEntropy, nn::adam({.lr = 0.01}), xType, yType, cpuOptions);
@@ -130,7 +130,7 @@ TEST_CASE(
   for (const std::string& id : ids) {
     CAPTURE(id);
     TensorType xType{DType::f32, {32, 6}}, yType{DType::i64, {32}};
-    nn::Model onCpu(net(), 5), onDevice(net(), 5);
+    nn::Model onCpu(gaussianClassifier(), 5), onDevice(gaussianClassifier(), 5);
     auto cpuStep =
         nn::TrainStep::create(onCpu, nn::crossEntropy, nn::adam({.lr = 0.01}), xType, yType, {.device = "cpu"});
     auto deviceStep =
