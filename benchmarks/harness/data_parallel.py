@@ -119,7 +119,7 @@ def _workloads(out):
         if key == "workload":
             current = by.setdefault(value, {})
         elif current is not None:
-            current[key] = value if key == "bucket_mb" else float(value)
+            current[key] = value if key in ("bucket_mb", "compute_ms_each") else float(value)
     return by
 
 
@@ -162,7 +162,7 @@ def overlap_markdown(overlap):
           "machine joined by veth pairs, each host's link slowed by tc to %s each way "
           "(`scripts/netns_hosts.sh`), Open MPI over TCP between them, one compute thread per rank, each rank on "
           "the workload's whole batch (`smelt_dp_overlap`, medians). compute: the step without communication "
-          "(all ranks at once); comm: the step's buckets all-reduced alone; step: the data-parallel step. "
+          "(all ranks at once; the slowest rank's median, which a synchronous step waits for); comm: the step's buckets all-reduced alone; step: the data-parallel step. "
           "Hidden = (compute + comm - step) / comm, target at least 70%%. Scaling efficiency: one rank's step "
           "over N ranks' (weak scaling: each rank a whole batch)." % LINK_RATE, ""]
     if "error" in overlap:

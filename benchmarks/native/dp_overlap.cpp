@@ -4,7 +4,8 @@
 // 256, Adam) and resnet18_train_step (batch 16 of 3x64x64, SGD with momentum), the workloads of smelt_train_steps. Each
 // rank times, in three phases every rank runs at once (K steps each, the same on every rank, as every step
 // communicates):
-//   compute_ms  the step without communication (a TrainStep of its own, not distributed),
+//   compute_ms  the step without communication (a TrainStep of its own, not distributed): the slowest rank's
+//               median (compute_ms_each: every rank's), as a synchronous step waits for that rank,
 //   comm_ms     the data-parallel step's buckets (read from its graph's all_reduce_start nodes: same sizes, same
 //               order) all-reduced alone through the same collective group, started together and then waited
 //               for, as the step does,
@@ -81,8 +82,21 @@ int measure(const char* name, const std::function<nn::ModulePtr()>& makeModule,
   if (!local.ok()) return fail(local.error());
   auto compute = medianMs(distributed ? group.get() : nullptr, steps, [&] { return run(**local); });
   if (!compute.ok()) return fail(compute.error());
+  // Every rank's median: a synchronous step waits for the slowest rank every time, so that rank's computation is
+  // what the communication can hide behind (a rank on a slower core is imbalance, not communication).
+  std::vector<double> perRank{*compute};
+  if (distributed) {
+    Tensor all(TensorType{DType::f64, {group->size()}});
+    for (int r = 0; r < group->size(); ++r) all.setDouble(r, r == group->rank() ? *compute : 0.0);
+    if (Status s = group->allReduceSum(all); !s.ok()) return fail(s.error());
+    perRank.clear();
+    for (int r = 0; r < group->size(); ++r) perRank.push_back(all.getDouble(r));
+  }
   if (!group || group->rank() == 0) {
-    fmt::print("workload {}\nranks {}\ncompute_ms {:.4f}\n", name, group ? group->size() : 1, *compute);
+    std::vector<std::string> each;
+    for (double ms : perRank) each.push_back(fmt::format("{:.2f}", ms));
+    fmt::print("workload {}\nranks {}\ncompute_ms {:.4f}\ncompute_ms_each {}\n", name, group ? group->size() : 1,
+               *std::max_element(perRank.begin(), perRank.end()), fmt::join(each, ","));
     std::fflush(stdout);
   }
   if (!distributed) return 0;
