@@ -2,8 +2,14 @@
 #include "runtime/distributed/mpi_group.h"
 
 #include <mpi.h>
+#if defined(__linux__)
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -45,7 +51,7 @@ MPI_Datatype mpiType(DType dtype) {
 /// One thread owns MPI (MPI_THREAD_FUNNELED): callers queue work and wait for its result.
 class MpiGroup final : public CollectiveGroup {
  public:
-  explicit MpiGroup(double timeout) : timeout_(timeout) {
+  MpiGroup(double timeout, int communicationNice) : timeout_(timeout), communicationNice_(communicationNice) {
     std::promise<Status> started;
     auto ready = started.get_future();
     thread_ = std::thread([this, &started] { serve(started); });
@@ -139,7 +145,18 @@ class MpiGroup final : public CollectiveGroup {
     return status;
   }
 
+  // This thread (MpiWorldOptions::communicationNice says why), never raised above the process's priority.
+  void lowerPriority() const {
+#if defined(__linux__)
+    const auto self = static_cast<id_t>(syscall(SYS_gettid));
+    errno = 0;
+    const int current = getpriority(PRIO_PROCESS, self);
+    if (errno == 0 && current < communicationNice_) setpriority(PRIO_PROCESS, self, communicationNice_);
+#endif
+  }
+
   void serve(std::promise<Status>& started) {
+    lowerPriority();
     int provided = 0;
     if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
       started.set_value(makeError("MPI_Init_thread failed"));
@@ -322,6 +339,7 @@ class MpiGroup final : public CollectiveGroup {
   }
 
   double timeout_;
+  int communicationNice_;
   int rank_ = 0, size_ = 1;
   long long sequence_ = 0;
   Status startStatus_;
@@ -357,7 +375,7 @@ Expected<std::shared_ptr<CollectiveGroup>> joinMpiWorld(MpiWorldOptions options)
       return makeError("SMELT_COLLECTIVE_TIMEOUT must be a positive number of seconds, got '{}'", t);
     options.timeoutSeconds = v;
   }
-  auto group = std::make_shared<MpiGroup>(options.timeoutSeconds);
+  auto group = std::make_shared<MpiGroup>(options.timeoutSeconds, options.communicationNice);
   SMELT_CHECK_OK(group->startStatus());
   setCollectiveGroup(group);
   return std::shared_ptr<CollectiveGroup>(group);
