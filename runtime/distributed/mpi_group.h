@@ -17,7 +17,7 @@ struct MpiWorldOptions {
   double timeoutSeconds = kDefaultCollectiveTimeoutSeconds;
   /// The communication thread's nice value (Linux; never below the process's own). While a bucket travels, a
   /// blocking MPI_Allreduce spins on that thread, and on a core the step computes on it took half the core: on
-  /// this 2-core machine's test hosts the MLP's step (4 MB buckets) took 58-79 ms at 0 and 48-50 ms at 19, and
+  /// this 2-core machine's test hosts the MLP's step (4 MB buckets) took 58-79 ms at 0 and 41-51 ms at 19, and
   /// ResNet-18's 617 and 503 ms (docs/distributed.md). The transfer itself is the kernel's and the link's; the
   /// thread needs the core only now and then, and all of it once the step waits for the sum.
   int communicationNice = 19;
