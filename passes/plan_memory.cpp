@@ -14,6 +14,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <limits>
 #include <functional>
 #include <random>
 #include <unordered_set>
@@ -127,15 +129,51 @@ struct ChildOf {
   int64_t offset = 0;
 };
 
+/// The aligned bytes live at each node of the schedule, kept up to date as views change the groups' lives, so
+/// that a view is taken only while the most bytes live at once stays within a budget.
+class LiveBytes {
+ public:
+  LiveBytes(const std::vector<Group>& groups, int64_t numNodes, int64_t budget)
+      : live_(static_cast<size_t>(numNodes), 0), budget_(budget) {
+    for (const Group& g : groups) add(g.begin, g.end, g.size);
+  }
+  /// Whether adding each (begin, end, bytes) of `changes` keeps every node within the budget; if so, adds them.
+  bool tryChange(const std::vector<std::array<int64_t, 3>>& changes) {
+    if (budget_ == std::numeric_limits<int64_t>::max()) return true;
+    int64_t lo = std::numeric_limits<int64_t>::max(), hi = -1;
+    for (const auto& [begin, end, bytes] : changes) {
+      if (begin <= end) lo = std::min(lo, begin), hi = std::max(hi, end);
+    }
+    if (hi < 0) return true;
+    std::vector<int64_t> after(live_.begin() + lo, live_.begin() + hi + 1);
+    for (const auto& [begin, end, bytes] : changes) {
+      for (int64_t t = begin; t <= end; ++t) after[static_cast<size_t>(t - lo)] += bytes;
+    }
+    if (*std::max_element(after.begin(), after.end()) > budget_) return false;
+    std::copy(after.begin(), after.end(), live_.begin() + lo);
+    return true;
+  }
+
+ private:
+  void add(int64_t begin, int64_t end, int64_t bytes) {
+    for (int64_t t = begin; t <= end; ++t) live_[static_cast<size_t>(t)] += bytes;
+  }
+  std::vector<int64_t> live_;
+  int64_t budget_;
+};
+
 /// Lays the operands of contiguous concats inside their result and the results of contiguous slices inside their
-/// operand, where the groups allow it (see views in plan_memory.h): sets childOf, extends the parents' lifetimes,
-/// marks the buffers. Returns whether any view was made.
+/// operand, where the groups allow it (see views in plan_memory.h) and the bytes live at once stay within
+/// `budget`: sets childOf, extends the parents' lifetimes, marks the buffers. Views are taken in node order (a
+/// concat's operands all or none). Returns whether any view was made.
 bool findViews(const Graph& graph, MemoryPlan& plan, const std::unordered_map<const Value*, size_t>& index,
-               std::vector<Group>& groups, const std::vector<size_t>& groupOf, std::vector<ChildOf>& childOf) {
+               std::vector<Group>& groups, const std::vector<size_t>& groupOf, std::vector<ChildOf>& childOf,
+               int64_t budget) {
   std::vector<char> isParent(groups.size(), 0);
   std::vector<size_t> members(groups.size(), 0);
   for (size_t g : groupOf) ++members[g];
   auto unattached = [&](size_t g) { return childOf[g].parent < 0 && !isParent[g]; };
+  LiveBytes live(groups, static_cast<int64_t>(graph.numNodes()), budget);
   bool any = false;
   for (int64_t i = 0; i < static_cast<int64_t>(graph.numNodes()); ++i) {
     const Node& node = *graph.nodes()[static_cast<size_t>(i)];
@@ -169,6 +207,15 @@ bool findViews(const Graph& graph, MemoryPlan& plan, const std::unordered_map<co
         prefix += bytes;
       }
       if (!ok || kids.empty()) continue;
+      // The result's bytes are taken from the first operand's birth; each operand's own bytes are freed.
+      std::vector<std::array<int64_t, 3>> changes;
+      int64_t begin = groups[parent].begin;
+      for (const auto& [g, offset] : kids) {
+        begin = std::min(begin, groups[g].begin);
+        changes.push_back({groups[g].begin, groups[g].end, -groups[g].size});
+      }
+      changes.push_back({begin, groups[parent].begin - 1, groups[parent].size});
+      if (!live.tryChange(changes)) continue;
       for (size_t k = 0; k < kids.size(); ++k) {
         childOf[kids[k].first] = {static_cast<int64_t>(parent), kids[k].second};
         groups[parent].begin = std::min(groups[parent].begin, groups[kids[k].first].begin);
@@ -187,6 +234,11 @@ bool findViews(const Graph& graph, MemoryPlan& plan, const std::unordered_map<co
       // The slice's bytes are read in place, and never written: a result written over them in place (a group
       // of more than the slice's result) would change what the operand's other readers see.
       if (!unattached(g) || members[g] != 1 || childOf[parent].parent >= 0 || offset % kArenaAlignment) continue;
+      // The operand's bytes stay until the slice's last reader; the slice's own are freed.
+      if (!live.tryChange({{groups[g].begin, groups[g].end, -groups[g].size},
+                           {groups[parent].end + 1, groups[g].end, groups[parent].size}})) {
+        continue;
+      }
       childOf[g] = {static_cast<int64_t>(parent), offset};
       groups[parent].end = std::max(groups[parent].end, groups[g].end);
       isParent[parent] = 1;
@@ -201,7 +253,7 @@ bool findViews(const Graph& graph, MemoryPlan& plan, const std::unordered_map<co
 
 }  // namespace
 
-MemoryPlan planMemoryWith(const Graph& graph, bool views) {
+MemoryPlan planMemoryWith(const Graph& graph, bool views, int64_t viewBudget) {
   MemoryPlan plan;
   const int64_t numNodes = static_cast<int64_t>(graph.numNodes());
   std::unordered_map<const Node*, int64_t> position;
@@ -254,7 +306,7 @@ MemoryPlan planMemoryWith(const Graph& graph, bool views) {
     groups.push_back({.size = alignUp(buffer.size), .begin = buffer.begin, .end = buffer.end});
   }
   std::vector<ChildOf> childOf(groups.size());
-  if (views) findViews(graph, plan, plan.index_, groups, groupOf, childOf);
+  if (views) findViews(graph, plan, plan.index_, groups, groupOf, childOf, viewBudget);
   // A view takes no bytes of its own: placed with its parent.
   for (size_t g = 0; g < groups.size(); ++g) {
     if (childOf[g].parent >= 0) groups[g].size = 0;
@@ -331,13 +383,21 @@ MemoryPlan planMemoryWith(const Graph& graph, bool views) {
 MemoryPlan planMemory(const Graph& graph) {
   MemoryPlan plain = planMemoryWith(graph, false);
   // Views save the copies of concats and slices; they lengthen their parents' lives, so they are taken only
-  // when the peak does not grow. (Graphs without a contiguous concat or slice plan once.)
+  // while the bytes live at once stay within the plan without them (each view alone: one that would raise the
+  // peak, such as a gradient bucket whose first gradient is produced long before its last, leaves the others),
+  // and the plan with them is kept only when its peak does not grow. Within the plain plan's peak first; where
+  // the offsets then fit worse, within its lower bound. (Graphs without a contiguous concat or slice plan once.)
   const bool candidates = std::any_of(graph.nodes().begin(), graph.nodes().end(), [](const auto& n) {
     return concatIsContiguous(*n) || (n->opName() == "slice" && contiguousSliceStart(*n));
   });
   if (!candidates) return plain;
-  MemoryPlan viewed = planMemoryWith(graph, true);
-  return viewed.views > 0 && viewed.peakBytes <= plain.peakBytes ? std::move(viewed) : std::move(plain);
+  for (int64_t budget : {plain.peakBytes, plain.lowerBoundBytes}) {
+    MemoryPlan viewed = planMemoryWith(graph, true, budget);
+    if (viewed.views == 0) break;
+    if (viewed.peakBytes <= plain.peakBytes) return viewed;
+    if (budget == plain.lowerBoundBytes) break;
+  }
+  return plain;
 }
 
 bool runsAsView(const Node& node, const MemoryPlan& plan) {

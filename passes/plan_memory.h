@@ -9,6 +9,7 @@
 #include "ir/graph.h"
 
 #include <cstdint>
+#include <limits>
 #include <unordered_map>
 #include <vector>
 
@@ -55,17 +56,18 @@ struct MemoryPlan {
   const BufferAssignment* find(const Value* value) const;
 
  private:
-  friend MemoryPlan planMemoryWith(const Graph& graph, bool views);
+  friend MemoryPlan planMemoryWith(const Graph& graph, bool views, int64_t viewBudget);
   std::unordered_map<const Value*, size_t> index_;
 };
 
 /// Plans the arena for `graph` in its node order: liveness, in-place reuse for elementwise nodes, views (contiguous
-/// concats and slices over their operands' bytes, where that does not raise the peak), and offsets by the best of
-/// a few greedy orders (largest first, then longest-lived first, ...).
+/// concats and slices over their operands' bytes, each where it does not raise the peak), and offsets by the best
+/// of a few greedy orders (largest first, then longest-lived first, ...).
 MemoryPlan planMemory(const Graph& graph);
-/// The plan with views (see BufferAssignment::viewOf) or without, whatever the peaks: planMemory takes the views
-/// when they do not raise it.
-MemoryPlan planMemoryWith(const Graph& graph, bool views);
+/// The plan with views (see BufferAssignment::viewOf) or without: with them, each view (in node order) is taken
+/// where the aligned bytes live at once then stay within `viewBudget`, whatever the offsets give. planMemory
+/// passes the plain plan's peak.
+MemoryPlan planMemoryWith(const Graph& graph, bool views, int64_t viewBudget = std::numeric_limits<int64_t>::max());
 
 /// Whether `node` (a concat, a slice, a reshape) has nothing to run under `plan`: its operands and result are views
 /// of one another's bytes, or the reshape's result lies where its operand does.

@@ -6,6 +6,7 @@
 #include "autodiff/gradient_tape.h"
 #include "ir/builder.h"
 #include "ir/interpreter.h"
+#include "passes/plan_memory.h"
 #include "tests/support/op_test_helpers.h"
 #include "tests/support/random_tensors.h"
 
@@ -24,7 +25,7 @@ struct Step {
   std::vector<Value*> params;
 };
 
-Step mlpStep(int64_t bucketBytes) {
+Step mlpStep(int64_t bucketBytes, bool average = true) {
   Step s;
   Graph& g = s.graph;
   Value* x = g.addInput("x", {DType::f32, {6, 5}});
@@ -50,7 +51,7 @@ Step mlpStep(int64_t bucketBytes) {
   nn::DistributedOptions options;
   options.firstBucketBytes = bucketBytes;
   options.bucketBytes = bucketBytes;
-  std::vector<Value*> averaged = nn::averageOverRanks(b, *grads, options);
+  std::vector<Value*> averaged = average ? nn::averageOverRanks(b, *grads, options) : *grads;
   for (size_t i = 0; i < s.params.size(); ++i) {
     g.addOutput("new." + s.params[i]->name(), b.sub(s.params[i], b.scale(averaged[i], 0.1)));
   }
@@ -149,4 +150,29 @@ TEST_CASE("graph: reorderNodes takes a valid order and refuses others, changing 
   CHECK(g.nodes()[0].get() == nc);  // unchanged
   CHECK_FALSE(g.reorderNodes({nc, na}).ok());
   CHECK_FALSE(g.reorderNodes({nc, nc, nd}).ok());
+}
+
+
+TEST_CASE("data-parallel buckets: whole arena alignments first, so each gradient starts aligned in its bucket") {
+  // One bucket of every gradient: w2's (12x3 floats, 144 bytes) is produced first but goes last, after w1's (768
+  // bytes) and w0's (320), so that the planner may lay each producer's buffer at its offset in the bucket.
+  Step s = mlpStep(1 << 20);
+  const auto concats = nodesOf(s.graph, "concat");
+  REQUIRE(concats.size() == 1);
+  std::vector<int64_t> sizes;
+  for (const Value* operand : concats[0]->operands()) sizes.push_back(operand->type().numel());
+  CHECK(sizes == std::vector<int64_t>{16 * 12, 5 * 16, 12 * 3});
+  int64_t offset = 0;
+  for (size_t k = 0; k + 1 < sizes.size(); ++k) CHECK((offset += sizes[k] * 4) % kArenaAlignment == 0);
+  // Each update reads its own gradient back: the step (a world of one averages nothing) is the plain SGD step's.
+  Step plain = mlpStep(1 << 20, false);
+  TensorMap feeds;
+  uint64_t seed = testing::testSeed();
+  for (const Value* in : s.graph.inputs()) feeds.emplace(in->name(), testing::randomTensor(in->type(), seed++));
+  auto got = interpret(s.graph, feeds);
+  auto expected = interpret(plain.graph, feeds);
+  REQUIRE(got.ok());
+  REQUIRE(expected.ok());
+  REQUIRE(got->size() == expected->size());
+  for (size_t i = 0; i < got->size(); ++i) testing::checkClose((*got)[i], (*expected)[i], 0.0);
 }

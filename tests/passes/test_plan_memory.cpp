@@ -216,3 +216,38 @@ TEST_CASE("plan-memory: a view that would raise the peak is not taken") {
   CHECK(chosen.views == 0);
   CHECK(chosen.peakBytes == plain.peakBytes);
 }
+
+TEST_CASE("plan-memory: each view is taken where it keeps the peak, whatever the others do") {
+  // %c's operands laid in its place would hold its bytes over %big, raising the peak; %g's are born right before
+  // it, where its own bytes save the copy and lower what is live there: %g is a view, %c a copy.
+  Graph graph = testing::parseOrFail(R"(graph @v(%x: f32[16], %y: f32[4096], %z: f32[16], %w: f32[16]) {
+  %a = exp(%x) : f32[16]
+  %big = exp(%y) : f32[4096]
+  %s = reduce_sum(%big) : f32[]
+  %b = mul(%z, %s) : f32[16]
+  %c = concat(%a, %b) {axis = 0} : f32[32]
+  %d = exp(%c) : f32[32]
+  %e = exp(%w) : f32[16]
+  %f = mul(%w, %w) : f32[16]
+  %g = concat(%e, %f) {axis = 0} : f32[32]
+  %h = add(%g, %d) : f32[32]
+  return h = %h
+})");
+  MemoryPlan plain = planMemoryWith(graph, false);
+  MemoryPlan chosen = planMemory(graph);
+  Status valid = checkMemoryPlan(graph, chosen);
+  CHECK_MESSAGE(valid.ok(), (valid.ok() ? "" : valid.error().message()));
+  CHECK(chosen.peakBytes <= plain.peakBytes);
+  const Node *c = nullptr, *g = nullptr;
+  for (const auto& n : graph.nodes()) {
+    if (n->opName() == "concat") (c ? g : c) = n.get();
+  }
+  REQUIRE((c && g));
+  CHECK_FALSE(runsAsView(*c, chosen));
+  CHECK(runsAsView(*g, chosen));
+  CHECK(chosen.views == 2);
+  // Without a budget both concats are views, and the peak grows.
+  MemoryPlan unbounded = planMemoryWith(graph, true);
+  CHECK(unbounded.views == 4);
+  CHECK(unbounded.peakBytes > plain.peakBytes);
+}
