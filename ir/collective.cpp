@@ -31,6 +31,8 @@ Status CollectiveGroup::finishAllReduce(int64_t handle) {
   return Status::success();
 }
 
+bool CollectiveGroup::allReduceDone(int64_t handle) const { return finished_.count(handle) > 0; }
+
 namespace {
 std::mutex startedMutex;
 std::map<int64_t, StartedAllReduce>& started() {

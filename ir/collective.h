@@ -34,6 +34,9 @@ class CollectiveGroup {
   virtual Expected<int64_t> startAllReduceSum(void* data, int64_t count, DType dtype);
   /// Waits for a started sum (all_reduce_wait): its memory then holds the sum.
   virtual Status finishAllReduce(int64_t handle);
+  /// Whether a started sum has completed, without waiting (MPI_Test's question): finishAllReduce then returns at
+  /// once. False for a handle that was not started or already finished.
+  virtual bool allReduceDone(int64_t handle) const;
   /// How long a collective may wait for the other ranks before it is an error ($SMELT_COLLECTIVE_TIMEOUT for MPI's
   /// world); the collectives that run elsewhere (NCCL on the GPU) keep to it too.
   virtual double timeoutSeconds() const { return kDefaultCollectiveTimeoutSeconds; }

@@ -15,12 +15,11 @@ namespace smelt {
 struct MpiWorldOptions {
   /// How long a collective may wait for every rank; $SMELT_COLLECTIVE_TIMEOUT (seconds) overrides it.
   double timeoutSeconds = kDefaultCollectiveTimeoutSeconds;
-  /// The communication thread's nice value (Linux; never below the process's own). While a bucket travels, a
-  /// blocking MPI_Allreduce spins on that thread, and on a core the step computes on it took half the core: on
-  /// this 2-core machine's test hosts the MLP's step (4 MB buckets) took 58-79 ms at 0 and 41-51 ms at 19, and
-  /// ResNet-18's 617 and 503 ms (docs/distributed.md). The transfer itself is the kernel's and the link's; the
-  /// thread needs the core only now and then, and all of it once the step waits for the sum.
-  int communicationNice = 19;
+  /// The communication thread's nice value (Linux; never below the process's own). The default, the process's
+  /// priority: the thread sleeps between the short tests of a ring all-reduce while the step computes, and at nice
+  /// 19 it did not run until the step waited (ResNet-18's step over 2.5 Gbit/s test hosts, 5 MB buckets: 403 ms
+  /// at nice 19 against 310 at 0; docs/distributed.md).
+  int communicationNice = 0;
 };
 
 /// Whether this process was started by an MPI launcher (mpirun sets OMPI_COMM_WORLD_SIZE or PMI_SIZE).

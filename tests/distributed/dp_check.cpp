@@ -253,6 +253,89 @@ int oneRankStops(int stopped, const Case& c, CollectiveGroup& group, const char*
   std::_Exit(ok ? 3 : 1);
 }
 
+// The sums themselves, at sizes the ring all-reduce takes (a bucket just past its threshold, one of several
+// chunks per segment that does not divide by the ranks), in f32 and f64: started while the caller computes (sleeps,
+// asking allReduceDone) and blocking, two in flight at once. Each element against the sum of every rank's value
+// (each rank draws every rank's data from the same seeds), and every rank's bits against rank 0's.
+bool sumsCase(CollectiveGroup& group) {
+  const int rank = group.rank(), size = group.size();
+  // splitmix64 of (seed, rank, index) as a value in [-1, 1): cheap enough for a million elements per rank.
+  auto valueOf = [](int r, int64_t i, uint64_t seed) {
+    uint64_t z = seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(r) * 0xbf58476d1ce4e5b9ULL +
+                 static_cast<uint64_t>(i) * 0x94d049bb133111ebULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return static_cast<double>(z >> 11) * 0x1p-52 - 1.0;
+  };
+  bool ok = true;
+  std::string worstLine;
+  double worst = 0;
+  uint64_t seed = 1;
+  for (DType dtype : {DType::f32, DType::f64}) {
+    std::vector<Tensor> sums;
+    for (int64_t count : {int64_t{4097}, int64_t{1000003}}) sums.emplace_back(TensorType{dtype, {count}});
+    for (Tensor& t : sums) {
+      for (int64_t i = 0; i < t.numel(); ++i) t.setDouble(i, valueOf(rank, i, seed));
+      ++seed;
+    }
+    // The first two started together (the caller sleeps meanwhile), the second two blocking.
+    std::vector<Tensor> blocking = sums;
+    for (Tensor& t : blocking) {
+      for (int64_t i = 0; i < t.numel(); ++i) t.setDouble(i, valueOf(rank, i, seed));
+      ++seed;
+    }
+    std::vector<int64_t> handles;
+    for (Tensor& t : sums) {
+      auto h = group.startAllReduceSum(t.raw(), t.numel(), t.dtype());
+      if (!h.ok()) {
+        fmt::print("rank {}: FAIL ring sums: {}\n", rank, h.error().message());
+        return false;
+      }
+      handles.push_back(*h);
+    }
+    for (int64_t h : handles) {
+      while (!group.allReduceDone(h)) std::this_thread::sleep_for(std::chrono::microseconds(300));
+      if (Status s = group.finishAllReduce(h); !s.ok()) {
+        fmt::print("rank {}: FAIL ring sums: {}\n", rank, s.error().message());
+        return false;
+      }
+    }
+    for (Tensor& t : blocking) {
+      if (Status s = group.allReduceSum(t); !s.ok()) {
+        fmt::print("rank {}: FAIL ring sums: {}\n", rank, s.error().message());
+        return false;
+      }
+    }
+    sums.insert(sums.end(), blocking.begin(), blocking.end());
+    const uint64_t firstSeed = seed - sums.size();
+    const double bound = dtype == DType::f32 ? 1e-6 : 1e-14;
+    for (size_t k = 0; k < sums.size(); ++k) {
+      const Tensor& got = sums[k];
+      for (int64_t i = 0; i < got.numel(); ++i) {
+        double want = 0, scale = 0;
+        for (int r = 0; r < size; ++r) {
+          const double v = valueOf(r, i, firstSeed + k);
+          want += v;
+          scale += std::abs(v);
+        }
+        const double err = std::abs(got.getDouble(i) - want) / scale;
+        if (err > bound) ok = false;
+        if (err > worst) {
+          worst = err;
+          worstLine = fmt::format("{} element {} of {}", got.type().toString(), i, got.numel());
+        }
+      }
+      Tensor root = got;
+      if (!group.broadcast(root, 0).ok() || std::memcmp(root.raw(), got.raw(), got.byteSize()) != 0) ok = false;
+    }
+  }
+  fmt::print("rank {}: {} ring sums on {} ranks: 8 sums of 4097 and 1000003 f32 and f64 elements, worst relative "
+             "error {:.1e} ({}), {}\n",
+             rank, ok ? "ok" : "FAIL", size, worst, worstLine, ok ? "identical on every rank" : "wrong or DIFFERENT");
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -319,6 +402,7 @@ int main(int argc, char** argv) {
     ok = equalCase(batchNormCnn, group) && ok;
     ok = equalF64Case(mlp64, group) && ok;
     ok = equalF64Case(cnn64, group) && ok;
+    ok = sumsCase(group) && ok;
     std::fflush(stdout);
     return ok ? 0 : 1;
   }

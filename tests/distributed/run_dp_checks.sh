@@ -10,7 +10,7 @@ fail=0
 for n in 2 4; do
   out=$("${mpi[@]}" -np "$n" "$check" equal 2>&1); rc=$?
   echo "$out"
-  [ $rc -eq 0 ] && [ "$(grep -c ': ok ' <<<"$out")" -eq $((5 * n)) ] || { echo "FAIL: equal on $n ranks (rc $rc)"; fail=1; }
+  [ $rc -eq 0 ] && [ "$(grep -c ': ok ' <<<"$out")" -eq $((6 * n)) ] || { echo "FAIL: equal on $n ranks (rc $rc)"; fail=1; }
 done
 out=$("${mpi[@]}" -np 2 "$check" mismatch 2>&1); rc=$?
 echo "$out"

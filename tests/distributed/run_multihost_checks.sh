@@ -29,7 +29,7 @@ for placement in 10.231.0.2:1,10.231.0.3:1 10.231.0.2:2,10.231.0.3:2; do
   sent=$(($(bytes 1) - before))
   echo "$out"
   echo "host 10.231.0.2 sent $sent bytes over its link"
-  [ $rc -eq 0 ] && [ "$(grep -c ': ok ' <<<"$out")" -eq $((5 * n)) ] || { echo "FAIL: equal on $placement (rc $rc)"; fail=1; }
+  [ $rc -eq 0 ] && [ "$(grep -c ': ok ' <<<"$out")" -eq $((6 * n)) ] || { echo "FAIL: equal on $placement (rc $rc)"; fail=1; }
   # The gradients crossed the link, not shared memory (three models' three steps: about 125 KB from each
   # host; MPI's start-up alone sends a few KB).
   [ "$sent" -gt 50000 ] || { echo "FAIL: only $sent bytes crossed host 10.231.0.2's link"; fail=1; }
